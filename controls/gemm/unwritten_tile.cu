@@ -1,0 +1,61 @@
+/*
+Control: unwritten_tile
+Expected verdict: INCORRECT (reason: unwritten)
+
+Computes C = A * B^T for bf16 inputs with fp32 accumulation, result rounded to bf16:
+  A: [M, K] bf16, row-major contiguous
+  B: [N, K] bf16, row-major contiguous   (so C[m][n] = sum_k A[m][k] * B[n][k])
+  C: [M, N] bf16, row-major contiguous
+
+WHAT IS WRONG ON PURPOSE: the outputs of the top-left 16x16 tile, C[0..15][0..15] (the first
+iteration of block (0,0); clipped to C[0..min(M,16)-1][0..min(N,16)-1] for small shapes, so it is
+never empty), are computed but never stored. Every other element is correct. The harness pre-fills
+C with a poison NaN pattern, so those elements still hold the poison after the run and must be
+reported as unwritten (not merely non-finite or numerically wrong).
+
+Otherwise identical to naive_correct.cu (one thread per output, 16x16 blocks, grid-stride over M).
+
+Build (as the harness does):
+nvcc -O3 -shared -Xcompiler -fPIC -lineinfo -gencode arch=compute_90a,code=sm_90a -cudart shared \
+     -Xptxas -v -o unwritten_tile.so unwritten_tile.cu -lcuda
+*/
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace {
+
+constexpr int kBlock = 16;
+
+__global__ void gemm_naive_skip_tile(const __nv_bfloat16* __restrict__ A,  // [M, K]
+                                     const __nv_bfloat16* __restrict__ B,  // [N, K]
+                                     __nv_bfloat16* __restrict__ C,        // [M, N]
+                                     int M, int N, int K) {
+  const long long n = (long long)blockIdx.x * kBlock + threadIdx.x;
+  if (n >= N) return;
+  const __nv_bfloat16* b = B + (size_t)n * K;
+  for (long long m = (long long)blockIdx.y * kBlock + threadIdx.y; m < M;
+       m += (long long)gridDim.y * kBlock) {
+    const __nv_bfloat16* a = A + (size_t)m * K;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) {
+      acc = fmaf(__bfloat162float(a[k]), __bfloat162float(b[k]), acc);
+    }
+    if (m < kBlock && n < kBlock) continue;  // BUG (on purpose): tile (0,0) is never stored
+    C[(size_t)m * N + n] = __float2bfloat16_rn(acc);
+  }
+}
+
+}  // namespace
+
+extern "C" int run(const __nv_bfloat16* A,  // [M, K]
+                   const __nv_bfloat16* B,  // [N, K]
+                   __nv_bfloat16* C,        // [M, N]
+                   int M, int N, int K, cudaStream_t stream) {
+  if (M <= 0 || N <= 0 || K <= 0) return 1;
+  const long long blocks_m = (M + (long long)kBlock - 1) / kBlock;
+  const long long blocks_n = (N + (long long)kBlock - 1) / kBlock;
+  dim3 block(kBlock, kBlock);
+  dim3 grid((unsigned)blocks_n, (unsigned)(blocks_m < 65535 ? blocks_m : 65535));
+  gemm_naive_skip_tile<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}

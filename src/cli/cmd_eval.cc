@@ -1,0 +1,97 @@
+// `ptxbench eval KERNEL.cu --task NAME [...]`: one candidate, one verdict, one record.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <random>
+
+#include "build/nvcc.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "evaluate/evaluate.h"
+#include "task/definition.h"
+
+namespace ptxbench {
+
+CommandRunner AddEvalCommand(CLI::App& app) {
+  struct Options {
+    std::string kernel, task, workload, arch = "sm_90a", seed, tolerance, sanitize = "always";
+    std::string json_path, tasks_dir, cache_dir;
+    int trials = 3, timeout = 60, memcheck_timeout = 600;
+    bool no_build_cache = false, no_reference_cache = false, quiet = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel on one task");
+  cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
+  cmd->add_option("--task", o->task, "Task definition (see `ptxbench tasks`)")->required();
+  cmd->add_option("--workload", o->workload,
+                  "Workload id, or axis values such as M=8192 (default: the headline or largest)");
+  cmd->add_option("--arch", o->arch, "Target architecture: sm_90a or sm_100a")->capture_default_str();
+  cmd->add_option("--trials", o->trials, "Correctness trials, each on fresh inputs")->capture_default_str();
+  cmd->add_option("--seed", o->seed,
+                  "First seed (trial i uses seed+i), or `random` for a fresh one (default " +
+                      std::to_string(kDefaultSeed) + ")");
+  cmd->add_option("--tolerance", o->tolerance,
+                  "Tolerance rule: published (the upstream rule) or allclose (default: the task's)");
+  cmd->add_option("--sanitize", o->sanitize, "Memory check: always, on-failure or never")
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout, "Seconds for the candidate's run (all trials)")
+      ->capture_default_str();
+  cmd->add_option("--memcheck-timeout", o->memcheck_timeout, "Seconds for the memory check")
+      ->capture_default_str();
+  cmd->add_option("--json", o->json_path, "Write the full evaluation record here");
+  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
+      ->envname("PTXBENCH_TASKS");
+  cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache (default ~/.cache/ptxbench)")
+      ->envname("PTXBENCH_CACHE");
+  cmd->add_flag("--no-build-cache", o->no_build_cache, "Rebuild even when a cached build exists");
+  cmd->add_flag("--no-reference-cache", o->no_reference_cache,
+                "Recompute the expected outputs even when cached");
+  cmd->add_flag("--quiet", o->quiet, "No terminal summary");
+
+  return [o]() {
+    // Every problem of the request is found before any work starts.
+    if (::access(o->kernel.c_str(), R_OK) != 0 || !FileExists(o->kernel))
+      throw InputError(o->kernel + ": no such readable file");
+    Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
+    EvalRequest req;
+    req.kernel_path = o->kernel;
+    req.definition = &catalog.Find(o->task);
+    req.workload = o->workload.empty() ? &req.definition->DefaultWorkload()
+                                       : &req.definition->FindWorkload(o->workload);
+    if (!IsSupportedArch(o->arch)) {
+      std::string known;
+      for (const auto& a : SupportedArchs()) known += (known.empty() ? "" : ", ") + a;
+      throw UsageError("unknown arch '" + o->arch + "' (supported: " + known + ")");
+    }
+    req.arch = o->arch;
+    if (o->trials < 1 || o->trials > 100) throw UsageError("--trials must be between 1 and 100");
+    req.trials = o->trials;
+    if (o->seed == "random") {
+      req.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    } else if (!o->seed.empty()) {
+      long long s;
+      if (!ParseInt64(o->seed, &s) || s < 0)
+        throw UsageError("malformed --seed '" + o->seed + "' (a non-negative integer or `random`)");
+      req.seed = static_cast<uint64_t>(s);
+    }
+    if (!o->tolerance.empty()) req.tolerance_rule = ParseToleranceRule(o->tolerance);
+    req.sanitize = ParseSanitizeMode(o->sanitize);
+    if (o->timeout < 1 || o->memcheck_timeout < 1) throw UsageError("timeouts must be positive");
+    req.timeout = std::chrono::seconds(o->timeout);
+    req.memcheck_timeout = std::chrono::seconds(o->memcheck_timeout);
+    req.use_build_cache = !o->no_build_cache;
+    req.use_reference_cache = !o->no_reference_cache;
+    req.cache_root = o->cache_dir;
+    FindNvcc("");  // no nvcc: a one-line error, before anything is written
+
+    EvaluationRecord rec = Evaluate(req);
+    if (!o->json_path.empty()) WriteFileAtomic(o->json_path, rec.ToJson().dump(2) + "\n");
+    if (!o->quiet) std::cout << HumanSummary(rec);
+    return ExitCodeFor(rec.status);
+  };
+}
+
+}  // namespace ptxbench

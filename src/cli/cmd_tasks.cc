@@ -1,0 +1,82 @@
+// `ptxbench tasks [--family F] [NAME] [--json]`: the task catalog.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "task/definition.h"
+#include "task/family.h"
+
+namespace ptxbench {
+
+CommandRunner AddTasksCommand(CLI::App& app) {
+  struct Options {
+    std::string name, family, tasks_dir;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("tasks", "List the task definitions, or show one in full");
+  cmd->add_option("name", o->name, "A definition to show in full (its workloads too)");
+  cmd->add_option("--family", o->family, "Only definitions of this family (gemm, …)");
+  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
+      ->envname("PTXBENCH_TASKS");
+  cmd->add_flag("--json", o->json, "Machine-readable output");
+  return [o]() {
+    Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
+    if (!o->name.empty()) {
+      const Definition& d = catalog.Find(o->name);
+      nlohmann::json j = ToJson(d, true);
+      const Family* f = FindFamily(d.family);
+      j["signature"] = f->Signature();
+      j["semantics"] = f->Semantics();
+      if (o->json) {
+        std::cout << j.dump(2) << "\n";
+        return 0;
+      }
+      std::cout << d.name << " (" << d.family << ")\n  " << d.description << "\n"
+                << "  signature: " << f->Signature() << "\n"
+                << "  semantics: " << f->Semantics() << "\n"
+                << "  constant axes:";
+      for (const auto& [k, v] : d.constant_axes) std::cout << " " << k << "=" << v;
+      std::cout << "\n  tolerance: " << ToString(d.tolerance.rule) << " (atol " << d.tolerance.atol
+                << ", rtol " << d.tolerance.rtol << ")\n  flops: " << d.flops_formula
+                << "\n  baseline: " << d.baseline << "\n  required instruction families:";
+      for (const auto& [arch, fams] : d.required_families) {
+        std::cout << " " << arch << "=";
+        for (size_t i = 0; i < fams.size(); ++i) std::cout << (i ? "+" : "") << fams[i];
+      }
+      std::cout << "\n  workloads:\n";
+      for (const auto& w : d.workloads) {
+        std::cout << "    ";
+        for (const auto& [k, v] : w.axes) std::cout << k << "=" << v << " ";
+        std::printf(" %.3g GFLOP  %s%s\n", d.Flops(w) / 1e9, w.id.c_str(),
+                    w.headline ? "  (headline)" : "");
+      }
+      return 0;
+    }
+    nlohmann::json all = nlohmann::json::array();
+    size_t shown = 0;
+    for (const auto& d : catalog.definitions()) {
+      if (!o->family.empty() && d.family != o->family) continue;
+      ++shown;
+      if (o->json) {
+        all.push_back(ToJson(d, true));
+        continue;
+      }
+      std::string axes;
+      for (const auto& [k, v] : d.constant_axes) axes += k + "=" + std::to_string(v) + " ";
+      bool headline = false;
+      for (const auto& w : d.workloads) headline |= w.headline;
+      std::printf("%-28s %-8s %-16s %2zu workloads%s\n", d.name.c_str(), d.family.c_str(),
+                  axes.c_str(), d.workloads.size(), headline ? "  headline" : "");
+    }
+    if (o->json) std::cout << all.dump(2) << "\n";
+    if (shown == 0 && !o->family.empty()) {
+      std::cerr << "ptxbench: no definitions of family '" << o->family << "'\n";
+      return 2;
+    }
+    return 0;
+  };
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,16 @@
+// The subcommands of `ptxbench`, each registered on the CLI11 app in one file of its own.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace ptxbench {
+
+// Each Add* declares the subcommand's options and returns the function that runs it; the
+// function returns the process exit code.
+using CommandRunner = std::function<int()>;
+CommandRunner AddEvalCommand(CLI::App& app);
+CommandRunner AddTasksCommand(CLI::App& app);
+CommandRunner AddDoctorCommand(CLI::App& app);
+
+}  // namespace ptxbench

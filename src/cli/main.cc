@@ -1,0 +1,52 @@
+// ptxbench: can a model write GPU kernels that really use a new architecture's own
+// instructions, and are they fast? This is the command line; see README.md.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "run/child_main.h"
+#include "task/definition.h"
+
+int main(int argc, char** argv) {
+  // Children are this same binary; they speak only through their channel descriptor.
+  if (argc >= 2 && std::strcmp(argv[1], "__child") == 0) return ptxbench::ChildMain(argc, argv);
+
+  CLI::App app{"ptxbench: verdicts on GPU kernels that use the architecture's own instructions"};
+  app.set_version_flag("--version", std::string(PTXBENCH_VERSION));
+  app.require_subcommand(1);
+  // Subcommands as a table: name → runner.
+  std::map<std::string, ptxbench::CommandRunner> runners = {
+      {"eval", ptxbench::AddEvalCommand(app)},
+      {"tasks", ptxbench::AddTasksCommand(app)},
+      {"doctor", ptxbench::AddDoctorCommand(app)},
+  };
+  // An unknown subcommand gets a "did you mean" instead of CLI11's generic message.
+  if (argc >= 2 && argv[1][0] != '-' && !runners.count(argv[1])) {
+    std::vector<std::string> names;
+    for (const auto& [n, r] : runners) names.push_back(n);
+    std::string msg = std::string("ptxbench: unknown command '") + argv[1] + "'";
+    if (auto s = ptxbench::DidYouMean(argv[1], names)) msg += " (did you mean " + *s + "?)";
+    std::cerr << msg << "; see ptxbench --help\n";
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    for (auto& [name, run] : runners)
+      if (app.got_subcommand(name)) return run();
+  } catch (const ptxbench::Error& e) {
+    std::cerr << "ptxbench: " << e.what() << "\n";
+    return e.kind() == ptxbench::ErrorKind::kUsage || e.kind() == ptxbench::ErrorKind::kInput ? 2 : 3;
+  } catch (const std::exception& e) {
+    std::cerr << "ptxbench: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 2;
+}

@@ -1,0 +1,22 @@
+// Small string helpers shared by the modules.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ptxbench {
+
+std::string Trim(std::string_view s);
+std::vector<std::string> Split(std::string_view s, char sep);
+std::vector<std::string> SplitLines(std::string_view s);
+bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
+// The last `max_lines` lines of `s`, with a marker line saying how many were cut.
+std::string TailLines(std::string_view s, size_t max_lines);
+// At most `max_chars` characters, with "…" when cut.
+std::string Truncate(std::string_view s, size_t max_chars);
+// Parses a whole decimal integer; false on anything else (sign allowed, no spaces).
+bool ParseInt64(std::string_view s, long long* out);
+
+}  // namespace ptxbench

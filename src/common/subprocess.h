@@ -1,0 +1,86 @@
+// Supervised child processes: start, read, deadline, kill, record the exit.
+//
+// Lifecycle of a Child (one evaluation never outlives it):
+//
+//   Start() ──► running ──(channel EOF / process exit)──► Wait() ─► exited | signaled
+//                  │
+//                  └──(deadline passes)──► SIGKILL to the whole process group ─► timed_out
+//
+// Every child gets its own process group (so a tool that forks, like compute-sanitizer, is
+// killed with all it started) and dies with the parent (PR_SET_PDEATHSIG). Results travel on a
+// dedicated channel descriptor, never on stdout, which a candidate can write to.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ptxbench {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
+  std::vector<std::pair<std::string, std::string>> set_env;
+  std::vector<std::string> unset_env;
+  // Where the child's stdout and stderr go (both to one file); empty: captured in memory.
+  std::string log_path;
+  // When >= 0, a pipe is made whose write end the child sees as this descriptor number.
+  int channel_fd = -1;
+};
+
+// How a child ended.
+enum class ExitKind { kExited, kSignaled, kTimedOut };
+
+struct ExitInfo {
+  ExitKind kind = ExitKind::kExited;
+  int code = 0;    // exit code when kExited
+  int signal = 0;  // signal number when kSignaled
+  double seconds = 0;
+  // "exit code 3", "killed by signal 11 (Segmentation fault)", "timed out after 10 s".
+  std::string Describe() const;
+};
+
+class Child {
+ public:
+  // Throws EnvironmentError when the program cannot be started (not found, not executable).
+  static Child Start(const ProcessSpec& spec);
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&&) = delete;
+  ~Child();
+
+  // Reads the channel until EOF, the process exits, or `deadline`; returns what arrived, split
+  // into lines. Then reaps the child, killing its group when the deadline passed.
+  ExitInfo Wait(std::chrono::steady_clock::time_point deadline);
+  const std::vector<std::string>& channel_lines() const { return lines_; }
+  // Output captured in memory when the spec had no log_path.
+  const std::string& captured_output() const { return captured_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  Child() = default;
+  void KillGroup();
+  pid_t pid_ = -1;
+  int channel_read_ = -1;
+  int capture_read_ = -1;
+  std::chrono::steady_clock::time_point started_;
+  std::vector<std::string> lines_;
+  std::string partial_line_;
+  std::string captured_;
+  bool reaped_ = false;
+};
+
+// Runs a command to completion with a time limit, capturing stdout and stderr together.
+struct CommandResult {
+  ExitInfo exit;
+  std::string output;
+};
+CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seconds timeout,
+                         const std::vector<std::pair<std::string, std::string>>& set_env = {});
+
+// Looks a program up in PATH (and, for CUDA tools, in $CUDA_HOME/bin and /usr/local/cuda/bin).
+std::optional<std::string> FindProgram(const std::string& name);
+
+}  // namespace ptxbench

@@ -1,0 +1,448 @@
+#include "evaluate/evaluate.h"
+
+#include <sys/mman.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "build/elf.h"
+#include "build/nvcc.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/sha256.h"
+#include "common/strings.h"
+#include "compare/compare.h"
+#include "run/children.h"
+#include "run/reference_cache.h"
+#include "screen/screen.h"
+#include "task/family.h"
+
+namespace ptxbench {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A read-only view of a whole file, for outputs far larger than we want to copy.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw InternalError("cannot open " + path);
+    size_ = static_cast<size_t>(::lseek(fd, 0, SEEK_END));
+    if (size_ > 0) {
+      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (data_ == MAP_FAILED) {
+        ::close(fd);
+        throw InternalError("cannot map " + path);
+      }
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
+  }
+  const void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// What the evaluation has established so far; the first failure wins, except where a later
+// layer explains an earlier symptom better (the memory check over a wrong answer).
+struct Verdict {
+  Status status = Status::kPassed;
+  std::string reason;
+  std::string message;
+  bool decided = false;
+  void Set(Status s, std::string r, std::string m) {
+    status = s;
+    reason = std::move(r);
+    message = std::move(m);
+    decided = true;
+  }
+};
+
+std::string TrialName(const json& m) {
+  return m.contains("seed") ? " (seed " + std::to_string(m["seed"].get<uint64_t>()) + ")" : "";
+}
+
+// Reads what the candidate child told us into a verdict for its run; nullopt: it finished.
+// `harness_failure` is set when the child failed before the candidate was called.
+void JudgeCandidateChild(const ChildOutcome& c, const std::chrono::seconds timeout, Verdict* v) {
+  bool called = c.First("call_started") != nullptr;
+  const json* last_call = c.Last("call_started");
+  std::string during = last_call ? " during the call" + TrialName(*last_call) : "";
+  if (c.exit.kind == ExitKind::kTimedOut) {
+    v->Set(Status::kTimeout, "",
+           "the candidate did not finish within " + std::to_string(timeout.count()) + " s" + during);
+    return;
+  }
+  if (const json* e = c.First("error")) {
+    std::string stage = e->value("stage", "");
+    std::string msg = e->value("message", "");
+    if (stage == "load") {
+      v->Set(Status::kRuntimeError, "", "cannot load the shared object: " + msg);
+    } else if (stage == "harness" && !called) {
+      v->Set(Status::kInfraError, "", "the candidate child failed before the call: " + msg);
+    } else {
+      v->Set(Status::kRuntimeError, "", msg + during);
+    }
+    return;
+  }
+  if (const json* r = c.First("refused")) {
+    v->Set(Status::kRuntimeError, "",
+           "run returned " + std::to_string(r->value("rc", 0)) + " (non-zero: refused the shape)" +
+               TrialName(*r));
+    return;
+  }
+  if (c.exit.kind == ExitKind::kSignaled) {
+    v->Set(Status::kRuntimeError, "", "the candidate process was " + c.exit.Describe() + during);
+    return;
+  }
+  if (!c.First("done")) {
+    v->Set(Status::kRuntimeError, "",
+           "the candidate process ended (" + c.exit.Describe() + ")" + during +
+               " without finishing its trials");
+    return;
+  }
+}
+
+}  // namespace
+
+EvaluationRecord Evaluate(const EvalRequest& req) {
+  auto t_total = Clock::now();
+  const Definition& def = *req.definition;
+  const Workload& wl = *req.workload;
+  const Family& family = *FindFamily(def.family);
+  Axes axes = def.FullAxes(wl);
+  Tolerance tol = def.tolerance;
+  if (req.tolerance_rule) tol.rule = *req.tolerance_rule;
+  std::string cache_root = req.cache_root.empty() ? CacheRoot() : req.cache_root;
+
+  EvaluationRecord rec;
+  rec.created_at = NowUtcIso8601();
+  rec.ptxbench_version = PTXBENCH_VERSION;
+  rec.arch = req.arch;
+  rec.task = {{"definition", def.name}, {"family", def.family}, {"workload_id", wl.id},
+              {"axes", axes},           {"flops", def.Flops(wl)},
+              {"required_families", def.required_families.count(req.arch)
+                                        ? json(def.required_families.at(req.arch))
+                                        : json::array()}};
+  rec.instructions = SkippedLayer("instruction verification is not implemented yet (issue 3)");
+  rec.performance = SkippedLayer("timing is not implemented yet (issue 4)");
+  rec.correctness = NotReachedLayer("an earlier stage failed");
+  rec.memcheck = NotReachedLayer("an earlier stage failed");
+  Verdict v;
+  auto finish = [&]() {
+    rec.status = v.status;
+    rec.reason = v.reason;
+    rec.message = v.message;
+    rec.stage_seconds["total"] = Since(t_total);
+    return rec;
+  };
+
+  // --- the candidate file ---
+  std::string source = ReadFile(req.kernel_path);
+  rec.candidate = {{"path", req.kernel_path}, {"sha256", Sha256Hex(source)}, {"bytes", source.size()}};
+
+  // --- screen ---
+  auto t = Clock::now();
+  ScreenResult screen = ScreenSource(source);
+  rec.screening = ToJson(screen);
+  rec.stage_seconds["screen"] = Since(t);
+  if (!screen.passed()) {
+    v.Set(Status::kRejected, "", screen.message());
+    return finish();
+  }
+
+  // --- build ---
+  t = Clock::now();
+  BuildResult build;
+  try {
+    BuildOptions bo;
+    bo.arch = req.arch;
+    bo.use_cache = req.use_build_cache;
+    bo.cache_dir = cache_root + "/build";
+    build = BuildCandidate(source, bo);
+  } catch (const Error& e) {
+    rec.stage_seconds["build"] = Since(t);
+    if (e.kind() == ErrorKind::kUsage) throw;
+    v.Set(Status::kInfraError, "", std::string("cannot build: ") + e.what());
+    return finish();
+  }
+  rec.stage_seconds["build"] = Since(t);
+  rec.build = ToJson(build);
+  rec.toolchain["nvcc"] = build.nvcc_version;
+  if (build.outcome != BuildOutcome::kBuilt) {
+    std::string first = SplitLines(build.errors).empty() ? "nvcc failed" : SplitLines(build.errors)[0];
+    v.Set(Status::kCompileError, "", Truncate(first, 300));
+    return finish();
+  }
+
+  // --- link check: what the shared object needs and exports ---
+  try {
+    ElfInfo elf = ReadElfInfo(build.shared_object);
+    rec.build["needed"] = elf.needed;
+    std::vector<std::string> forbidden = ForbiddenDependencies(elf);
+    if (!forbidden.empty()) {
+      std::string list;
+      for (const auto& f : forbidden) list += (list.empty() ? "" : ", ") + f;
+      v.Set(Status::kRuleViolation, "forbidden_library",
+            "the shared object depends on " + list +
+                " (only the CUDA runtime/driver and the C/C++ runtime are allowed)");
+      return finish();
+    }
+    if (!ExportsFunction(elf, "run")) {
+      v.Set(Status::kCompileError, "",
+            "the shared object does not export `" + family.Signature() + "`");
+      return finish();
+    }
+  } catch (const Error& e) {
+    v.Set(Status::kInfraError, "", std::string("cannot inspect the shared object: ") + e.what());
+    return finish();
+  }
+
+  // --- reference (cached) ---
+  std::vector<uint64_t> seeds;
+  for (int i = 0; i < req.trials; ++i) seeds.push_back(req.seed + static_cast<uint64_t>(i));
+  ScratchDir scratch("ptxbench-eval");
+  ReferenceCache refs(cache_root + "/reference");
+  std::vector<ReferenceEntry> expected(seeds.size());
+  std::vector<uint64_t> missing;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    auto hit = req.use_reference_cache ? refs.Lookup(family, axes, seeds[i]) : std::nullopt;
+    if (hit) expected[i] = *hit;
+    else missing.push_back(seeds[i]);
+  }
+  json ref_info = {{"cached_trials", seeds.size() - missing.size()}, {"computed_trials", missing.size()},
+                   {"version", family.ReferenceVersion()}};
+  std::string no_gpu;
+  t = Clock::now();
+  if (!missing.empty()) {
+    ChildRequest cr;
+    cr.spec = {{"role", "reference"}, {"family", family.Name()}, {"axes", axes},
+               {"seeds", missing}, {"out_dir", scratch.path()}};
+    cr.work_dir = scratch.path();
+    cr.name = "reference";
+    cr.timeout = req.reference_timeout;
+    cr.executable = req.executable;
+    ChildOutcome ro = RunChild(cr);
+    if (const json* d = ro.First("device")) {
+      rec.toolchain["gpu"] = *d;
+      rec.toolchain["gpu"].erase("event");
+    }
+    if (const json* ng = ro.First("no_gpu")) {
+      no_gpu = ng->value("message", "");
+    } else {
+      auto done = ro.All("reference");
+      if (done.size() != missing.size() || !ro.First("done")) {
+        std::string why = ro.First("error") ? ro.First("error")->value("message", "")
+                                            : "reference child " + ro.exit.Describe();
+        v.Set(Status::kInfraError, "", "the reference failed: " + why);
+        rec.stage_seconds["reference"] = Since(t);
+        return finish();
+      }
+      for (const json* m : done) {
+        uint64_t seed = m->at("seed");
+        std::vector<std::string> files;
+        for (const auto& o : m->at("outputs")) files.push_back(o.at("file"));
+        ReferenceEntry e = refs.Store(family, axes, seed, m->at("input_checksums"), files);
+        for (size_t i = 0; i < seeds.size(); ++i)
+          if (seeds[i] == seed) expected[i] = e;
+      }
+    }
+  }
+  rec.stage_seconds["reference"] = Since(t);
+  auto skip_gpu_layers = [&](const std::string& message) {
+    std::string why = "no GPU (" + message + ")";
+    rec.correctness = SkippedLayer(why);
+    rec.memcheck = SkippedLayer(why);
+    v.Set(Status::kInfraError, "no_gpu",
+          "screening and build passed; the GPU layers were skipped: " + why);
+    return finish();
+  };
+  if (!no_gpu.empty()) return skip_gpu_layers(no_gpu);
+
+  // --- run the candidate ---
+  t = Clock::now();
+  ChildRequest cc;
+  cc.spec = {{"role", "candidate"}, {"family", family.Name()}, {"axes", axes},
+             {"seeds", seeds}, {"out_dir", scratch.path()},
+             {"shared_object", build.shared_object}};
+  cc.work_dir = scratch.path();
+  cc.name = "candidate";
+  cc.timeout = req.timeout;
+  cc.executable = req.executable;
+  ChildOutcome co = RunChild(cc);
+  rec.stage_seconds["run"] = Since(t);
+  if (const json* d = co.First("device")) {
+    rec.toolchain["gpu"] = *d;
+    rec.toolchain["gpu"].erase("event");
+  }
+  if (const json* ng = co.First("no_gpu")) return skip_gpu_layers(ng->value("message", ""));
+  JudgeCandidateChild(co, req.timeout, &v);
+  json correctness = {{"state", "ran"},
+                      {"trials", req.trials},
+                      {"seeds", seeds},
+                      {"tolerance", {{"rule", ToString(tol.rule)}, {"atol", tol.atol}, {"rtol", tol.rtol}}},
+                      {"reference", ref_info},
+                      {"child_exit", co.exit.Describe()},
+                      {"child_log_tail", co.log_tail}};
+  if (!co.garbage.empty()) correctness["channel_garbage_lines"] = co.garbage.size();
+
+  // --- compare, trial by trial ---
+  t = Clock::now();
+  json trials = json::array();
+  auto family_tensors = family.Tensors(axes);
+  for (const json* m : co.All("trial")) {
+    uint64_t seed = m->at("seed");
+    size_t idx = 0;
+    while (idx < seeds.size() && seeds[idx] != seed) ++idx;
+    if (idx == seeds.size()) continue;  // not a seed we asked for: ignore, never trust
+    json tj = {{"seed", seed}, {"seconds", m->value("seconds", 0.0)}};
+    auto before = m->at("input_checksums_before").get<std::vector<uint64_t>>();
+    auto after = m->at("input_checksums_after").get<std::vector<uint64_t>>();
+    tj["inputs_unchanged"] = before == after;
+    if (before != expected[idx].input_checksums && !v.decided)
+      v.Set(Status::kInfraError, "",
+            "the candidate child's inputs differ from the reference's for seed " + std::to_string(seed));
+    if (before != after && !v.decided)
+      v.Set(Status::kRuleViolation, "inputs_modified",
+            "the candidate modified its inputs" + TrialName(*m) + " (checksums before and after differ)");
+    json outputs = json::array();
+    size_t k = 0;
+    for (const auto& spec : family_tensors) {
+      if (spec.role != TensorRole::kOutput) continue;
+      MappedFile exp(expected[idx].output_files.at(k));
+      std::string file = m->at("outputs").at(k).at("file");
+      if (file.rfind(scratch.path() + "/", 0) != 0)
+        throw InternalError("candidate child named an output outside its folder: " + file);
+      MappedFile got(file);
+      size_t n = static_cast<size_t>(spec.Elements());
+      if (got.size() != spec.Bytes() || exp.size() != n * sizeof(float))
+        throw InternalError("output file sizes do not match the tensor " + spec.name);
+      OutputComparison c =
+          spec.dtype == DType::kBF16
+              ? CompareBf16(static_cast<const uint16_t*>(got.data()),
+                            static_cast<const float*>(exp.data()), n, tol)
+              : CompareF32(static_cast<const float*>(got.data()),
+                           static_cast<const float*>(exp.data()), n, tol);
+      c.name = spec.name;
+      json cj = ToJson(c);
+      long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;
+      cj["summary"] = Describe(c, cols);
+      outputs.push_back(cj);
+      if (c.verdict != CompareVerdict::kMatch && !v.decided)
+        v.Set(Status::kIncorrect, ToString(c.verdict), Describe(c, cols) + TrialName(*m));
+      ++k;
+    }
+    tj["outputs"] = outputs;
+    trials.push_back(tj);
+  }
+  correctness["trial_results"] = trials;
+  rec.stage_seconds["compare"] = Since(t);
+  if (!v.decided && trials.size() != seeds.size())
+    v.Set(Status::kInfraError, "", "the candidate child reported " + std::to_string(trials.size()) +
+                                       " of " + std::to_string(seeds.size()) + " trials");
+  rec.correctness = correctness;
+
+  // --- memory check ---
+  bool run_failed = v.decided && (v.status == Status::kRuntimeError || v.status == Status::kTimeout);
+  bool want = req.sanitize == SanitizeMode::kAlways ||
+              (req.sanitize == SanitizeMode::kOnFailure && v.decided) || run_failed;
+  if (v.decided && v.status == Status::kInfraError) want = false;
+  if (!want) {
+    rec.memcheck = SkippedLayer("--sanitize " + ToString(req.sanitize));
+  } else if (auto sanitizer = FindComputeSanitizer(); !sanitizer) {
+    rec.memcheck = SkippedLayer("compute-sanitizer not found");
+    if (req.sanitize == SanitizeMode::kAlways && !v.decided)
+      v.Set(Status::kInfraError, "",
+            "the memory check is required (--sanitize always) but compute-sanitizer was not "
+            "found; --sanitize never skips it");
+  } else {
+    t = Clock::now();
+    ChildRequest mc = cc;
+    mc.name = "memcheck";
+    mc.spec["seeds"] = json::array({seeds.front()});
+    mc.spec["write_outputs"] = false;
+    std::string log = scratch.File("memcheck.txt");
+    mc.wrapper = MemcheckCommand(*sanitizer, log);
+    // A hang hangs again under the checker: give it the run's deadline, not its own.
+    mc.timeout = v.status == Status::kTimeout ? req.timeout : req.memcheck_timeout;
+    ChildOutcome mo = RunChild(mc);
+    rec.stage_seconds["memcheck"] = Since(t);
+    std::string text;
+    try {
+      text = ReadFile(log);
+    } catch (const Error&) {
+    }
+    MemcheckReport report = ParseMemcheckLog(text);
+    json mj = {{"state", "ran"}, {"exit", mo.exit.Describe()}, {"error_count", report.error_count},
+               {"summary_seen", report.summary_seen}, {"mode", ToString(req.sanitize)}};
+    json errs = json::array();
+    for (const auto& e : report.errors)
+      errs.push_back({{"kind", e.kind}, {"location", e.location}, {"thread", e.thread},
+                      {"address", e.address}, {"summary", e.Summary()}});
+    mj["errors"] = errs;
+    if (mo.exit.kind == ExitKind::kTimedOut) mj["state"] = "timed_out";
+    if (report.error_count > 0 || !report.errors.empty()) {
+      std::string first = report.errors.empty() ? "memcheck reported errors" : report.errors[0].Summary();
+      mj["first_error"] = first;
+      if (!run_failed)
+        v.Set(Status::kMemoryError, "",
+              Truncate(first, 400) + " (" + std::to_string(report.error_count) + " errors in all)");
+    } else if (!report.summary_seen && mo.exit.kind != ExitKind::kTimedOut && !run_failed) {
+      // The checker itself failed: we cannot claim the run was clean.
+      mj["state"] = "failed";
+      mj["log_tail"] = TailLines(text + "\n" + mo.log_tail, 20);
+      if (!v.decided)
+        v.Set(Status::kInfraError, "", "compute-sanitizer did not produce a report (" +
+                                           mo.exit.Describe() + ")");
+    }
+    rec.memcheck = mj;
+  }
+
+  if (!v.decided) {
+    double max_abs = 0, max_rel = 0;
+    for (const auto& tr : trials)
+      for (const auto& o : tr["outputs"]) {
+        max_abs = std::max(max_abs, o["max_abs_error"].get<double>());
+        max_rel = std::max(max_rel, o["max_rel_error"].get<double>());
+      }
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "correct on %d trials (max abs error %.3g, max rel error %.3g)",
+                  req.trials, max_abs, max_rel);
+    std::string msg = buf;
+    std::string mstate = rec.memcheck.value("state", "");
+    if (mstate == "ran") msg += "; memory check clean";
+    else if (mstate == "timed_out") msg += "; memory check timed out (not certified)";
+    else msg += "; memory check skipped";
+    v.Set(Status::kPassed, "", msg);
+  }
+  return finish();
+}
+
+std::string HumanSummary(const EvaluationRecord& r) {
+  std::ostringstream s;
+  s << ToString(r.status);
+  if (!r.reason.empty()) s << " (" << r.reason << ")";
+  s << "  " << r.task.value("definition", "") << " " << r.arch << "\n  " << r.message << "\n";
+  s << "  stages:";
+  for (const auto& [k, v] : r.stage_seconds) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %s %.2fs", k.c_str(), v);
+    s << buf;
+  }
+  s << "\n";
+  return s.str();
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,48 @@
+// Evaluating one candidate: the heart of the pipeline (DESIGN.md section 1).
+//
+//   screen ─► build ─► link check ─► reference (cached) ─► run (child) ─► compare ─► memcheck
+//
+// Every candidate failure becomes a status on the record; nothing the candidate does can
+// stop the evaluation or the next one. Only problems of the request itself (unknown task,
+// unreadable file) throw, before any work starts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "record/record.h"
+#include "run/memcheck.h"
+#include "task/definition.h"
+
+namespace ptxbench {
+
+// The default first seed; trial i uses seed + i. Fixed by default so that a verdict is
+// reproducible and the reference cache works; `--seed random` draws a fresh one.
+constexpr uint64_t kDefaultSeed = 20260001;
+
+struct EvalRequest {
+  std::string kernel_path;
+  const Definition* definition = nullptr;
+  const Workload* workload = nullptr;
+  std::string arch = "sm_90a";
+  int trials = 3;
+  uint64_t seed = kDefaultSeed;
+  std::optional<ToleranceRule> tolerance_rule;  // overrides the definition's
+  SanitizeMode sanitize = SanitizeMode::kAlways;
+  std::chrono::seconds timeout{60};            // the candidate child, all trials
+  std::chrono::seconds memcheck_timeout{600};  // the child under compute-sanitizer
+  std::chrono::seconds reference_timeout{600};
+  bool use_build_cache = true;
+  bool use_reference_cache = true;
+  std::string cache_root;  // empty: CacheRoot()
+  std::string executable;  // the ptxbench binary that children run; empty: this one
+};
+
+EvaluationRecord Evaluate(const EvalRequest& request);
+
+// A few lines for the terminal.
+std::string HumanSummary(const EvaluationRecord& r);
+
+}  // namespace ptxbench

@@ -1,0 +1,36 @@
+#include "run/channel.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace ptxbench {
+
+void ChannelWriter::Send(const nlohmann::json& message) {
+  std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the parent is gone; nothing left to tell
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+std::vector<nlohmann::json> ParseChannel(const std::vector<std::string>& lines,
+                                         std::vector<std::string>* garbage) {
+  std::vector<nlohmann::json> out;
+  for (const auto& l : lines) {
+    auto j = nlohmann::json::parse(l, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("event")) {
+      if (garbage) garbage->push_back(l);
+      continue;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,28 @@
+// The harness's own small device operations (child processes only): seeded inputs, poison
+// fills and input checksums. Their kernels are named ptxbench_* so that tools (the memory
+// checker, later the profiler) can tell them from the candidate's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "task/family.h"
+
+namespace ptxbench {
+
+// The bit patterns that outputs are pre-filled with. Both are NaNs with a payload that no
+// arithmetic produces, so a surviving pattern means "never written", distinct from a NaN
+// the candidate computed.
+constexpr uint16_t kPoisonBf16 = 0xFFB7;
+constexpr uint32_t kPoisonF32 = 0xFFB7D1E5u;
+
+void FillStandardNormal(void* data, DType dtype, size_t elements, uint64_t seed, uint32_t tensor,
+                        Stream stream);
+void FillPoison(void* data, DType dtype, size_t elements, Stream stream);
+// A position-dependent 64-bit sum over the 16-bit words of a buffer: any single changed word
+// changes it. Synchronizes `stream`.
+uint64_t DeviceChecksum(const void* data, size_t bytes, Stream stream);
+// The same function on the host, for tests and for checking data read back.
+uint64_t HostChecksum(const void* data, size_t bytes);
+
+}  // namespace ptxbench

@@ -1,0 +1,92 @@
+#include <gtest/gtest.h>
+
+#include "common/files.h"
+#include "run/channel.h"
+#include "run/memcheck.h"
+#include "run/reference_cache.h"
+#include "task/family.h"
+
+namespace ptxbench {
+namespace {
+
+// Shaped like compute-sanitizer 2025's report of a read one element past an allocation.
+const char* kMemcheckLog = R"(========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 2 bytes
+=========     at gemm_reads_past_end(const __nv_bfloat16 *, const __nv_bfloat16 *, __nv_bfloat16 *, int, int, int)+0x2f0 in candidate.cu:41
+=========     by thread (127,0,0) in block (55,0,0)
+=========     Address 0x7f3a2c800000 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f3a2c000000 of size 8388608 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: [0x2e9a3f] in libcuda.so.1
+=========
+========= Invalid __global__ read of size 2 bytes
+=========     at gemm_reads_past_end(...)+0x2f0 in candidate.cu:41
+=========     by thread (126,0,0) in block (55,0,0)
+=========     Address 0x7f3a2c800002 is out of bounds
+=========
+========= Warning: something harmless the driver said
+========= ERROR SUMMARY: 2 errors
+)";
+
+TEST(Memcheck, ParsesTheFirstErrorIntoParts) {
+  MemcheckReport r = ParseMemcheckLog(kMemcheckLog);
+  EXPECT_TRUE(r.summary_seen);
+  EXPECT_EQ(r.error_count, 2);
+  ASSERT_EQ(r.errors.size(), 2u);
+  const MemcheckError& e = r.errors[0];
+  EXPECT_EQ(e.kind, "Invalid __global__ read of size 2 bytes");
+  EXPECT_NE(e.location.find("candidate.cu:41"), std::string::npos);
+  EXPECT_EQ(e.thread, "by thread (127,0,0) in block (55,0,0)");
+  EXPECT_NE(e.address.find("1 bytes after the nearest allocation"), std::string::npos);
+  EXPECT_EQ(e.address.find("Host Frame"), std::string::npos);
+  EXPECT_NE(e.Summary().find("Invalid __global__ read of size 2 bytes at gemm_reads_past_end"),
+            std::string::npos);
+}
+
+TEST(Memcheck, CleanReportHasNoErrors) {
+  MemcheckReport r = ParseMemcheckLog("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n");
+  EXPECT_TRUE(r.summary_seen);
+  EXPECT_EQ(r.error_count, 0);
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_FALSE(ParseMemcheckLog("").summary_seen);
+}
+
+TEST(Memcheck, CommandExcludesHarnessKernelsAndSetsTheExitCode) {
+  auto cmd = MemcheckCommand("/x/compute-sanitizer", "/tmp/log");
+  std::string s;
+  for (const auto& a : cmd) s += a + " ";
+  EXPECT_NE(s.find("--tool memcheck"), std::string::npos);
+  EXPECT_NE(s.find("--error-exitcode 86"), std::string::npos);
+  EXPECT_NE(s.find("kns=ptxbench_"), std::string::npos);
+  EXPECT_NE(s.find("--log-file /tmp/log"), std::string::npos);
+  EXPECT_EQ(ParseSanitizeMode("on-failure"), SanitizeMode::kOnFailure);
+  EXPECT_THROW(ParseSanitizeMode("sometimes"), std::exception);
+}
+
+TEST(Channel, UntrustedLinesAreSetApart) {
+  std::vector<std::string> garbage;
+  auto m = ParseChannel({"{\"event\":\"done\"}", "hello", "[1,2]", "{\"no_event\":1}"}, &garbage);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]["event"], "done");
+  EXPECT_EQ(garbage.size(), 3u);
+}
+
+TEST(ReferenceCache, StoresAndFindsEntriesBySeed) {
+  ScratchDir dir("refcache-test");
+  ReferenceCache cache(dir.File("cache"));
+  const Family& gemm = *FindFamily("gemm");
+  Axes axes = {{"M", 2}, {"N", 3}, {"K", 4}};
+  EXPECT_FALSE(cache.Lookup(gemm, axes, 1).has_value());
+  WriteFileAtomic(dir.File("seed1_C.f32"), std::string(24, 'x'));
+  ReferenceEntry e = cache.Store(gemm, axes, 1, {11, 22}, {dir.File("seed1_C.f32")});
+  EXPECT_EQ(e.input_checksums, (std::vector<uint64_t>{11, 22}));
+  auto hit = cache.Lookup(gemm, axes, 1);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(ReadFile(hit->output_files.at(0)), std::string(24, 'x'));
+  EXPECT_FALSE(cache.Lookup(gemm, axes, 2).has_value());
+  EXPECT_FALSE(cache.Lookup(gemm, {{"M", 2}, {"N", 3}, {"K", 5}}, 1).has_value());
+  EXPECT_NE(cache.Key(gemm, axes, 1), cache.Key(gemm, axes, 2));
+}
+
+}  // namespace
+}  // namespace ptxbench

@@ -1,0 +1,936 @@
+#include "screen/screen.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ptxbench {
+namespace {
+
+using K = ScreenRuleKind;
+
+// The rule table. Decisions behind it:
+// - Identifier prefixes are the libraries' own API prefixes, matched with
+//   case, and only at the start of an identifier: every cuBLAS symbol starts
+//   with cublas/CUBLAS, while a candidate's own `my_cublas_count` or
+//   `mycublas` is not a use of cuBLAS. A candidate's `cublas_like_gemm` does
+//   start with the prefix and is rejected; that name invites the question.
+// - cuRAND is forbidden whole, device-side curand_kernel.h included: inputs
+//   come from the harness, so a kernel has no use for a random generator.
+// - Namespaces (cutlass, cute, torch, at, ...) count only as top-level
+//   qualifiers, because `at` and `cute` are fine names for a variable.
+// - Header rules ignore case: on a case-insensitive file system <CUBLAS_V2.H>
+//   would still be found, and no allowed CUDA or CCCL header collides.
+// - FlashAttention has no API prefix of its own (its namespace `flash` is a
+//   natural name for a candidate's own code); its headers are caught, and
+//   it cannot be used without CUTLASS/CuTe headers, which are caught too.
+constexpr ScreenRule kRules[] = {
+    // cuBLAS and cuBLASLt (cuBLASXt, cuBLASMp and cuBLASDx share the prefix).
+    {K::kHeaderPrefix, "cublaslt", "cuBLASLt"},
+    {K::kHeaderPrefix, "cublas", "cuBLAS"},
+    {K::kHeaderPrefix, "nvblas", "cuBLAS"},
+    {K::kIdentifierPrefix, "cublasLt", "cuBLASLt"},
+    {K::kIdentifierPrefix, "CUBLASLT", "cuBLASLt"},
+    {K::kIdentifierPrefix, "cublas", "cuBLAS"},
+    {K::kIdentifierPrefix, "CUBLAS", "cuBLAS"},
+    // cuDNN (the cudnn_frontend namespace shares the prefix).
+    {K::kHeaderPrefix, "cudnn", "cuDNN"},
+    {K::kIdentifierPrefix, "cudnn", "cuDNN"},
+    {K::kIdentifierPrefix, "CUDNN", "cuDNN"},
+    // cuFFT (cudalibxt.h is cuFFTXt's descriptor header).
+    {K::kHeaderPrefix, "cufft", "cuFFT"},
+    {K::kHeaderExact, "cudalibxt.h", "cuFFT"},
+    {K::kIdentifierPrefix, "cufft", "cuFFT"},
+    {K::kIdentifierPrefix, "CUFFT", "cuFFT"},
+    {K::kIdentifierPrefix, "cudaLibXt", "cuFFT"},
+    // cuSPARSE and cuSPARSELt.
+    {K::kHeaderPrefix, "cusparselt", "cuSPARSELt"},
+    {K::kHeaderPrefix, "cusparse", "cuSPARSE"},
+    {K::kIdentifierPrefix, "cusparseLt", "cuSPARSELt"},
+    {K::kIdentifierPrefix, "CUSPARSELT", "cuSPARSELt"},
+    {K::kIdentifierPrefix, "cusparse", "cuSPARSE"},
+    {K::kIdentifierPrefix, "CUSPARSE", "cuSPARSE"},
+    // cuSOLVER, cuDSS.
+    {K::kHeaderPrefix, "cusolver", "cuSOLVER"},
+    {K::kIdentifierPrefix, "cusolver", "cuSOLVER"},
+    {K::kIdentifierPrefix, "CUSOLVER", "cuSOLVER"},
+    {K::kHeaderPrefix, "cudss", "cuDSS"},
+    {K::kIdentifierPrefix, "cudss", "cuDSS"},
+    {K::kIdentifierPrefix, "CUDSS", "cuDSS"},
+    // cuRAND, host library and device API alike.
+    {K::kHeaderPrefix, "curand", "cuRAND"},
+    {K::kIdentifierPrefix, "curand", "cuRAND"},
+    {K::kIdentifierPrefix, "CURAND", "cuRAND"},
+    // cuTENSOR. Case matters here: cuTensorMapEncodeTiled and CUtensorMap
+    // are the driver's TMA API, which candidates may use.
+    {K::kHeaderPrefix, "cutensor", "cuTENSOR"},
+    {K::kIdentifierPrefix, "cutensor", "cuTENSOR"},
+    {K::kIdentifierPrefix, "CUTENSOR", "cuTENSOR"},
+    // NCCL, NVSHMEM.
+    {K::kHeaderPrefix, "nccl", "NCCL"},
+    {K::kIdentifierPrefix, "nccl", "NCCL"},
+    {K::kIdentifierPrefix, "NCCL", "NCCL"},
+    {K::kHeaderPrefix, "nvshmem", "NVSHMEM"},
+    {K::kIdentifierPrefix, "nvshmem", "NVSHMEM"},
+    {K::kIdentifierPrefix, "NVSHMEM", "NVSHMEM"},
+    // NPP has signal reductions (nppsSum...) that would do a task's work.
+    {K::kHeaderPrefix, "npp", "NPP"},
+    {K::kIdentifierPrefix, "npps", "NPP"},
+    {K::kIdentifierPrefix, "nppi", "NPP"},
+    {K::kIdentifierPrefix, "nppGetStream", "NPP"},
+    {K::kIdentifierPrefix, "nppSetStream", "NPP"},
+    {K::kIdentifierPrefix, "Npp", "NPP"},
+    {K::kIdentifierPrefix, "NPP_", "NPP"},
+    // MAGMA, TensorRT.
+    {K::kHeaderPrefix, "magma", "MAGMA"},
+    {K::kIdentifierPrefix, "magma_", "MAGMA"},
+    {K::kIdentifierPrefix, "magmablas_", "MAGMA"},
+    {K::kIdentifierPrefix, "MAGMA_", "MAGMA"},
+    {K::kHeaderPrefix, "nvinfer", "TensorRT"},
+    {K::kNamespace, "nvinfer1", "TensorRT"},
+    // CUTLASS and CuTe.
+    {K::kHeaderPrefix, "cutlass", "CUTLASS"},
+    {K::kNamespace, "cutlass", "CUTLASS"},
+    {K::kIdentifierPrefix, "CUTLASS_", "CUTLASS"},
+    {K::kHeaderPrefix, "cute", "CuTe"},
+    {K::kNamespace, "cute", "CuTe"},
+    {K::kIdentifierPrefix, "CUTE_", "CuTe"},
+    // FlashInfer, FlashAttention, ThunderKittens.
+    {K::kHeaderPrefix, "flashinfer", "FlashInfer"},
+    {K::kNamespace, "flashinfer", "FlashInfer"},
+    {K::kIdentifierPrefix, "FLASHINFER_", "FlashInfer"},
+    {K::kHeaderPrefix, "flash_attn", "FlashAttention"},
+    {K::kHeaderPrefix, "flash_fwd", "FlashAttention"},
+    {K::kHeaderPrefix, "flash_bwd", "FlashAttention"},
+    {K::kHeaderExact, "flash.h", "FlashAttention"},
+    {K::kHeaderPrefix, "kittens", "ThunderKittens"},
+    {K::kNamespace, "kittens", "ThunderKittens"},
+    // PyTorch (torch, ATen, c10) and Triton.
+    {K::kHeaderPrefix, "torch", "PyTorch"},
+    {K::kHeaderPrefix, "aten", "PyTorch"},
+    {K::kHeaderExact, "c10", "PyTorch"},
+    {K::kHeaderPrefix, "caffe2", "PyTorch"},
+    {K::kNamespace, "torch", "PyTorch"},
+    {K::kNamespace, "at", "PyTorch"},
+    {K::kNamespace, "c10", "PyTorch"},
+    {K::kHeaderPrefix, "triton", "Triton"},
+    {K::kNamespace, "triton", "Triton"},
+    // Loading a library at run time gets around every rule above. glibc's
+    // private entry points are listed because they need no -ldl.
+    {K::kHeaderExact, "dlfcn.h", "run-time loading"},
+    {K::kIdentifier, "dlopen", "run-time loading"},
+    {K::kIdentifier, "dlmopen", "run-time loading"},
+    {K::kIdentifier, "dlsym", "run-time loading"},
+    {K::kIdentifier, "dlvsym", "run-time loading"},
+    {K::kIdentifier, "__libc_dlopen_mode", "run-time loading"},
+    {K::kIdentifier, "__libc_dlsym", "run-time loading"},
+    {K::kIdentifier, "__libc_dlvsym", "run-time loading"},
+    {K::kIdentifier, "_dl_open", "run-time loading"},
+    {K::kIdentifier, "_dl_sym", "run-time loading"},
+    {K::kIdentifier, "_dl_vsym", "run-time loading"},
+    // `#pragma comment(lib, "cublas")` asks the linker for a library (MSVC,
+    // and clang with lld on ELF through .deplibs).
+    {K::kPragma, "comment", "linker directive"},
+};
+
+constexpr std::string_view kComputedInclude = "computed #include";
+
+// ---------------------------------------------------------------------------
+// Characters.
+
+bool IsHorizontalSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+bool IsSpace(char c) { return IsHorizontalSpace(c) || c == '\n'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+// GCC accepts '$' and (UTF-8) non-ASCII letters in identifiers; counting them
+// keeps `my$cublas` one identifier, as the compiler sees it.
+bool IsIdentStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
+bool IsIdentChar(char c) { return IsIdentStart(c) || IsDigit(c); }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Phase 2: line splicing, with a map back to the original offsets.
+
+struct Splice {
+  size_t at;  // the splice was removed just before text[at]
+  size_t orig_begin;
+  size_t orig_end;  // one past its newline
+};
+
+struct Spliced {
+  std::string text;
+  std::vector<size_t> orig;  // orig[k]: offset in the source of text[k]
+  std::vector<Splice> splices;
+};
+
+// Like GCC, a backslash followed by horizontal whitespace and a newline is a
+// splice too (GCC warns, but joins the lines).
+Spliced SpliceLines(std::string_view src) {
+  Spliced out;
+  out.text.reserve(src.size());
+  out.orig.reserve(src.size());
+  size_t i = 0;
+  while (i < src.size()) {
+    if (src[i] == '\\') {
+      size_t j = i + 1;
+      while (j < src.size() && IsHorizontalSpace(src[j])) ++j;
+      if (j < src.size() && src[j] == '\n') {
+        out.splices.push_back({out.text.size(), i, j + 1});
+        i = j + 1;
+        continue;
+      }
+    }
+    out.text.push_back(src[i]);
+    out.orig.push_back(i);
+    ++i;
+  }
+  return out;
+}
+
+// Whether a splice lies between text[a] and text[b] (a < b), which matters
+// only for raw strings, where splices are undone.
+bool SpliceBetween(const Spliced& sp, size_t a, size_t b) {
+  auto it = std::upper_bound(sp.splices.begin(), sp.splices.end(), a,
+                             [](size_t v, const Splice& s) { return v < s.at; });
+  return it != sp.splices.end() && it->at <= b;
+}
+
+// ---------------------------------------------------------------------------
+// Phase 3: comments and literals.
+
+struct Literal {
+  size_t begin;  // content range in the spliced text, delimiters excluded
+  size_t end;
+  bool raw;
+};
+
+struct Lexed {
+  std::string code;         // the spliced text with comments and literal contents blanked
+  std::vector<char> blank;  // 1 where code[k] was blanked
+  std::vector<Literal> literals;
+};
+
+bool IsRawPrefix(std::string_view w) {
+  return w == "R" || w == "u8R" || w == "uR" || w == "UR" || w == "LR";
+}
+
+class Lexer {
+ public:
+  explicit Lexer(const Spliced& sp) : sp_(sp), t_(sp.text), n_(sp.text.size()) {
+    out_.code = t_;
+    out_.blank.assign(n_, 0);
+  }
+
+  // One pass over the text; call once, it hands over its result.
+  Lexed Run() {
+    // Directive tracking exists only to read #include header names whole:
+    // </usr/include//cublas_v2.h> holds "//" that is no comment.
+    enum class Dir { kNone, kHash, kExpectHeader };
+    bool line_start = true;
+    Dir dir = Dir::kNone;
+    size_t i = 0;
+    while (i < n_) {
+      const char c = t_[i];
+      if (c == '\n') {
+        line_start = true;
+        dir = Dir::kNone;
+        ++i;
+        continue;
+      }
+      if (IsHorizontalSpace(c)) {
+        ++i;
+        continue;
+      }
+      if (c == '/' && i + 1 < n_ && t_[i + 1] == '/') {
+        while (i < n_ && t_[i] != '\n') Blank(i++);
+        continue;
+      }
+      if (c == '/' && i + 1 < n_ && t_[i + 1] == '*') {
+        Blank(i);
+        Blank(i + 1);
+        i += 2;
+        while (i < n_ && !(t_[i] == '*' && i + 1 < n_ && t_[i + 1] == '/')) {
+          // The later line-based directive pass sees this newline, so the
+          // lexer treats it as one too, and both agree on what a directive is.
+          if (t_[i] == '\n') {
+            line_start = true;
+            dir = Dir::kNone;
+          }
+          Blank(i++);
+        }
+        if (i < n_) {
+          Blank(i);
+          Blank(i + 1);
+          i += 2;
+        }
+        continue;
+      }
+      const bool at_line_start = line_start;
+      line_start = false;
+      const Dir prev_dir = dir;
+      dir = Dir::kNone;
+      if (prev_dir == Dir::kExpectHeader && (c == '<' || c == '"')) {
+        const char close = c == '<' ? '>' : '"';
+        ++i;
+        while (i < n_ && t_[i] != '\n' && t_[i] != close) ++i;
+        if (i < n_ && t_[i] == close) ++i;
+        continue;
+      }
+      if (at_line_start && (c == '#' || (c == '%' && i + 1 < n_ && t_[i + 1] == ':'))) {
+        dir = Dir::kHash;
+        i += c == '#' ? 1 : 2;
+        continue;
+      }
+      if (IsIdentStart(c)) {
+        const size_t b = i;
+        while (i < n_ && IsIdentChar(t_[i])) ++i;
+        const std::string_view word(t_.data() + b, i - b);
+        if (prev_dir == Dir::kHash &&
+            (word == "include" || word == "include_next" || word == "import")) {
+          dir = Dir::kExpectHeader;
+        } else if (i < n_ && t_[i] == '"' && IsRawPrefix(word)) {
+          i = RawString(i);
+        }
+        continue;
+      }
+      if (IsDigit(c) || (c == '.' && i + 1 < n_ && IsDigit(t_[i + 1]))) {
+        i = PpNumber(i);
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        i = Quoted(i);
+        continue;
+      }
+      ++i;
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void Blank(size_t k) {
+    if (t_[k] != '\n') out_.code[k] = ' ';
+    out_.blank[k] = 1;
+  }
+
+  // A pp-number, so that the digit separator in 1'000'000 opens no literal.
+  size_t PpNumber(size_t i) {
+    while (i < n_) {
+      const char c = t_[i];
+      if ((c == 'e' || c == 'E' || c == 'p' || c == 'P') && i + 1 < n_ &&
+          (t_[i + 1] == '+' || t_[i + 1] == '-')) {
+        i += 2;
+      } else if (IsIdentChar(c) || c == '.') {
+        ++i;
+      } else if (c == '\'' && i + 1 < n_ && IsIdentChar(t_[i + 1])) {
+        i += 2;
+      } else {
+        break;
+      }
+    }
+    return i;
+  }
+
+  // An ordinary string or character literal opening at t_[i]. It ends at its
+  // closing quote or, unterminated, before the newline (as GCC recovers).
+  size_t Quoted(size_t i) {
+    const char quote = t_[i++];
+    const size_t begin = i;
+    while (i < n_ && t_[i] != '\n' && t_[i] != quote) {
+      if (t_[i] == '\\' && i + 1 < n_ && t_[i + 1] != '\n') Blank(i++);
+      Blank(i++);
+    }
+    out_.literals.push_back({begin, i, false});
+    if (i < n_ && t_[i] == quote) ++i;
+    return i;
+  }
+
+  // A raw string whose opening quote is t_[i]. A malformed delimiter makes it
+  // an ordinary string, which is what the compiler's error recovery sees too.
+  size_t RawString(size_t i) {
+    size_t j = i + 1;
+    while (j < n_ && j - (i + 1) <= 16 && t_[j] != '(' && t_[j] != ')' && t_[j] != '\\' &&
+           t_[j] != '"' && !IsSpace(t_[j])) {
+      ++j;
+    }
+    if (j >= n_ || t_[j] != '(' || j - (i + 1) > 16 || SpliceBetween(sp_, i, j)) {
+      return Quoted(i);
+    }
+    const std::string_view delim(t_.data() + i + 1, j - (i + 1));
+    const size_t begin = j + 1;
+    size_t end = n_;  // unterminated: the rest of the file
+    for (size_t p = t_.find(')', begin); p != std::string::npos; p = t_.find(')', p + 1)) {
+      const size_t q = p + 1 + delim.size();  // where the closing quote must be
+      if (q < n_ && t_[q] == '"' && t_.compare(p + 1, delim.size(), delim) == 0 &&
+          !SpliceBetween(sp_, p, q)) {
+        end = p;
+        break;
+      }
+    }
+    const size_t close = end == n_ ? n_ : end + 1 + delim.size();  // the closing quote
+    for (size_t k = i + 1; k < close; ++k) Blank(k);
+    out_.literals.push_back({begin, end, true});
+    return close == n_ ? n_ : close + 1;
+  }
+
+  const Spliced& sp_;
+  const std::string& t_;
+  const size_t n_;
+  Lexed out_;
+};
+
+// ---------------------------------------------------------------------------
+// Tokens of the blanked text: enough to tell identifiers, `::`, `->` and
+// brackets apart.
+
+struct Token {
+  size_t begin;
+  size_t end;
+  bool ident;
+};
+
+std::vector<Token> Tokenize(std::string_view s) {
+  std::vector<Token> toks;
+  size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    const size_t b = i;
+    if (IsSpace(c)) {
+      ++i;
+      continue;
+    }
+    if (IsIdentStart(c)) {
+      while (i < s.size() && IsIdentChar(s[i])) ++i;
+      toks.push_back({b, i, true});
+    } else if (IsDigit(c)) {
+      // Numbers are skipped whole so that 1e5cublas is no identifier.
+      while (i < s.size() && (IsIdentChar(s[i]) || s[i] == '.')) ++i;
+      toks.push_back({b, i, false});
+    } else if (i + 1 < s.size() &&
+               ((c == ':' && s[i + 1] == ':') || (c == '-' && s[i + 1] == '>'))) {
+      i += 2;
+      toks.push_back({b, i, false});
+    } else {
+      ++i;
+      toks.push_back({b, i, false});
+    }
+  }
+  return toks;
+}
+
+std::string_view Text(std::string_view s, const Token& t) {
+  return s.substr(t.begin, t.end - t.begin);
+}
+
+// A raw finding, before it is placed on a line.
+struct Hit {
+  size_t pos;  // in the spliced text
+  std::string library;
+  std::string what;
+};
+
+// Keywords that may stand right before a global `::name`.
+bool IsKeyword(std::string_view w) {
+  static constexpr std::string_view kKeywords[] = {
+      "return", "typename",  "new",       "delete",   "throw",  "case",    "else",
+      "do",     "co_return", "co_yield",  "co_await", "sizeof", "alignof", "decltype",
+      "using",  "const",     "constexpr", "static",   "inline", "extern",  "volatile",
+      "auto",   "void",      "int",       "unsigned", "float",  "double",  "char",
+      "bool",   "long",      "short",     "signed",   "friend", "virtual", "typedef"};
+  return std::find(std::begin(kKeywords), std::end(kKeywords), w) != std::end(kKeywords);
+}
+
+class IdentifierMatcher {
+ public:
+  IdentifierMatcher(std::string_view s, const std::vector<Token>& toks) : s_(s), toks_(toks) {}
+
+  // The rule that token k matches, with its description, if any.
+  const ScreenRule* Match(size_t k, std::string* what) const {
+    const std::string_view word = Text(s_, toks_[k]);
+    for (const ScreenRule& rule : kRules) {
+      bool hit = false;
+      switch (rule.kind) {
+        case K::kIdentifierPrefix:
+          hit = word.starts_with(rule.pattern);
+          break;
+        case K::kIdentifier:
+          hit = word == rule.pattern;
+          break;
+        case K::kNamespace:
+          hit = word == rule.pattern && NamespaceUse(k, what);
+          break;
+        default:
+          break;
+      }
+      if (!hit) continue;
+      if (rule.kind != K::kNamespace) {
+        *what = (Is(k + 1, "(") ? "call of " : "use of ") + std::string(word);
+      }
+      return &rule;
+    }
+    return nullptr;
+  }
+
+ private:
+  bool Is(size_t k, std::string_view text) const {
+    return k < toks_.size() && Text(s_, toks_[k]) == text;
+  }
+  bool IsIdentAt(size_t k) const { return k < toks_.size() && toks_[k].ident; }
+
+  bool NamespaceUse(size_t k, std::string* what) const {
+    const std::string word(Text(s_, toks_[k]));
+    // `using namespace cute;`, `namespace cute {`, `namespace c = cute;`.
+    if (k >= 1 && Is(k - 1, "namespace")) {
+      *what = "namespace " + word;
+      return true;
+    }
+    if (k >= 3 && Is(k - 1, "=") && IsIdentAt(k - 2) && Is(k - 3, "namespace")) {
+      *what = "namespace alias of " + word;
+      return true;
+    }
+    if (!Is(k + 1, "::")) return false;
+    if (k >= 1 && (Is(k - 1, ".") || Is(k - 1, "->"))) return false;
+    // other::cute:: is someone else's nested namespace; ::cute:: is the
+    // global one, also after a keyword (`return ::cute::x`). Without the
+    // C++ grammar, "nested" is read as a name or `>` written right against
+    // the `::`, which is how nested names are written.
+    if (k >= 2 && Is(k - 1, "::") && toks_[k - 2].end == toks_[k - 1].begin &&
+        (Is(k - 2, ">") || (IsIdentAt(k - 2) && !IsKeyword(Text(s_, toks_[k - 2]))))) {
+      return false;
+    }
+    *what = "use of " + word + "::";
+    return true;
+  }
+
+  std::string_view s_;
+  const std::vector<Token>& toks_;
+};
+
+// ---------------------------------------------------------------------------
+// Directives, read line by line from the blanked text.
+
+struct DirectiveScan {
+  std::vector<Hit> hits;
+  std::string code;  // the blanked text with include, #error and #warning lines blanked too
+};
+
+size_t SkipHorizontal(std::string_view s, size_t i, size_t end) {
+  while (i < end && IsHorizontalSpace(s[i])) ++i;
+  return i;
+}
+
+const ScreenRule* MatchHeader(std::string_view header) {
+  size_t i = 0;
+  while (i <= header.size()) {
+    size_t j = header.find_first_of("/\\", i);
+    if (j == std::string_view::npos) j = header.size();
+    const std::string part = Lower(header.substr(i, j - i));
+    if (!part.empty()) {
+      for (const ScreenRule& rule : kRules) {
+        if ((rule.kind == K::kHeaderPrefix && part.starts_with(rule.pattern)) ||
+            (rule.kind == K::kHeaderExact && part == rule.pattern)) {
+          return &rule;
+        }
+      }
+    }
+    i = j + 1;
+  }
+  return nullptr;
+}
+
+const ScreenRule* MatchPragma(std::string_view word) {
+  for (const ScreenRule& rule : kRules) {
+    if (rule.kind == K::kPragma && word == rule.pattern) return &rule;
+  }
+  return nullptr;
+}
+
+std::string Collapse(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (IsSpace(c)) {
+      if (!out.empty() && out.back() != ' ') out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+DirectiveScan ScanDirectives(std::string_view code) {
+  DirectiveScan out;
+  out.code = std::string(code);
+  size_t ls = 0;
+  while (ls < code.size()) {
+    size_t le = code.find('\n', ls);
+    if (le == std::string_view::npos) le = code.size();
+    size_t i = SkipHorizontal(code, ls, le);
+    const size_t hash = i;
+    bool directive = false;
+    if (i < le && code[i] == '#') {
+      directive = true;
+      ++i;
+    } else if (i + 1 < le && code[i] == '%' && code[i + 1] == ':') {
+      directive = true;
+      i += 2;
+    }
+    if (directive) {
+      i = SkipHorizontal(code, i, le);
+      size_t ne = i;
+      while (ne < le && IsIdentChar(code[ne])) ++ne;
+      const std::string_view name = code.substr(i, ne - i);
+      bool hide = false;
+      if (name == "include" || name == "include_next" || name == "import") {
+        hide = true;
+        size_t h = SkipHorizontal(code, ne, le);
+        if (h < le && (code[h] == '<' || code[h] == '"')) {
+          const char open = code[h];
+          const char close = open == '<' ? '>' : '"';
+          // Looked for on this line only; an unclosed name runs to its end.
+          size_t he = code.substr(0, le).find(close, h + 1);
+          if (he == std::string_view::npos) he = le;
+          const std::string_view header = code.substr(h + 1, he - h - 1);
+          if (const ScreenRule* rule = MatchHeader(header)) {
+            out.hits.push_back(
+                {hash, std::string(rule->library),
+                 "#" + std::string(name) + " " + open + std::string(header) + close});
+          }
+        } else if (h < le) {
+          out.hits.push_back({hash, std::string(kComputedInclude),
+                              "#" + std::string(name) + " " + Collapse(code.substr(h, le - h))});
+        }
+      } else if (name == "error" || name == "warning") {
+        // Their text is a message for people, never code.
+        hide = true;
+      } else if (name == "pragma") {
+        size_t w = SkipHorizontal(code, ne, le);
+        size_t we = w;
+        while (we < le && IsIdentChar(code[we])) ++we;
+        if (const ScreenRule* rule = MatchPragma(code.substr(w, we - w))) {
+          out.hits.push_back(
+              {hash, std::string(rule->library), "#pragma " + std::string(rule->pattern)});
+        }
+      }
+      if (hide) std::fill(out.code.begin() + ls, out.code.begin() + le, ' ');
+    }
+    ls = le + 1;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Symbols named by strings: asm labels and asm bodies, alias and weakref
+// attributes, and _Pragma. `void* f(const char*, int) __asm__("dlopen");`
+// calls dlopen under another name, so these strings are read.
+
+// The value of an ordinary literal's contents, as far as it matters here.
+std::string Decode(std::string_view s) {
+  std::string out;
+  size_t i = 0;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  while (i < s.size()) {
+    if (s[i] != '\\' || i + 1 >= s.size()) {
+      out.push_back(s[i++]);
+      continue;
+    }
+    const char e = s[i + 1];
+    i += 2;
+    switch (e) {
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'x': {
+        uint32_t v = 0;
+        while (i < s.size() && hex(s[i]) >= 0) v = v * 16 + static_cast<uint32_t>(hex(s[i++]));
+        out.push_back(static_cast<char>(v & 0xff));
+        break;
+      }
+      case 'u':
+      case 'U': {
+        uint32_t v = 0;
+        const size_t digits = e == 'u' ? 4 : 8;
+        for (size_t d = 0; d < digits && i < s.size() && hex(s[i]) >= 0; ++d) {
+          v = v * 16 + static_cast<uint32_t>(hex(s[i++]));
+        }
+        // Only ASCII can spell a C symbol; the rest just separates words.
+        out.push_back(v < 0x80 ? static_cast<char>(v) : ' ');
+        break;
+      }
+      default:
+        if (e >= '0' && e <= '7') {
+          uint32_t v = static_cast<uint32_t>(e - '0');
+          for (int d = 0; d < 2 && i < s.size() && s[i] >= '0' && s[i] <= '7'; ++d) {
+            v = v * 8 + static_cast<uint32_t>(s[i++] - '0');
+          }
+          out.push_back(static_cast<char>(v & 0xff));
+        } else {
+          out.push_back(e);  // \\ \" \' \? and the rest stand for themselves or a space
+        }
+    }
+  }
+  return out;
+}
+
+bool IsSymbolContext(std::string_view w) {
+  return w == "asm" || w == "__asm" || w == "__asm__" || w == "alias" || w == "__alias__" ||
+         w == "weakref" || w == "__weakref__" || w == "symver" || w == "__symver__" ||
+         w == "_Pragma";
+}
+
+bool IsAsmQualifier(std::string_view w) {
+  return w == "volatile" || w == "__volatile__" || w == "__volatile" || w == "inline" ||
+         w == "__inline__" || w == "goto";
+}
+
+void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code,
+                       const std::vector<Token>& toks, std::vector<Hit>* hits) {
+  for (size_t k = 0; k < toks.size(); ++k) {
+    if (!toks[k].ident) continue;
+    const std::string_view context = Text(code, toks[k]);
+    if (!IsSymbolContext(context)) continue;
+    size_t open = k + 1;
+    while (open < toks.size() && toks[open].ident && IsAsmQualifier(Text(code, toks[open]))) {
+      ++open;
+    }
+    if (open >= toks.size() || Text(code, toks[open]) != "(") continue;
+    size_t close = open;
+    for (int depth = 0; close < toks.size(); ++close) {
+      const std::string_view t = Text(code, toks[close]);
+      if (t == "(") ++depth;
+      if (t == ")" && --depth == 0) break;
+    }
+    const size_t from = toks[open].begin;
+    const size_t to = close < toks.size() ? toks[close].begin : code.size();
+
+    // Join the literals inside: adjacent ones without a gap ("dl" "open" is
+    // one string after phase 6), others with a space.
+    struct Piece {
+      size_t joined_at;
+      const Literal* lit;
+    };
+    std::string joined;
+    std::vector<Piece> pieces;
+    auto it = std::lower_bound(lx.literals.begin(), lx.literals.end(), from,
+                               [](const Literal& l, size_t v) { return l.begin < v; });
+    const Literal* prev = nullptr;
+    for (; it != lx.literals.end() && it->begin < to; ++it) {
+      bool adjacent = prev != nullptr;
+      for (size_t p = prev != nullptr ? prev->end : 0; adjacent && p < it->begin; ++p) {
+        const char c = code[p];
+        if (!(IsSpace(c) || c == '"' || IsIdentChar(c) || lx.blank[p])) adjacent = false;
+      }
+      if (!adjacent) joined.push_back(' ');
+      pieces.push_back({joined.size(), &*it});
+      const std::string_view content(sp.text.data() + it->begin, it->end - it->begin);
+      joined += it->raw ? std::string(content) : Decode(content);
+      prev = &*it;
+    }
+    if (pieces.empty()) continue;
+
+    auto pos_of = [&](size_t at) {
+      auto p = std::upper_bound(pieces.begin(), pieces.end(), at,
+                                [](size_t v, const Piece& piece) { return v < piece.joined_at; });
+      const Piece& piece = p == pieces.begin() ? pieces.front() : *(p - 1);
+      // Raw contents map one to one; decoded ones are placed at their start.
+      return piece.lit->raw ? piece.lit->begin + (at - std::min(at, piece.joined_at))
+                            : piece.lit->begin;
+    };
+    if (context == "_Pragma") {
+      // The string is a #pragma line, with comments and literals of its own.
+      for (const ScreenFinding& f : ScreenSource("#pragma " + joined).findings) {
+        hits->push_back({pos_of(0), f.library, f.what + " in _Pragma(...)"});
+      }
+      continue;
+    }
+    const std::vector<Token> inner = Tokenize(joined);
+    const IdentifierMatcher matcher(joined, inner);
+    for (size_t j = 0; j < inner.size(); ++j) {
+      if (!inner[j].ident) continue;
+      std::string what;
+      if (const ScreenRule* rule = matcher.Match(j, &what)) {
+        hits->push_back(
+            {pos_of(inner[j].begin), std::string(rule->library),
+             std::string(Text(joined, inner[j])) + " named in " + std::string(context) + "(...)"});
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reporting.
+
+// Replaces bytes that are not well-formed UTF-8 with '?', so that findings
+// can always be written as JSON (nlohmann::json throws on bad UTF-8).
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  auto cont = [&](size_t k, unsigned char lo, unsigned char hi) {
+    if (k >= s.size()) return false;
+    const auto b = static_cast<unsigned char>(s[k]);
+    return b >= lo && b <= hi;
+  };
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    if (b < 0x80) {
+      len = 1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      len = cont(i + 1, 0x80, 0xBF) ? 2 : 0;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      const unsigned char lo = b == 0xE0 ? 0xA0 : 0x80;
+      const unsigned char hi = b == 0xED ? 0x9F : 0xBF;
+      len = cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) ? 3 : 0;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      const unsigned char lo = b == 0xF0 ? 0x90 : 0x80;
+      const unsigned char hi = b == 0xF4 ? 0x8F : 0xBF;
+      len = cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) && cont(i + 3, 0x80, 0xBF) ? 4 : 0;
+    }
+    if (len == 0) {
+      out.push_back('?');
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
+constexpr size_t kExcerptMax = 120;
+
+std::string Excerpt(std::string_view line) {
+  size_t b = 0;
+  size_t e = line.size();
+  while (b < e && IsSpace(line[b])) ++b;
+  while (e > b && IsSpace(line[e - 1])) --e;
+  std::string s = ValidUtf8(line.substr(b, e - b));
+  if (s.size() <= kExcerptMax) return s;
+  size_t cut = kExcerptMax - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole characters
+  s.resize(cut);
+  return s + "...";
+}
+
+}  // namespace
+
+std::span<const ScreenRule> ScreenRules() { return kRules; }
+
+std::string StripCommentsAndStrings(std::string_view source) {
+  const Spliced sp = SpliceLines(source);
+  const Lexed lx = Lexer(sp).Run();
+  std::string out(source.size(), ' ');
+  for (size_t k = 0; k < sp.text.size(); ++k) out[sp.orig[k]] = lx.code[k];
+  const size_t n = sp.text.size();
+  for (const Splice& s : sp.splices) {
+    const bool blanked = (s.at > 0 && lx.blank[s.at - 1]) || (s.at < n && lx.blank[s.at]);
+    for (size_t p = s.orig_begin; p < s.orig_end; ++p) {
+      const char c = source[p];
+      out[p] = c == '\n' || !blanked ? c : ' ';
+    }
+  }
+  return out;
+}
+
+ScreenResult ScreenSource(std::string_view source) {
+  const Spliced sp = SpliceLines(source);
+  const Lexed lx = Lexer(sp).Run();
+  DirectiveScan ds = ScanDirectives(lx.code);
+  std::vector<Hit> hits = std::move(ds.hits);
+
+  const std::vector<Token> toks = Tokenize(ds.code);
+  const IdentifierMatcher matcher(ds.code, toks);
+  for (size_t k = 0; k < toks.size(); ++k) {
+    if (!toks[k].ident) continue;
+    std::string what;
+    if (const ScreenRule* rule = matcher.Match(k, &what)) {
+      hits.push_back({toks[k].begin, std::string(rule->library), std::move(what)});
+    }
+  }
+  ScanSymbolStrings(sp, lx, ds.code, toks, &hits);
+
+  std::vector<size_t> line_starts = {0};
+  for (size_t i = 0; i < source.size(); ++i) {
+    if (source[i] == '\n') line_starts.push_back(i + 1);
+  }
+  struct Placed {
+    size_t orig;
+    ScreenFinding finding;
+  };
+  std::vector<Placed> placed;
+  placed.reserve(hits.size());
+  for (Hit& hit : hits) {
+    const size_t orig = hit.pos < sp.orig.size() ? sp.orig[hit.pos] : source.size();
+    const auto it = std::upper_bound(line_starts.begin(), line_starts.end(), orig);
+    const size_t index = static_cast<size_t>(it - line_starts.begin()) - 1;
+    const size_t start = line_starts[index];
+    size_t end = source.find('\n', start);
+    if (end == std::string_view::npos) end = source.size();
+    ScreenFinding f;
+    f.line = static_cast<int>(index) + 1;
+    f.library = std::move(hit.library);
+    f.what = ValidUtf8(hit.what);
+    f.excerpt = Excerpt(source.substr(start, end - start));
+    placed.push_back({orig, std::move(f)});
+  }
+  std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
+    return std::tie(a.finding.line, a.orig) < std::tie(b.finding.line, b.orig);
+  });
+  ScreenResult result;
+  for (Placed& p : placed) {
+    // The same thing twice on one line says nothing new.
+    bool repeat = false;
+    for (auto f = result.findings.rbegin(); f != result.findings.rend(); ++f) {
+      if (f->line != p.finding.line) break;
+      if (f->library == p.finding.library && f->what == p.finding.what) repeat = true;
+    }
+    if (!repeat) result.findings.push_back(std::move(p.finding));
+  }
+  return result;
+}
+
+std::string ScreenResult::message() const {
+  if (findings.empty()) return "";
+  const ScreenFinding& f = findings.front();
+  std::string m = "line " + std::to_string(f.line) + ": " + f.what + " (" + f.library +
+                  " is forbidden): `" + f.excerpt + "`";
+  if (findings.size() > 1) m += " (and " + std::to_string(findings.size() - 1) + " more)";
+  return m;
+}
+
+nlohmann::json ToJson(const ScreenResult& result) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const ScreenFinding& f : result.findings) {
+    findings.push_back(
+        {{"line", f.line}, {"library", f.library}, {"what", f.what}, {"excerpt", f.excerpt}});
+  }
+  return {{"passed", result.passed()}, {"findings", std::move(findings)}};
+}
+
+}  // namespace ptxbench

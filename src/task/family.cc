@@ -1,0 +1,27 @@
+#include "task/family.h"
+
+#include "task/gemm.h"
+
+namespace ptxbench {
+
+size_t SizeOf(DType t) { return t == DType::kBF16 ? 2 : 4; }
+std::string ToString(DType t) { return t == DType::kBF16 ? "bf16" : "f32"; }
+
+int64_t TensorSpec::Elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<const Family*> AllFamilies() {
+  static const GemmFamily gemm;
+  return {&gemm};
+}
+
+const Family* FindFamily(std::string_view name) {
+  for (const Family* f : AllFamilies())
+    if (f->Name() == name) return f;
+  return nullptr;
+}
+
+}  // namespace ptxbench
