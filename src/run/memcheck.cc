@@ -77,21 +77,43 @@ MemcheckReport ParseMemcheckLog(std::string_view log) {
   return r;
 }
 
+namespace {
+
+// Whether this compute-sanitizer knows an option (older ones lack some), read from its help.
+bool Supports(const std::string& sanitizer, const std::string& option) {
+  static std::string help_of;
+  static std::string help;
+  if (help_of != sanitizer) {
+    help = RunCommand({sanitizer, "--help"}, std::chrono::seconds(30)).output;
+    help_of = sanitizer;
+  }
+  return help.find(option) != std::string::npos;
+}
+
+}  // namespace
+
 std::vector<std::string> MemcheckCommand(const std::string& sanitizer, const std::string& log_path) {
-  return {sanitizer,
+  std::vector<std::string> cmd = {sanitizer,
           "--tool", "memcheck",
           "--leak-check", "no",
           // API errors are the candidate's to handle; and the runtime's own probing would
           // otherwise show up as noise.
           "--report-api-errors", "no",
           "--print-limit", "16",
-          // Pads every allocation, so that a read just past the end of one buffer lands in
-          // padding the checker watches rather than in a neighbouring allocation.
-          "--padding", "256",
           "--error-exitcode", std::to_string(kMemcheckErrorExitCode),
-          // The harness's own kernels (inputs, poison, checksums) are not checked.
-          "--kernel-name-exclude", "kns=ptxbench_",
           "--log-file", log_path};
+  // Pads every allocation, so that a read just past the end of one buffer lands in padding
+  // the checker watches rather than in a neighbouring allocation.
+  if (Supports(sanitizer, "--padding")) {
+    cmd.push_back("--padding");
+    cmd.push_back("256");
+  }
+  // The harness's own kernels (inputs, poison, checksums) need no checking.
+  if (Supports(sanitizer, "--kernel-name-exclude")) {
+    cmd.push_back("--kernel-name-exclude");
+    cmd.push_back("kns=ptxbench_");
+  }
+  return cmd;
 }
 
 std::optional<std::string> FindComputeSanitizer() { return FindProgram("compute-sanitizer"); }

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "common/files.h"
 #include "run/channel.h"
@@ -52,11 +53,17 @@ TEST(Memcheck, CleanReportHasNoErrors) {
 }
 
 TEST(Memcheck, CommandExcludesHarnessKernelsAndSetsTheExitCode) {
-  auto cmd = MemcheckCommand("/x/compute-sanitizer", "/tmp/log");
+  // A stand-in sanitizer whose help lists both optional options.
+  ScratchDir dir("memcheck-cmd");
+  std::string fake = dir.File("compute-sanitizer");
+  WriteFileAtomic(fake, "#!/bin/sh\necho '--padding --kernel-name-exclude'\n");
+  chmod(fake.c_str(), 0755);
+  auto cmd = MemcheckCommand(fake, "/tmp/log");
   std::string s;
   for (const auto& a : cmd) s += a + " ";
   EXPECT_NE(s.find("--tool memcheck"), std::string::npos);
   EXPECT_NE(s.find("--error-exitcode 86"), std::string::npos);
+  EXPECT_NE(s.find("--padding 256"), std::string::npos);
   EXPECT_NE(s.find("kns=ptxbench_"), std::string::npos);
   EXPECT_NE(s.find("--log-file /tmp/log"), std::string::npos);
   EXPECT_EQ(ParseSanitizeMode("on-failure"), SanitizeMode::kOnFailure);

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine, builds ptxbench, and runs the main job on the bundled default:
+# the tiled CUDA-core control kernel on the headline task gemm_n7168_k5120 (M=8192).
+# Idempotent: installs only what is missing, rebuilds only what changed.
+#
+#   scripts/setup.sh            set up, build, run the default evaluation
+#   scripts/setup.sh --no-run   set up and build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+run_default=1
+[[ "${1:-}" == "--no-run" ]] && run_default=0
+
+# --- dependencies (Debian/Ubuntu packages) ---
+packages=(cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev)
+have_header() { [[ -e "/usr/include/$1" || -e "/usr/local/include/$1" ]]; }
+missing=()
+for p in "${packages[@]}"; do
+  case "$p" in
+    # Machines with these headers from elsewhere (e.g. the GPU image) need no package.
+    libgtest-dev) have_header gtest/gtest.h && continue ;;
+    nlohmann-json3-dev) have_header nlohmann/json.hpp && continue ;;
+    libcli11-dev) have_header CLI/CLI.hpp && continue ;;
+    cmake) command -v cmake >/dev/null && continue ;;
+    ninja-build) command -v ninja >/dev/null && continue ;;
+    g++) command -v g++ >/dev/null && continue ;;
+  esac
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# --- the CUDA toolkit (not a Debian package of the right version: it must be there) ---
+if ! command -v nvcc >/dev/null; then
+  for d in "${CUDA_HOME:-}" /usr/local/cuda; do
+    [[ -n "$d" && -x "$d/bin/nvcc" ]] && export PATH="$d/bin:$PATH" && break
+  done
+fi
+command -v nvcc >/dev/null || { echo "setup: nvcc not found; install the CUDA toolkit 13 (or set CUDA_HOME)" >&2; exit 1; }
+
+# --- build ---
+build_dir=${PTXBENCH_BUILD_DIR:-build}
+if [[ ! -f "$build_dir/build.ninja" ]]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build_dir"
+echo "setup: built $build_dir/src/cli/ptxbench"
+
+# --- the main job on the bundled default ---
+if ((run_default)); then
+  bin="$build_dir/src/cli/ptxbench"
+  "$bin" doctor || true
+  mkdir -p results
+  set +e
+  "$bin" eval controls/gemm/tiled_correct.cu --task gemm_n7168_k5120 --json results/default.json
+  rc=$?
+  set -e
+  echo "setup: the full record is in results/default.json"
+  # Exit code 3 with reason no_gpu means the machine has no GPU: screening and build ran,
+  # the GPU layers were skipped (the record says so). That is the expected outcome here.
+  if [[ $rc -eq 3 ]] && grep -q '"reason": "no_gpu"' results/default.json; then
+    echo "setup: no GPU on this machine: screening and build verified, GPU layers skipped"
+    exit 0
+  fi
+  exit $rc
+fi

@@ -1,0 +1,94 @@
+// Every control kernel under controls/gemm gets the verdict it states in verdicts.json, by
+// the real CLI on the real GPU; and a correct kernel still passes after the bad ones.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "common/files.h"
+#include "common/subprocess.h"
+#include "gpu/gpu_presence.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+struct Eval {
+  int exit_code;
+  json record;
+  std::string output;
+};
+
+class Controls : public ::testing::Test {
+ protected:
+  Eval Run(const std::string& file, std::vector<std::string> extra) {
+    std::string json_path = dir_.File("record.json");
+    std::vector<std::string> args = {std::getenv("PTXBENCH_BIN"), "eval",
+                                     std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/" + file,
+                                     "--json", json_path, "--timeout", "15", "--memcheck-timeout", "180"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult r = RunCommand(args, std::chrono::seconds(600), {{"PTXBENCH_CACHE", dir_.File("cache")}});
+    Eval e{r.exit.code, json::object(), r.output};
+    if (FileExists(json_path)) e.record = json::parse(ReadFile(json_path));
+    std::remove(json_path.c_str());
+    return e;
+  }
+  ScratchDir dir_{"controls-gpu-test"};
+};
+
+TEST_F(Controls, EachGetsItsVerdict) {
+  json verdicts = json::parse(
+      ReadFile(std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/verdicts.json"));
+  ASSERT_GE(verdicts.size(), 11u);
+  for (const auto& v : verdicts) {
+    std::string file = v["file"];
+    Eval e = Run(file, {"--task", "gemm_n128_k2048", "--workload", "M=93", "--sanitize", "always"});
+    ASSERT_TRUE(e.record.is_object()) << file << ": no record\n" << e.output;
+    std::cout << file << ": " << e.record["status"].get<std::string>() << " — "
+              << e.record["message"].get<std::string>() << "\n";
+    EXPECT_EQ(e.record["status"], v["status"]) << file << "\n" << e.output;
+    if (!v["reason"].is_null()) EXPECT_EQ(e.record["reason"], v["reason"]) << file;
+    EXPECT_EQ(e.exit_code, v["status"] == "PASSED" ? 0 : 1) << file;
+    std::string status = v["status"];
+    if (status == "RUNTIME_ERROR" || status == "TIMEOUT") {
+      // The memory checker's report travels with a crash or hang even when it explains nothing.
+      EXPECT_NE(e.record["memcheck"]["state"], "not_reached") << file;
+    }
+    if (status == "MEMORY_ERROR") {
+      EXPECT_GT(e.record["memcheck"]["error_count"].get<int>(), 0);
+      EXPECT_NE(e.record["message"].get<std::string>().find("candidate.cu:"), std::string::npos)
+          << "the report names the source line: " << e.record["message"];
+    }
+    if (status == "PASSED") EXPECT_EQ(e.record["memcheck"]["error_count"], 0) << file;
+  }
+  // After hangs, faults and corrupted contexts, the next evaluation is unaffected.
+  Eval after = Run("naive_correct.cu", {"--task", "gemm_n128_k2048", "--workload", "M=93"});
+  EXPECT_EQ(after.record["status"], "PASSED") << after.output;
+}
+
+TEST_F(Controls, ReadPastTheEndPassesWithoutTheMemoryCheck) {
+  Eval e = Run("reads_past_end.cu", {"--task", "gemm_n128_k2048", "--workload", "M=93", "--sanitize", "never"});
+  EXPECT_EQ(e.record["status"], "PASSED") << e.output;
+  EXPECT_EQ(e.record["memcheck"]["state"], "skipped");
+}
+
+TEST_F(Controls, HeadlineShapeAndTheReferenceCache) {
+  std::vector<std::string> args = {"--task", "gemm_n7168_k5120", "--sanitize", "never"};
+  Eval first = Run("tiled_correct.cu", args);
+  ASSERT_EQ(first.record["status"], "PASSED") << first.output;
+  EXPECT_EQ(first.record["correctness"]["reference"]["computed_trials"], 3);
+  EXPECT_EQ(first.record["task"]["axes"]["M"], 8192);
+  Eval second = Run("tiled_correct.cu", args);
+  ASSERT_EQ(second.record["status"], "PASSED");
+  EXPECT_EQ(second.record["correctness"]["reference"]["computed_trials"], 0);
+  EXPECT_FALSE(second.record["stage_seconds"].contains("reference") &&
+               second.record["stage_seconds"]["reference"].get<double>() > 0.5);
+  std::cout << "headline, warm caches: total " << second.record["stage_seconds"]["total"]
+            << " s; stages " << second.record["stage_seconds"].dump() << "\n";
+  // The off-by-one-in-K control is caught at the headline's K too.
+  Eval off = Run("off_by_one_k.cu", args);
+  EXPECT_EQ(off.record["status"], "INCORRECT") << off.output;
+}
+
+}  // namespace
+}  // namespace ptxbench
