@@ -31,7 +31,7 @@ rm -rf "$PTXBENCH_CACHE"
 wall() {  # wall seconds of a command, also when it fails
   local s e
   s=$(date +%s.%N); "$@" >/dev/null 2>&1; e=$(date +%s.%N)
-  echo "$e - $s" | bc
+  python3 -c "print(round($e - $s, 3))"
 }
 headline=(--task gemm_n7168_k5120)
 w_cold=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize never --json "$out/cold.json")
