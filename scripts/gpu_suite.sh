@@ -13,7 +13,7 @@ log="$out/gpu-suite.log"
 exec > >(tee -a "$log") 2>&1
 export PTXBENCH_BUILD_DIR=${PTXBENCH_BUILD_DIR:-build-gpu}
 bin="$PTXBENCH_BUILD_DIR/src/cli/ptxbench"
-echo "== ptxbench GPU suite, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+echo "== ptxbench GPU suite, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${PTXBENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>/dev/null
 
 if [[ "${1:-}" != "measure" ]]; then
