@@ -117,7 +117,8 @@ TEST_F(EvaluateTest, RecordsTheSharedObjectsDependencies) {
   EvaluationRecord r = Eval("correct");
   ASSERT_TRUE(r.build.contains("needed"));
   bool cudart = false;
-  for (const auto& n : r.build["needed"]) cudart |= n.get<std::string>().rfind("libcudart.so", 0) == 0;
+  for (const auto& n : r.build["needed"])
+    cudart |= n.get<std::string>().rfind("libcudart.so", 0) == 0;
   EXPECT_TRUE(cudart);
 }
 

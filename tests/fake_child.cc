@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   if (argc < 3 || std::string(argv[1]) != "__child") return 2;
   ChannelWriter out(kChannelFd);
   json spec = json::parse(ReadFile(argv[2]));
-  std::string mode = std::getenv("PTXBENCH_FAKE_MODE") ? std::getenv("PTXBENCH_FAKE_MODE") : "correct";
+  std::string mode =
+      std::getenv("PTXBENCH_FAKE_MODE") ? std::getenv("PTXBENCH_FAKE_MODE") : "correct";
   if (mode == "no_gpu") {
     out.Send({{"event", "no_gpu"}, {"message", "fake: no device"}});
     out.Send({{"event", "done"}});
@@ -72,7 +73,9 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < n; ++i) exp[i] = Expected(seed, i);
       std::string file = dir + "/seed" + std::to_string(seed) + "_C.f32";
       Write(file, exp.data(), n * 4);
-      out.Send({{"event", "reference"}, {"seed", seed}, {"input_checksums", checksums},
+      out.Send({{"event", "reference"},
+                {"seed", seed},
+                {"input_checksums", checksums},
                 {"outputs", json::array({{{"name", "C"}, {"file", file}, {"elements", n}}})}});
       continue;
     }
@@ -86,7 +89,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (mode == "cuda_error") {
-      out.Send({{"event", "error"}, {"stage", "synchronize"}, {"seed", seed},
+      out.Send({{"event", "error"},
+                {"stage", "synchronize"},
+                {"seed", seed},
                 {"cuda_error", "cudaErrorIllegalAddress"},
                 {"message", "cudaErrorIllegalAddress: an illegal memory access was encountered"}});
       return 0;
@@ -105,8 +110,11 @@ int main(int argc, char** argv) {
     if (mode == "modify_inputs") after[0] += 1;
     std::string file = dir + "/seed" + std::to_string(seed) + "_C.out";
     Write(file, c.data(), n * 2);
-    out.Send({{"event", "trial"}, {"seed", seed}, {"rc", 0},
-              {"input_checksums_before", checksums}, {"input_checksums_after", after},
+    out.Send({{"event", "trial"},
+              {"seed", seed},
+              {"rc", 0},
+              {"input_checksums_before", checksums},
+              {"input_checksums_after", after},
               {"outputs", json::array({{{"name", "C"}, {"file", file}, {"elements", n}}})}});
   }
   out.Send({{"event", "done"}});

@@ -37,8 +37,8 @@ std::vector<std::string> Flags(const std::string& arch) {
     if (arch == t.arch) gencode = t.gencode;
   // -lineinfo: the memory checker names source lines. -cudart shared: the candidate uses the
   // same CUDA runtime as the harness that loads it. -lcuda: the driver API (tensor maps).
-  return {"-O3",      "-std=c++17",  "-shared", "-Xcompiler", "-fPIC", "-lineinfo",
-          "-gencode", gencode,       "-cudart", "shared",     "-Xptxas", "-v"};
+  return {"-O3",      "-std=c++17", "-shared", "-Xcompiler", "-fPIC",   "-lineinfo",
+          "-gencode", gencode,      "-cudart", "shared",     "-Xptxas", "-v"};
 }
 
 }  // namespace
@@ -57,7 +57,8 @@ std::vector<std::string> SupportedArchs() {
 
 std::string FindNvcc(const std::string& configured) {
   auto p = FindProgram(configured.empty() ? "nvcc" : configured);
-  if (!p) throw EnvironmentError("nvcc not found (looked on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
+  if (!p)
+    throw EnvironmentError("nvcc not found (looked on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
   return *p;
 }
 
@@ -127,8 +128,8 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   WriteFileAtomic(work + "/candidate.cu", source);
   r.command = {nvcc};
   r.command.insert(r.command.end(), flags.begin(), flags.end());
-  for (const std::string& s : {std::string("-o"), so_name, std::string("candidate.cu"),
-                               std::string("-lcuda")})
+  for (const std::string& s :
+       {std::string("-o"), so_name, std::string("candidate.cu"), std::string("-lcuda")})
     r.command.push_back(s);
 
   // nvcc runs in the work folder so that messages name "candidate.cu", not a temp path.
@@ -139,16 +140,19 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   CommandResult run = RunCommand(argv, options.timeout);
   r.seconds = run.exit.seconds;
   r.log = run.output;
-  bool ok = run.exit.kind == ExitKind::kExited && run.exit.code == 0 &&
-            FileExists(work + "/" + so_name);
+  bool ok =
+      run.exit.kind == ExitKind::kExited && run.exit.code == 0 && FileExists(work + "/" + so_name);
   if (run.exit.kind == ExitKind::kTimedOut)
     r.log += "\nptxbench: nvcc " + run.exit.Describe() + "\n";
   r.outcome = ok ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
   r.functions = ParsePtxasReport(r.log);
   if (!ok) r.errors = TrimCompilerErrors(r.log);
 
-  nlohmann::json record = {{"command", r.command}, {"log", r.log}, {"built", ok},
-                           {"seconds", r.seconds}, {"nvcc_version", r.nvcc_version}};
+  nlohmann::json record = {{"command", r.command},
+                           {"log", r.log},
+                           {"built", ok},
+                           {"seconds", r.seconds},
+                           {"nvcc_version", r.nvcc_version}};
 
   // A timed-out build is not cached (the machine may just have been busy) and leaves nothing.
   std::error_code ec;

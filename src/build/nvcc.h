@@ -19,8 +19,8 @@ std::vector<std::string> SupportedArchs();
 
 struct BuildOptions {
   std::string arch = "sm_90a";
-  std::string nvcc;           // empty: found on PATH / CUDA_HOME
-  std::string cache_dir;      // empty: CacheRoot()/build
+  std::string nvcc;       // empty: found on PATH / CUDA_HOME
+  std::string cache_dir;  // empty: CacheRoot()/build
   bool use_cache = true;
   std::chrono::seconds timeout{300};
 };
@@ -29,14 +29,14 @@ enum class BuildOutcome { kBuilt, kCompileError };
 
 struct BuildResult {
   BuildOutcome outcome = BuildOutcome::kCompileError;
-  std::string shared_object;           // path inside the cache entry, when built
-  std::vector<std::string> command;    // the nvcc invocation, as run
-  std::string nvcc_version;            // "13.0.88"
-  std::string key;                     // sha256 of everything that determines the output
+  std::string shared_object;         // path inside the cache entry, when built
+  std::vector<std::string> command;  // the nvcc invocation, as run
+  std::string nvcc_version;          // "13.0.88"
+  std::string key;                   // sha256 of everything that determines the output
   bool cache_hit = false;
-  double seconds = 0;                  // of the nvcc call (0 on a cache hit)
-  std::string log;                     // everything nvcc printed
-  std::string errors;                  // trimmed for people, on a compile error
+  double seconds = 0;  // of the nvcc call (0 on a cache hit)
+  std::string log;     // everything nvcc printed
+  std::string errors;  // trimmed for people, on a compile error
   std::vector<PtxasFunction> functions;
 };
 

@@ -88,7 +88,8 @@ std::string TrimCompilerErrors(std::string_view log, size_t max_lines) {
   }
   std::string out;
   for (const auto& l : kept) out += l + "\n";
-  if (kept.size() >= max_lines) out += "[" + std::to_string(errors) + " errors in all; the rest cut]\n";
+  if (kept.size() >= max_lines)
+    out += "[" + std::to_string(errors) + " errors in all; the rest cut]\n";
   return out;
 }
 

@@ -50,16 +50,25 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
   std::string kernel = Src() + "/controls/gemm/naive_correct.cu";
   std::string json = dir.File("out.json");
   std::vector<BadInput> cases = {
-      {{"eval", dir.File("missing.cu"), "--task", "gemm_n7168_k5120", "--json", json}, "missing.cu: no such readable file"},
+      {{"eval", dir.File("missing.cu"), "--task", "gemm_n7168_k5120", "--json", json},
+       "missing.cu: no such readable file"},
       {{"eval", dir.path(), "--task", "gemm_n7168_k5120", "--json", json}, "no such readable file"},
-      {{"eval", kernel, "--task", "gemm_n7168_k512", "--json", json}, "did you mean gemm_n7168_k5120"},
-      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--workload", "M=abc", "--json", json}, "malformed value for axis M"},
-      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--workload", "M=100", "--json", json}, "defines no workload M=100"},
-      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--workload", "X=1", "--json", json}, "no axis 'X'"},
-      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--arch", "sm_80", "--json", json}, "unknown arch 'sm_80'"},
-      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--seed", "-3", "--json", json}, "malformed --seed"},
-      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--sanitize", "maybe", "--json", json}, "unknown --sanitize value"},
-      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--trials", "0", "--json", json}, "--trials must be"},
+      {{"eval", kernel, "--task", "gemm_n7168_k512", "--json", json},
+       "did you mean gemm_n7168_k5120"},
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--workload", "M=abc", "--json", json},
+       "malformed value for axis M"},
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--workload", "M=100", "--json", json},
+       "defines no workload M=100"},
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--workload", "X=1", "--json", json},
+       "no axis 'X'"},
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--arch", "sm_80", "--json", json},
+       "unknown arch 'sm_80'"},
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--seed", "-3", "--json", json},
+       "malformed --seed"},
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--sanitize", "maybe", "--json", json},
+       "unknown --sanitize value"},
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--trials", "0", "--json", json},
+       "--trials must be"},
       {{"evl"}, "did you mean eval"},
   };
   for (const auto& c : cases) {
@@ -77,7 +86,8 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
 TEST(Cli, NoNvccIsAOneLineError) {
   std::string kernel = Src() + "/controls/gemm/naive_correct.cu";
   std::vector<std::string> args = {Bin(), "eval", kernel, "--task", "gemm_n7168_k5120"};
-  CommandResult r = RunCommand(args, 60s, {{"PATH", "/nonexistent"}, {"CUDA_HOME", "/nonexistent"}});
+  CommandResult r =
+      RunCommand(args, 60s, {{"PATH", "/nonexistent"}, {"CUDA_HOME", "/nonexistent"}});
   // /usr/local/cuda/bin is always searched too; where it exists nvcc is found, so only check
   // the message when the run failed for want of nvcc.
   if (r.exit.code == 3 || r.exit.code == 2) {

@@ -32,10 +32,11 @@ std::string ToolVersion(const std::string& path) {
 // real file name (libcublas.so.13.1.0.3 → 13.1.0.3).
 std::optional<std::pair<std::string, std::string>> FindLibrary(const std::string& stem) {
   std::vector<std::string> dirs;
-  if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch) dirs.push_back(std::string(ch) + "/lib64");
-  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/extras/CUPTI/lib64",
-                        "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/nvidia/lib64",
-                        "/usr/local/cuda/targets/x86_64-linux/lib"})
+  if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch)
+    dirs.push_back(std::string(ch) + "/lib64");
+  for (const char* d :
+       {"/usr/local/cuda/lib64", "/usr/local/cuda/extras/CUPTI/lib64", "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib64", "/usr/local/nvidia/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"})
     dirs.push_back(d);
   if (const char* ld = std::getenv("LD_LIBRARY_PATH"))
     for (auto& d : Split(ld, ':'))
@@ -66,16 +67,24 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
     bool nvcc_found = false;
     for (const char* tool : {"nvcc", "ncu", "cuobjdump", "nvdisasm", "compute-sanitizer"}) {
       auto p = FindProgram(tool);
-      if (p) report[tool] = {{"found", true}, {"path", *p}, {"version", ToolVersion(*p)}};
-      else report[tool] = {{"found", false}};
+      if (p)
+        report[tool] = {{"found", true}, {"path", *p}, {"version", ToolVersion(*p)}};
+      else
+        report[tool] = {{"found", false}};
       if (std::string(tool) == "nvcc") nvcc_found = p.has_value();
     }
-    for (const auto& [name, stem] : std::vector<std::pair<std::string, std::string>>{
-             {"cudart", "libcudart"}, {"cupti", "libcupti"}, {"cublas", "libcublas"},
-             {"cublasLt", "libcublasLt"}, {"cudnn", "libcudnn"}, {"nvml", "libnvidia-ml"}}) {
+    for (const auto& [name, stem] :
+         std::vector<std::pair<std::string, std::string>>{{"cudart", "libcudart"},
+                                                          {"cupti", "libcupti"},
+                                                          {"cublas", "libcublas"},
+                                                          {"cublasLt", "libcublasLt"},
+                                                          {"cudnn", "libcudnn"},
+                                                          {"nvml", "libnvidia-ml"}}) {
       auto lib = FindLibrary(stem);
-      if (lib) report[name] = {{"found", true}, {"path", lib->first}, {"version", lib->second}};
-      else report[name] = {{"found", false}};
+      if (lib)
+        report[name] = {{"found", true}, {"path", lib->first}, {"version", lib->second}};
+      else
+        report[name] = {{"found", false}};
     }
     // The GPU is asked about in a child, as in an evaluation: this process stays CUDA-free.
     ScratchDir scratch("ptxbench-doctor");

@@ -28,13 +28,16 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   cmd->add_option("--task", o->task, "Task definition (see `ptxbench tasks`)")->required();
   cmd->add_option("--workload", o->workload,
                   "Workload id, or axis values such as M=8192 (default: the headline or largest)");
-  cmd->add_option("--arch", o->arch, "Target architecture: sm_90a or sm_100a")->capture_default_str();
-  cmd->add_option("--trials", o->trials, "Correctness trials, each on fresh inputs")->capture_default_str();
+  cmd->add_option("--arch", o->arch, "Target architecture: sm_90a or sm_100a")
+      ->capture_default_str();
+  cmd->add_option("--trials", o->trials, "Correctness trials, each on fresh inputs")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed,
                   "First seed (trial i uses seed+i), or `random` for a fresh one (default " +
                       std::to_string(kDefaultSeed) + ")");
-  cmd->add_option("--tolerance", o->tolerance,
-                  "Tolerance rule: published (the upstream rule) or allclose (default: the task's)");
+  cmd->add_option(
+      "--tolerance", o->tolerance,
+      "Tolerance rule: published (the upstream rule) or allclose (default: the task's)");
   cmd->add_option("--sanitize", o->sanitize, "Memory check: always, on-failure or never")
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout, "Seconds for the candidate's run (all trials)")
@@ -44,7 +47,8 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   cmd->add_option("--json", o->json_path, "Write the full evaluation record here");
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
       ->envname("PTXBENCH_TASKS");
-  cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache (default ~/.cache/ptxbench)")
+  cmd->add_option("--cache-dir", o->cache_dir,
+                  "Build and reference cache (default ~/.cache/ptxbench)")
       ->envname("PTXBENCH_CACHE");
   cmd->add_flag("--no-build-cache", o->no_build_cache, "Rebuild even when a cached build exists");
   cmd->add_flag("--no-reference-cache", o->no_reference_cache,

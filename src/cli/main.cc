@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
       if (app.got_subcommand(name)) return run();
   } catch (const ptxbench::Error& e) {
     std::cerr << "ptxbench: " << e.what() << "\n";
-    return e.kind() == ptxbench::ErrorKind::kUsage || e.kind() == ptxbench::ErrorKind::kInput ? 2 : 3;
+    return e.kind() == ptxbench::ErrorKind::kUsage || e.kind() == ptxbench::ErrorKind::kInput ? 2
+                                                                                              : 3;
   } catch (const std::exception& e) {
     std::cerr << "ptxbench: internal error: " << e.what() << "\n";
     return 3;

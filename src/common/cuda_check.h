@@ -24,9 +24,9 @@ class CudaError : public std::runtime_error {
 
 }  // namespace ptxbench
 
-#define PTXBENCH_CUDA_CHECK(expr)                                              \
-  do {                                                                         \
-    cudaError_t ptxbench_err_ = (expr);                                        \
-    if (ptxbench_err_ != cudaSuccess)                                          \
-      throw ::ptxbench::CudaError(ptxbench_err_, #expr, __FILE__, __LINE__);   \
+#define PTXBENCH_CUDA_CHECK(expr)                                            \
+  do {                                                                       \
+    cudaError_t ptxbench_err_ = (expr);                                      \
+    if (ptxbench_err_ != cudaSuccess)                                        \
+      throw ::ptxbench::CudaError(ptxbench_err_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -45,7 +45,8 @@ std::optional<std::string> FindProgram(const std::string& name) {
   if (const char* path = std::getenv("PATH"))
     for (auto& d : Split(path, ':'))
       if (!d.empty()) dirs.push_back(d);
-  if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch) dirs.push_back(std::string(ch) + "/bin");
+  if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch)
+    dirs.push_back(std::string(ch) + "/bin");
   dirs.push_back("/usr/local/cuda/bin");
   for (const auto& d : dirs)
     if (executable(d + "/" + name)) return d + "/" + name;
@@ -57,8 +58,9 @@ namespace {
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 // In the forked child: arrange descriptors and exec. Only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(const std::vector<char*>& argv, const std::vector<char*>& envp, int log_fd, int capture_write,
-                            int channel_write, int channel_fd, int parent_pid) {
+[[noreturn]] void ExecChild(const std::vector<char*>& argv, const std::vector<char*>& envp,
+                            int log_fd, int capture_write, int channel_write, int channel_fd,
+                            int parent_pid) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent_pid) ::_exit(127);

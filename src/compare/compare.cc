@@ -13,10 +13,14 @@ namespace ptxbench {
 
 std::string ToString(CompareVerdict v) {
   switch (v) {
-    case CompareVerdict::kMatch: return "match";
-    case CompareVerdict::kNumerical: return "numerical";
-    case CompareVerdict::kNonFinite: return "non_finite";
-    case CompareVerdict::kUnwritten: return "unwritten";
+    case CompareVerdict::kMatch:
+      return "match";
+    case CompareVerdict::kNumerical:
+      return "numerical";
+    case CompareVerdict::kNonFinite:
+      return "non_finite";
+    case CompareVerdict::kUnwritten:
+      return "unwritten";
   }
   return "?";
 }
@@ -80,7 +84,8 @@ OutputComparison CompareParallel(Load load, IsPoison is_poison, const float* exp
   size_t chunk = (n + threads - 1) / threads;
   for (unsigned t = 0; t < threads; ++t) {
     size_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
-    pool.emplace_back([&, t, b, e] { CompareRange(load, is_poison, expected, b, e, tol, &parts[t]); });
+    pool.emplace_back(
+        [&, t, b, e] { CompareRange(load, is_poison, expected, b, e, tol, &parts[t]); });
   }
   for (auto& th : pool) th.join();
   OutputComparison r;
@@ -99,9 +104,12 @@ OutputComparison CompareParallel(Load load, IsPoison is_poison, const float* exp
   }
   size_t bad = r.mismatched + r.unwritten + r.non_finite;
   r.matched_ratio = n ? static_cast<double>(n - bad) / static_cast<double>(n) : 1.0;
-  if (r.unwritten) r.verdict = CompareVerdict::kUnwritten;
-  else if (r.non_finite) r.verdict = CompareVerdict::kNonFinite;
-  else if (r.mismatched) r.verdict = CompareVerdict::kNumerical;
+  if (r.unwritten)
+    r.verdict = CompareVerdict::kUnwritten;
+  else if (r.non_finite)
+    r.verdict = CompareVerdict::kNonFinite;
+  else if (r.mismatched)
+    r.verdict = CompareVerdict::kNumerical;
   return r;
 }
 
@@ -115,14 +123,13 @@ OutputComparison CompareBf16(const uint16_t* got, const float* expected, size_t 
 
 OutputComparison CompareF32(const float* got, const float* expected, size_t n,
                             const Tolerance& tol) {
-  return CompareParallel(
-      [got](size_t i) { return double(got[i]); },
-      [got](size_t i) {
-        uint32_t bits;
-        std::memcpy(&bits, &got[i], sizeof bits);
-        return bits == kPoisonF32;
-      },
-      expected, n, tol);
+  return CompareParallel([got](size_t i) { return double(got[i]); },
+                         [got](size_t i) {
+                           uint32_t bits;
+                           std::memcpy(&bits, &got[i], sizeof bits);
+                           return bits == kPoisonF32;
+                         },
+                         expected, n, tol);
 }
 
 nlohmann::json ToJson(const OutputComparison& c) {
@@ -152,15 +159,19 @@ std::string Describe(const OutputComparison& c, long long cols) {
       << ", max rel " << c.max_rel_error << ")";
     return s.str();
   }
-  if (c.unwritten) s << c.unwritten << " of " << c.elements << " elements never written";
-  else if (c.non_finite) s << c.non_finite << " of " << c.elements << " elements NaN or Inf";
+  if (c.unwritten)
+    s << c.unwritten << " of " << c.elements << " elements never written";
+  else if (c.non_finite)
+    s << c.non_finite << " of " << c.elements << " elements NaN or Inf";
   else
     s << c.mismatched << " of " << c.elements << " elements outside tolerance (max abs "
       << c.max_abs_error << ", max rel " << c.max_rel_error << ")";
   if (c.first_bad_index >= 0) {
     s << "; first at ";
-    if (cols > 0) s << "[" << c.first_bad_index / cols << ", " << c.first_bad_index % cols << "]";
-    else s << "[" << c.first_bad_index << "]";
+    if (cols > 0)
+      s << "[" << c.first_bad_index / cols << ", " << c.first_bad_index % cols << "]";
+    else
+      s << "[" << c.first_bad_index << "]";
     if (c.verdict == CompareVerdict::kNumerical)
       s << ": got " << c.first_bad_got << ", expected " << c.first_bad_expected;
     else if (c.verdict == CompareVerdict::kNonFinite)

@@ -1,7 +1,7 @@
 #include "evaluate/evaluate.h"
 
-#include <sys/mman.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -26,7 +26,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // A read-only view of a whole file, for outputs far larger than we want to copy.
 class MappedFile {
@@ -81,8 +83,9 @@ void JudgeCandidateChild(const ChildOutcome& c, const std::chrono::seconds timeo
   const json* last_call = c.Last("call_started");
   std::string during = last_call ? " during the call" + TrialName(*last_call) : "";
   if (c.exit.kind == ExitKind::kTimedOut) {
-    v->Set(Status::kTimeout, "",
-           "the candidate did not finish within " + std::to_string(timeout.count()) + " s" + during);
+    v->Set(
+        Status::kTimeout, "",
+        "the candidate did not finish within " + std::to_string(timeout.count()) + " s" + during);
     return;
   }
   if (const json* e = c.First("error")) {
@@ -131,8 +134,11 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   rec.created_at = NowUtcIso8601();
   rec.ptxbench_version = PTXBENCH_VERSION;
   rec.arch = req.arch;
-  rec.task = {{"definition", def.name}, {"family", def.family}, {"workload_id", wl.id},
-              {"axes", axes},           {"flops", def.Flops(wl)},
+  rec.task = {{"definition", def.name},
+              {"family", def.family},
+              {"workload_id", wl.id},
+              {"axes", axes},
+              {"flops", def.Flops(wl)},
               {"required_families", def.required_families.count(req.arch)
                                         ? json(def.required_families.at(req.arch))
                                         : json::array()}};
@@ -151,7 +157,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
 
   // --- the candidate file ---
   std::string source = ReadFile(req.kernel_path);
-  rec.candidate = {{"path", req.kernel_path}, {"sha256", Sha256Hex(source)}, {"bytes", source.size()}};
+  rec.candidate = {
+      {"path", req.kernel_path}, {"sha256", Sha256Hex(source)}, {"bytes", source.size()}};
 
   // --- screen ---
   auto t = Clock::now();
@@ -182,7 +189,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   rec.build = ToJson(build);
   rec.toolchain["nvcc"] = build.nvcc_version;
   if (build.outcome != BuildOutcome::kBuilt) {
-    std::string first = SplitLines(build.errors).empty() ? "nvcc failed" : SplitLines(build.errors)[0];
+    std::string first =
+        SplitLines(build.errors).empty() ? "nvcc failed" : SplitLines(build.errors)[0];
     v.Set(Status::kCompileError, "", Truncate(first, 300));
     return finish();
   }
@@ -219,17 +227,23 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   std::vector<uint64_t> missing;
   for (size_t i = 0; i < seeds.size(); ++i) {
     auto hit = req.use_reference_cache ? refs.Lookup(family, axes, seeds[i]) : std::nullopt;
-    if (hit) expected[i] = *hit;
-    else missing.push_back(seeds[i]);
+    if (hit)
+      expected[i] = *hit;
+    else
+      missing.push_back(seeds[i]);
   }
-  json ref_info = {{"cached_trials", seeds.size() - missing.size()}, {"computed_trials", missing.size()},
+  json ref_info = {{"cached_trials", seeds.size() - missing.size()},
+                   {"computed_trials", missing.size()},
                    {"version", family.ReferenceVersion()}};
   std::string no_gpu;
   t = Clock::now();
   if (!missing.empty()) {
     ChildRequest cr;
-    cr.spec = {{"role", "reference"}, {"family", family.Name()}, {"axes", axes},
-               {"seeds", missing}, {"out_dir", scratch.path()}};
+    cr.spec = {{"role", "reference"},
+               {"family", family.Name()},
+               {"axes", axes},
+               {"seeds", missing},
+               {"out_dir", scratch.path()}};
     cr.work_dir = scratch.path();
     cr.name = "reference";
     cr.timeout = req.reference_timeout;
@@ -274,9 +288,9 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   // --- run the candidate ---
   t = Clock::now();
   ChildRequest cc;
-  cc.spec = {{"role", "candidate"}, {"family", family.Name()}, {"axes", axes},
-             {"seeds", seeds}, {"out_dir", scratch.path()},
-             {"shared_object", build.shared_object}};
+  cc.spec = {
+      {"role", "candidate"}, {"family", family.Name()},   {"axes", axes},
+      {"seeds", seeds},      {"out_dir", scratch.path()}, {"shared_object", build.shared_object}};
   cc.work_dir = scratch.path();
   cc.name = "candidate";
   cc.timeout = req.timeout;
@@ -289,13 +303,14 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   }
   if (const json* ng = co.First("no_gpu")) return skip_gpu_layers(ng->value("message", ""));
   JudgeCandidateChild(co, req.timeout, &v);
-  json correctness = {{"state", "ran"},
-                      {"trials", req.trials},
-                      {"seeds", seeds},
-                      {"tolerance", {{"rule", ToString(tol.rule)}, {"atol", tol.atol}, {"rtol", tol.rtol}}},
-                      {"reference", ref_info},
-                      {"child_exit", co.exit.Describe()},
-                      {"child_log_tail", co.log_tail}};
+  json correctness = {
+      {"state", "ran"},
+      {"trials", req.trials},
+      {"seeds", seeds},
+      {"tolerance", {{"rule", ToString(tol.rule)}, {"atol", tol.atol}, {"rtol", tol.rtol}}},
+      {"reference", ref_info},
+      {"child_exit", co.exit.Describe()},
+      {"child_log_tail", co.log_tail}};
   if (!co.garbage.empty()) correctness["channel_garbage_lines"] = co.garbage.size();
 
   // --- compare, trial by trial ---
@@ -313,10 +328,12 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     tj["inputs_unchanged"] = before == after;
     if (before != expected[idx].input_checksums && !v.decided)
       v.Set(Status::kInfraError, "",
-            "the candidate child's inputs differ from the reference's for seed " + std::to_string(seed));
+            "the candidate child's inputs differ from the reference's for seed " +
+                std::to_string(seed));
     if (before != after && !v.decided)
       v.Set(Status::kRuleViolation, "inputs_modified",
-            "the candidate modified its inputs" + TrialName(*m) + " (checksums before and after differ)");
+            "the candidate modified its inputs" + TrialName(*m) +
+                " (checksums before and after differ)");
     json outputs = json::array();
     size_t k = 0;
     for (const auto& spec : family_tensors) {
@@ -329,12 +346,11 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
       size_t n = static_cast<size_t>(spec.Elements());
       if (got.size() != spec.Bytes() || exp.size() != n * sizeof(float))
         throw InternalError("output file sizes do not match the tensor " + spec.name);
-      OutputComparison c =
-          spec.dtype == DType::kBF16
-              ? CompareBf16(static_cast<const uint16_t*>(got.data()),
-                            static_cast<const float*>(exp.data()), n, tol)
-              : CompareF32(static_cast<const float*>(got.data()),
-                           static_cast<const float*>(exp.data()), n, tol);
+      OutputComparison c = spec.dtype == DType::kBF16
+                               ? CompareBf16(static_cast<const uint16_t*>(got.data()),
+                                             static_cast<const float*>(exp.data()), n, tol)
+                               : CompareF32(static_cast<const float*>(got.data()),
+                                            static_cast<const float*>(exp.data()), n, tol);
       c.name = spec.name;
       json cj = ToJson(c);
       long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;
@@ -350,12 +366,14 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   correctness["trial_results"] = trials;
   rec.stage_seconds["compare"] = Since(t);
   if (!v.decided && trials.size() != seeds.size())
-    v.Set(Status::kInfraError, "", "the candidate child reported " + std::to_string(trials.size()) +
-                                       " of " + std::to_string(seeds.size()) + " trials");
+    v.Set(Status::kInfraError, "",
+          "the candidate child reported " + std::to_string(trials.size()) + " of " +
+              std::to_string(seeds.size()) + " trials");
   rec.correctness = correctness;
 
   // --- memory check ---
-  bool run_failed = v.decided && (v.status == Status::kRuntimeError || v.status == Status::kTimeout);
+  bool run_failed =
+      v.decided && (v.status == Status::kRuntimeError || v.status == Status::kTimeout);
   bool want = req.sanitize == SanitizeMode::kAlways ||
               (req.sanitize == SanitizeMode::kOnFailure && v.decided) || run_failed;
   if (v.decided && v.status == Status::kInfraError) want = false;
@@ -385,16 +403,23 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     } catch (const Error&) {
     }
     MemcheckReport report = ParseMemcheckLog(text);
-    json mj = {{"state", "ran"}, {"exit", mo.exit.Describe()}, {"error_count", report.error_count},
-               {"summary_seen", report.summary_seen}, {"mode", ToString(req.sanitize)}};
+    json mj = {{"state", "ran"},
+               {"exit", mo.exit.Describe()},
+               {"error_count", report.error_count},
+               {"summary_seen", report.summary_seen},
+               {"mode", ToString(req.sanitize)}};
     json errs = json::array();
     for (const auto& e : report.errors)
-      errs.push_back({{"kind", e.kind}, {"location", e.location}, {"thread", e.thread},
-                      {"address", e.address}, {"summary", e.Summary()}});
+      errs.push_back({{"kind", e.kind},
+                      {"location", e.location},
+                      {"thread", e.thread},
+                      {"address", e.address},
+                      {"summary", e.Summary()}});
     mj["errors"] = errs;
     if (mo.exit.kind == ExitKind::kTimedOut) mj["state"] = "timed_out";
     if (report.error_count > 0 || !report.errors.empty()) {
-      std::string first = report.errors.empty() ? "memcheck reported errors" : report.errors[0].Summary();
+      std::string first =
+          report.errors.empty() ? "memcheck reported errors" : report.errors[0].Summary();
       mj["first_error"] = first;
       if (!run_failed)
         v.Set(Status::kMemoryError, "",
@@ -404,8 +429,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
       mj["state"] = "failed";
       mj["log_tail"] = TailLines(text + "\n" + mo.log_tail, 20);
       if (!v.decided)
-        v.Set(Status::kInfraError, "", "compute-sanitizer did not produce a report (" +
-                                           mo.exit.Describe() + ")");
+        v.Set(Status::kInfraError, "",
+              "compute-sanitizer did not produce a report (" + mo.exit.Describe() + ")");
     }
     rec.memcheck = mj;
   }
@@ -422,9 +447,12 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
                   req.trials, max_abs, max_rel);
     std::string msg = buf;
     std::string mstate = rec.memcheck.value("state", "");
-    if (mstate == "ran") msg += "; memory check clean";
-    else if (mstate == "timed_out") msg += "; memory check timed out (not certified)";
-    else msg += "; memory check skipped";
+    if (mstate == "ran")
+      msg += "; memory check clean";
+    else if (mstate == "timed_out")
+      msg += "; memory check timed out (not certified)";
+    else
+      msg += "; memory check skipped";
     v.Set(Status::kPassed, "", msg);
   }
   return finish();

@@ -6,42 +6,62 @@ namespace ptxbench {
 
 std::string ToString(Status s) {
   switch (s) {
-    case Status::kPassed: return "PASSED";
-    case Status::kRejected: return "REJECTED";
-    case Status::kCompileError: return "COMPILE_ERROR";
-    case Status::kRuntimeError: return "RUNTIME_ERROR";
-    case Status::kTimeout: return "TIMEOUT";
-    case Status::kMemoryError: return "MEMORY_ERROR";
-    case Status::kIncorrect: return "INCORRECT";
-    case Status::kRuleViolation: return "RULE_VIOLATION";
-    case Status::kInfraError: return "INFRA_ERROR";
+    case Status::kPassed:
+      return "PASSED";
+    case Status::kRejected:
+      return "REJECTED";
+    case Status::kCompileError:
+      return "COMPILE_ERROR";
+    case Status::kRuntimeError:
+      return "RUNTIME_ERROR";
+    case Status::kTimeout:
+      return "TIMEOUT";
+    case Status::kMemoryError:
+      return "MEMORY_ERROR";
+    case Status::kIncorrect:
+      return "INCORRECT";
+    case Status::kRuleViolation:
+      return "RULE_VIOLATION";
+    case Status::kInfraError:
+      return "INFRA_ERROR";
   }
   return "?";
 }
 
 std::string UpstreamStatus(Status s, const std::string& reason) {
   switch (s) {
-    case Status::kPassed: return "PASSED";
-    case Status::kRejected: return "COMPILE_ERROR";  // upstream rejects at build time
-    case Status::kCompileError: return "COMPILE_ERROR";
-    case Status::kRuntimeError: return "RUNTIME_ERROR";
-    case Status::kTimeout: return "TIMEOUT";
-    case Status::kMemoryError: return "RUNTIME_ERROR";
+    case Status::kPassed:
+      return "PASSED";
+    case Status::kRejected:
+      return "COMPILE_ERROR";  // upstream rejects at build time
+    case Status::kCompileError:
+      return "COMPILE_ERROR";
+    case Status::kRuntimeError:
+      return "RUNTIME_ERROR";
+    case Status::kTimeout:
+      return "TIMEOUT";
+    case Status::kMemoryError:
+      return "RUNTIME_ERROR";
     case Status::kIncorrect:
       if (reason == "non_finite") return "INCORRECT_NUMERICAL";
       if (reason == "unwritten") return "INCORRECT_NUMERICAL";
       return "INCORRECT_NUMERICAL";
-    case Status::kRuleViolation: return "RUNTIME_ERROR";
-    case Status::kInfraError: return "EVALUATION_ERROR";
+    case Status::kRuleViolation:
+      return "RUNTIME_ERROR";
+    case Status::kInfraError:
+      return "EVALUATION_ERROR";
   }
   return "?";
 }
 
 std::string ToString(LayerState s) {
   switch (s) {
-    case LayerState::kRan: return "ran";
-    case LayerState::kSkipped: return "skipped";
-    case LayerState::kNotReached: return "not_reached";
+    case LayerState::kRan:
+      return "ran";
+    case LayerState::kSkipped:
+      return "skipped";
+    case LayerState::kNotReached:
+      return "not_reached";
   }
   return "?";
 }

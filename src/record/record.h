@@ -13,7 +13,7 @@ constexpr const char* kEvaluationSchema = "ptxbench.evaluation/1";
 
 enum class Status {
   kPassed,
-  kRejected,       // screening
+  kRejected,  // screening
   kCompileError,
   kRuntimeError,
   kTimeout,
@@ -36,7 +36,7 @@ struct EvaluationRecord {
   Status status = Status::kInfraError;
   std::string reason;   // a precise sub-status for INCORRECT and RULE_VIOLATION
   std::string message;  // one line for people
-  nlohmann::json task;       // definition, family, workload id, axes, flops
+  nlohmann::json task;  // definition, family, workload id, axes, flops
   std::string arch;
   nlohmann::json candidate;  // path, sha256, bytes
   nlohmann::json toolchain;  // nvcc, driver, runtime, GPU name, SM count, clocks

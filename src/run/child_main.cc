@@ -92,7 +92,8 @@ bool ProbeDevice(ChannelWriter& out) {
 std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream) {
   std::vector<uint64_t> sums;
   for (const auto& t : b.tensors)
-    if (t.spec.role == TensorRole::kInput) sums.push_back(DeviceChecksum(t.data, t.spec.Bytes(), stream));
+    if (t.spec.role == TensorRole::kInput)
+      sums.push_back(DeviceChecksum(t.data, t.spec.Bytes(), stream));
   return sums;
 }
 
@@ -109,7 +110,8 @@ void RunReference(const json& spec, ChannelWriter& out) {
   for (const auto& t : b.tensors) {
     if (t.spec.role != TensorRole::kOutput) continue;
     float* p = nullptr;
-    PTXBENCH_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), t.spec.Elements() * sizeof(float)));
+    PTXBENCH_CUDA_CHECK(
+        cudaMalloc(reinterpret_cast<void**>(&p), t.spec.Elements() * sizeof(float)));
     expected.push_back(p);
     expected_elems.push_back(static_cast<size_t>(t.spec.Elements()));
   }
@@ -172,7 +174,9 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
   }
   void* run = ::dlsym(handle, "run");
   if (!run) {
-    out.Send({{"event", "error"}, {"stage", "load"}, {"message", "the shared object has no symbol `run`"}});
+    out.Send({{"event", "error"},
+              {"stage", "load"},
+              {"message", "the shared object has no symbol `run`"}});
     return;
   }
 
@@ -190,11 +194,15 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
     try {
       rc = family->CallCandidate(run, b.tensors, axes, stream);
     } catch (const std::exception& e) {
-      out.Send({{"event", "error"}, {"stage", "call"}, {"seed", seed},
+      out.Send({{"event", "error"},
+                {"stage", "call"},
+                {"seed", seed},
                 {"message", std::string("run threw an exception: ") + e.what()}});
       return;
     } catch (...) {
-      out.Send({{"event", "error"}, {"stage", "call"}, {"seed", seed},
+      out.Send({{"event", "error"},
+                {"stage", "call"},
+                {"seed", seed},
                 {"message", "run threw an exception"}});
       return;
     }
@@ -239,7 +247,8 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
 int ChildMain(int argc, char** argv) {
   ChannelWriter out(kChannelFd);
   if (argc < 3) {
-    out.Send({{"event", "error"}, {"stage", "setup"}, {"message", "usage: ptxbench __child SPEC.json"}});
+    out.Send(
+        {{"event", "error"}, {"stage", "setup"}, {"message", "usage: ptxbench __child SPEC.json"}});
     return 2;
   }
   try {
@@ -251,13 +260,18 @@ int ChildMain(int argc, char** argv) {
     }
     if (role == "probe") {
       // Only the device report above.
-    } else if (role == "reference") RunReference(spec, out);
-    else if (role == "candidate") RunCandidate(spec, out);
-    else throw std::runtime_error("unknown child role " + role);
+    } else if (role == "reference")
+      RunReference(spec, out);
+    else if (role == "candidate")
+      RunCandidate(spec, out);
+    else
+      throw std::runtime_error("unknown child role " + role);
     out.Send({{"event", "done"}});
     return 0;
   } catch (const CudaError& e) {
-    out.Send({{"event", "error"}, {"stage", "harness"}, {"cuda_error", cudaGetErrorName(e.code())},
+    out.Send({{"event", "error"},
+              {"stage", "harness"},
+              {"cuda_error", cudaGetErrorName(e.code())},
               {"message", e.what()}});
     return 0;
   } catch (const std::exception& e) {

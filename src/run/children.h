@@ -27,12 +27,12 @@ struct ChildOutcome {
 };
 
 struct ChildRequest {
-  nlohmann::json spec;            // what the child does (run/child_main.h)
-  std::string work_dir;           // where the spec and the log are written
-  std::string name;               // "reference", "candidate", "memcheck": names the files
+  nlohmann::json spec;   // what the child does (run/child_main.h)
+  std::string work_dir;  // where the spec and the log are written
+  std::string name;      // "reference", "candidate", "memcheck": names the files
   std::chrono::seconds timeout{60};
   std::vector<std::string> wrapper;  // a program to run the child under (compute-sanitizer …)
-  std::string executable;         // the ptxbench binary; empty: this one
+  std::string executable;            // the ptxbench binary; empty: this one
 };
 
 ChildOutcome RunChild(const ChildRequest& request);

@@ -49,8 +49,8 @@ int GridFor(size_t n) {
 void FillStandardNormal(void* data, DType dtype, size_t n, uint64_t seed, uint32_t tensor,
                         Stream stream) {
   if (dtype == DType::kBF16)
-    ptxbench_fill_normal_bf16<<<GridFor(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(data),
-                                                              n, seed, tensor);
+    ptxbench_fill_normal_bf16<<<GridFor(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(data), n,
+                                                              seed, tensor);
   else
     ptxbench_fill_normal_f32<<<GridFor(n), 256, 0, stream>>>(static_cast<float*>(data), n, seed,
                                                              tensor);
@@ -59,11 +59,11 @@ void FillStandardNormal(void* data, DType dtype, size_t n, uint64_t seed, uint32
 
 void FillPoison(void* data, DType dtype, size_t n, Stream stream) {
   if (dtype == DType::kBF16)
-    ptxbench_fill_pattern<uint16_t><<<GridFor(n), 256, 0, stream>>>(static_cast<uint16_t*>(data), n,
-                                                                    kPoisonBf16);
+    ptxbench_fill_pattern<uint16_t>
+        <<<GridFor(n), 256, 0, stream>>>(static_cast<uint16_t*>(data), n, kPoisonBf16);
   else
-    ptxbench_fill_pattern<uint32_t><<<GridFor(n), 256, 0, stream>>>(static_cast<uint32_t*>(data), n,
-                                                                    kPoisonF32);
+    ptxbench_fill_pattern<uint32_t>
+        <<<GridFor(n), 256, 0, stream>>>(static_cast<uint32_t*>(data), n, kPoisonF32);
   PTXBENCH_CUDA_CHECK(cudaGetLastError());
 }
 

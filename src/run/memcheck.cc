@@ -17,9 +17,12 @@ SanitizeMode ParseSanitizeMode(const std::string& t) {
 
 std::string ToString(SanitizeMode m) {
   switch (m) {
-    case SanitizeMode::kAlways: return "always";
-    case SanitizeMode::kOnFailure: return "on-failure";
-    case SanitizeMode::kNever: return "never";
+    case SanitizeMode::kAlways:
+      return "always";
+    case SanitizeMode::kOnFailure:
+      return "on-failure";
+    case SanitizeMode::kNever:
+      return "never";
   }
   return "?";
 }
@@ -92,16 +95,14 @@ bool Supports(const std::string& sanitizer, const std::string& option) {
 
 }  // namespace
 
-std::vector<std::string> MemcheckCommand(const std::string& sanitizer, const std::string& log_path) {
-  std::vector<std::string> cmd = {sanitizer,
-          "--tool", "memcheck",
-          "--leak-check", "no",
-          // API errors are the candidate's to handle; and the runtime's own probing would
-          // otherwise show up as noise.
-          "--report-api-errors", "no",
-          "--print-limit", "16",
-          "--error-exitcode", std::to_string(kMemcheckErrorExitCode),
-          "--log-file", log_path};
+std::vector<std::string> MemcheckCommand(const std::string& sanitizer,
+                                         const std::string& log_path) {
+  std::vector<std::string> cmd = {sanitizer, "--tool", "memcheck", "--leak-check", "no",
+                                  // API errors are the candidate's to handle; and the runtime's own
+                                  // probing would otherwise show up as noise.
+                                  "--report-api-errors", "no", "--print-limit", "16",
+                                  "--error-exitcode", std::to_string(kMemcheckErrorExitCode),
+                                  "--log-file", log_path};
   // Pads every allocation, so that a read just past the end of one buffer lands in padding
   // the checker watches rather than in a neighbouring allocation.
   if (Supports(sanitizer, "--padding")) {

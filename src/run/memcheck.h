@@ -26,7 +26,7 @@ struct MemcheckError {
 };
 
 struct MemcheckReport {
-  int error_count = 0;     // from "ERROR SUMMARY: N errors"
+  int error_count = 0;  // from "ERROR SUMMARY: N errors"
   bool summary_seen = false;
   std::vector<MemcheckError> errors;  // the first few, in report order
 };

@@ -15,8 +15,8 @@ ReferenceCache::ReferenceCache(std::string root)
     : root_(root.empty() ? CacheRoot() + "/reference" : std::move(root)) {}
 
 std::string ReferenceCache::Key(const Family& f, const Axes& axes, uint64_t seed) const {
-  nlohmann::json k = {{"family", f.Name()}, {"reference", f.ReferenceVersion()},
-                      {"axes", axes}, {"seed", seed}};
+  nlohmann::json k = {
+      {"family", f.Name()}, {"reference", f.ReferenceVersion()}, {"axes", axes}, {"seed", seed}};
   return Sha256Hex(k.dump());
 }
 
@@ -56,9 +56,9 @@ ReferenceEntry ReferenceCache::Store(const Family& f, const Axes& axes, uint64_t
     if (ec) fs::copy_file(file, tmp + "/" + name, fs::copy_options::overwrite_existing);
     names.push_back(name);
   }
-  nlohmann::json meta = {{"family", f.Name()}, {"reference", f.ReferenceVersion()},
-                         {"axes", axes},       {"seed", seed},
-                         {"input_checksums", checksums}, {"outputs", names}};
+  nlohmann::json meta = {
+      {"family", f.Name()}, {"reference", f.ReferenceVersion()}, {"axes", axes},
+      {"seed", seed},       {"input_checksums", checksums},      {"outputs", names}};
   WriteFileAtomic(tmp + "/meta.json", meta.dump(2));
   fs::remove_all(dir, ec);
   fs::rename(tmp, dir, ec);

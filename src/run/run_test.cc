@@ -45,7 +45,8 @@ TEST(Memcheck, ParsesTheFirstErrorIntoParts) {
 }
 
 TEST(Memcheck, CleanReportHasNoErrors) {
-  MemcheckReport r = ParseMemcheckLog("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n");
+  MemcheckReport r =
+      ParseMemcheckLog("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n");
   EXPECT_TRUE(r.summary_seen);
   EXPECT_EQ(r.error_count, 0);
   EXPECT_TRUE(r.errors.empty());

@@ -36,8 +36,9 @@ double Definition::Flops(const Workload& w) const {
 const Workload& Definition::DefaultWorkload() const {
   for (const auto& w : workloads)
     if (w.headline) return w;
-  return *std::max_element(workloads.begin(), workloads.end(),
-                           [&](const Workload& a, const Workload& b) { return Flops(a) < Flops(b); });
+  return *std::max_element(
+      workloads.begin(), workloads.end(),
+      [&](const Workload& a, const Workload& b) { return Flops(a) < Flops(b); });
 }
 
 const Workload& Definition::FindWorkload(const std::string& spec) const {
@@ -51,7 +52,8 @@ const Workload& Definition::FindWorkload(const std::string& spec) const {
     if (p.empty()) continue;
     size_t eq = p.find('=');
     if (eq == std::string::npos)
-      throw UsageError("malformed workload '" + spec + "': expected AXIS=VALUE (e.g. M=8192) or an id");
+      throw UsageError("malformed workload '" + spec +
+                       "': expected AXIS=VALUE (e.g. M=8192) or an id");
     std::string name = Trim(p.substr(0, eq));
     std::string value = Trim(p.substr(eq + 1));
     long long v;
@@ -77,9 +79,11 @@ const Workload& Definition::FindWorkload(const std::string& spec) const {
   if (!match) {
     std::string defined;
     for (const auto& w : workloads) {
-      for (const auto& [k, v] : w.axes) defined += (defined.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+      for (const auto& [k, v] : w.axes)
+        defined += (defined.empty() ? "" : ", ") + k + "=" + std::to_string(v);
     }
-    throw UsageError("task " + name + " defines no workload " + spec + " (defined: " + defined + ")");
+    throw UsageError("task " + name + " defines no workload " + spec + " (defined: " + defined +
+                     ")");
   }
   return *match;
 }
@@ -91,7 +95,9 @@ json ToJson(const Definition& d, bool with_workloads) {
             {"constant_axes", d.constant_axes},
             {"variable_axes", d.variable_axes},
             {"tolerance",
-             {{"rule", ToString(d.tolerance.rule)}, {"atol", d.tolerance.atol}, {"rtol", d.tolerance.rtol}}},
+             {{"rule", ToString(d.tolerance.rule)},
+              {"atol", d.tolerance.atol},
+              {"rtol", d.tolerance.rtol}}},
             {"flops", d.flops_formula},
             {"required_families", d.required_families},
             {"baseline", d.baseline}};
@@ -167,7 +173,8 @@ Definition LoadDefinition(const std::string& def_path, const std::string& worklo
   // Every axis the family needs must be known, so a malformed file fails here, not in a child.
   for (const auto& axis : family->AxisNames()) {
     Axes full = d.FullAxes(d.workloads.front());
-    if (!full.count(axis)) throw InputError(def_path + ": family " + d.family + " needs axis " + axis);
+    if (!full.count(axis))
+      throw InputError(def_path + ": family " + d.family + " needs axis " + axis);
   }
   d.Flops(d.workloads.front());  // validates the formula
   return d;

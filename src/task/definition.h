@@ -33,8 +33,8 @@ std::string ToString(ToleranceRule rule);
 ToleranceRule ParseToleranceRule(const std::string& text);  // throws UsageError
 
 struct Workload {
-  std::string id;    // upstream workload uuid
-  Axes axes;         // values of the variable axes only
+  std::string id;  // upstream workload uuid
+  Axes axes;       // values of the variable axes only
   bool headline = false;
 };
 

@@ -38,9 +38,12 @@ class Parser {
   double Expr() {
     double v = Term();
     for (;;) {
-      if (Eat('+')) v += Term();
-      else if (Eat('-')) v -= Term();
-      else return v;
+      if (Eat('+'))
+        v += Term();
+      else if (Eat('-'))
+        v -= Term();
+      else
+        return v;
     }
   }
   double Term() {

@@ -55,8 +55,8 @@ class Family {
 
   // --- device side (child processes only) ---
   // Fills the inputs for `seed`. The default: every input standard normal, seeded per tensor.
-  virtual void MakeInputs(const std::vector<DeviceTensor>& tensors, const Axes& axes,
-                          uint64_t seed, Stream stream) const;
+  virtual void MakeInputs(const std::vector<DeviceTensor>& tensors, const Axes& axes, uint64_t seed,
+                          Stream stream) const;
   // Computes the expected outputs in fp32, one device buffer per output tensor, in order.
   virtual void Reference(const std::vector<DeviceTensor>& tensors,
                          const std::vector<float*>& expected, const Axes& axes,

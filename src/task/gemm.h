@@ -12,7 +12,9 @@ class GemmFamily : public Family {
   std::vector<TensorSpec> Tensors(const Axes& axes) const override;
   std::string Signature() const override;
   std::string Semantics() const override;
-  std::string ReferenceVersion() const override { return "gemm-ref-fp32-tiled/1;normal-splitmix/1"; }
+  std::string ReferenceVersion() const override {
+    return "gemm-ref-fp32-tiled/1;normal-splitmix/1";
+  }
 
   void Reference(const std::vector<DeviceTensor>& tensors, const std::vector<float*>& expected,
                  const Axes& axes, Stream stream) const override;

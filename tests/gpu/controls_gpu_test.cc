@@ -23,11 +23,19 @@ class Controls : public ::testing::Test {
  protected:
   Eval Run(const std::string& file, std::vector<std::string> extra) {
     std::string json_path = dir_.File("record.json");
-    std::vector<std::string> args = {std::getenv("PTXBENCH_BIN"), "eval",
-                                     std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/" + file,
-                                     "--json", json_path, "--timeout", "15", "--memcheck-timeout", "180"};
+    std::vector<std::string> args = {
+        std::getenv("PTXBENCH_BIN"),
+        "eval",
+        std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/" + file,
+        "--json",
+        json_path,
+        "--timeout",
+        "15",
+        "--memcheck-timeout",
+        "180"};
     args.insert(args.end(), extra.begin(), extra.end());
-    CommandResult r = RunCommand(args, std::chrono::seconds(600), {{"PTXBENCH_CACHE", dir_.File("cache")}});
+    CommandResult r =
+        RunCommand(args, std::chrono::seconds(600), {{"PTXBENCH_CACHE", dir_.File("cache")}});
     Eval e{r.exit.code, json::object(), r.output};
     if (FileExists(json_path)) e.record = json::parse(ReadFile(json_path));
     std::remove(json_path.c_str());
@@ -67,7 +75,8 @@ TEST_F(Controls, EachGetsItsVerdict) {
 }
 
 TEST_F(Controls, ReadPastTheEndPassesWithoutTheMemoryCheck) {
-  Eval e = Run("reads_past_end.cu", {"--task", "gemm_n128_k2048", "--workload", "M=93", "--sanitize", "never"});
+  Eval e = Run("reads_past_end.cu",
+               {"--task", "gemm_n128_k2048", "--workload", "M=93", "--sanitize", "never"});
   EXPECT_EQ(e.record["status"], "PASSED") << e.output;
   EXPECT_EQ(e.record["memcheck"]["state"], "skipped");
 }

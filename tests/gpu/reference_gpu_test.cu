@@ -63,7 +63,8 @@ TEST(GemmReference, MatchesCpuDoublePrecisionOnSmallShapes) {
     size_t generator_mismatch = 0;
     for (size_t i = 0; i < a.size(); ++i) {
       float want = float(StandardNormal(12345, 0, i));
-      if (std::fabs(Bf16ToF(a[i]) - want) > std::fabs(want) * 0.0079f + 1e-30f) ++generator_mismatch;
+      if (std::fabs(Bf16ToF(a[i]) - want) > std::fabs(want) * 0.0079f + 1e-30f)
+        ++generator_mismatch;
     }
     EXPECT_EQ(generator_mismatch, 0u);
     double worst = 0;
