@@ -38,6 +38,8 @@ w_cold=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sani
 w_warm=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize never --json "$out/warm.json")
 w_warm2=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize never --json "$out/warm2.json")
 w_fast_mc=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize always --json "$out/fast_memcheck.json")
+w_wgmma=$(wall "$bin" eval controls/gemm/wgmma_tma.cu "${headline[@]}" --sanitize never --json "$out/wgmma_tma.json")
+w_token=$(wall "$bin" eval controls/gemm/wgmma_token.cu "${headline[@]}" --sanitize never --json "$out/wgmma_token.json")
 w_slow=$(wall "$bin" eval controls/gemm/naive_correct.cu "${headline[@]}" --sanitize never --json "$out/slow.json")
 w_slow_mc=$(wall "$bin" eval controls/gemm/naive_correct.cu "${headline[@]}" --sanitize always --memcheck-timeout 400 --json "$out/slow_memcheck.json")
 
@@ -48,6 +50,14 @@ printf '%-44s %8.2f  %s\n' "tiled, cold caches, --sanitize never" "$w_cold" "$(s
 printf '%-44s %8.2f  %s\n' "tiled, warm caches, --sanitize never" "$w_warm" "$(stage "$out/warm.json")"
 printf '%-44s %8.2f  %s\n' "tiled, warm caches, --sanitize never (again)" "$w_warm2" "$(stage "$out/warm2.json")"
 printf '%-44s %8.2f  %s\n' "tiled (fast), warm, --sanitize always" "$w_fast_mc" "$(stage "$out/fast_memcheck.json")"
+printf '%-44s %8.2f  %s\n' "wgmma_tma, --sanitize never (with profile)" "$w_wgmma" "$(stage "$out/wgmma_tma.json")"
+printf '%-44s %8.2f  %s\n' "wgmma_token, --sanitize never (with profile)" "$w_token" "$(stage "$out/wgmma_token.json")"
+python3 -c "
+import json
+for f in ['wgmma_tma','wgmma_token']:
+    d=json.load(open('$out/'+f+'.json'))['instructions']
+    print(f, d['verification'], d.get('tensor_core_work_fraction'), '|', d['message'])
+"
 printf '%-44s %8.2f  %s\n' "naive (slow), warm, --sanitize never" "$w_slow" "$(stage "$out/slow.json")"
 printf '%-44s %8.2f  %s\n' "naive (slow), warm, --sanitize always" "$w_slow_mc" "$(stage "$out/slow_memcheck.json")"
 rm -rf "$PTXBENCH_CACHE"

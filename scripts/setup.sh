@@ -43,6 +43,15 @@ if ! command -v nvcc >/dev/null; then
 fi
 command -v nvcc >/dev/null || { echo "setup: nvcc not found; install the CUDA toolkit 13 (or set CUDA_HOME)" >&2; exit 1; }
 
+# --- the disassembler: cuobjdump comes with the toolkit where it is complete; otherwise the
+# NVIDIA wheel from PyPI, pinned, into .tools/ (the harness looks there too) ---
+if ! command -v cuobjdump >/dev/null && [[ ! -x /usr/local/cuda/bin/cuobjdump ]] &&
+   [[ ! -x .tools/nvidia/cu13/bin/cuobjdump ]]; then
+  echo "setup: installing cuobjdump and nvdisasm 13.2.86 (PyPI wheels) into .tools/"
+  python3 -m pip install -q --target .tools --no-deps \
+    nvidia-cuda-cuobjdump==13.2.86 nvidia-cuda-nvdisasm==13.2.86
+fi
+
 # --- build ---
 build_dir=${PTXBENCH_BUILD_DIR:-build}
 if [[ ! -f "$build_dir/build.ninja" ]]; then

@@ -150,6 +150,24 @@ class ElfParser {
     return info;
   }
 
+  // The bytes of the section named `name` (through the section-name string table).
+  std::string SectionBytes(const std::string& name) {
+    ReadHeader();
+    ReadSectionHeaders();
+    uint64_t shstrndx = header_.e_shstrndx;
+    if (shstrndx == SHN_XINDEX && !sections_.empty()) shstrndx = sections_[0].sh_link;
+    if (shstrndx == SHN_UNDEF || shstrndx >= sections_.size() ||
+        sections_[shstrndx].sh_type != SHT_STRTAB)
+      file_.Malformed("no section-name string table");
+    StringTable names(file_, Contents(shstrndx, 0), SectionName(shstrndx));
+    for (size_t i = 0; i < sections_.size(); ++i) {
+      if (names.Get(sections_[i].sh_name) != name) continue;
+      std::vector<uint8_t> bytes = Contents(i, 0);
+      return std::string(bytes.begin(), bytes.end());
+    }
+    throw InputError(file_.path() + " has no section " + name);
+  }
+
  private:
   void ReadHeader() {
     // Check the magic before the full header size so that a short text file
@@ -283,6 +301,11 @@ bool IsNumericVersionSuffix(std::string_view s) {
 ElfInfo ReadElfInfo(const std::string& path) {
   FileReader file(path);
   return ElfParser(file).Parse();
+}
+
+std::string ReadElfSection(const std::string& path, const std::string& name) {
+  FileReader file(path);
+  return ElfParser(file).SectionBytes(name);
 }
 
 bool IsAllowedDependency(std::string_view soname) {

@@ -31,6 +31,9 @@ struct ElfInfo {
 // Throws InputError if the file cannot be read, is not ELF64 little-endian,
 // or is truncated or malformed; it never reads outside the file.
 ElfInfo ReadElfInfo(const std::string& path);
+// The contents of the section called `name` (e.g. ".nv_fatbin", the embedded device code);
+// throws InputError when the file is malformed or has no such section.
+std::string ReadElfSection(const std::string& path, const std::string& name);
 
 // The library policy: a candidate may depend only on the CUDA runtime/driver
 // and the C/C++ runtime: libcudart.so*, libcuda.so*, libstdc++.so*, libm.so*,

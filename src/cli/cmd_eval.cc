@@ -19,8 +19,8 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   struct Options {
     std::string kernel, task, workload, arch = "sm_90a", seed, tolerance, sanitize = "always";
     std::string json_path, tasks_dir, cache_dir;
-    int trials = 3, timeout = 60, memcheck_timeout = 600;
-    bool no_build_cache = false, no_reference_cache = false, quiet = false;
+    int trials = 3, timeout = 60, memcheck_timeout = 600, profile_timeout = 120;
+    bool no_verify = false, no_build_cache = false, no_reference_cache = false, quiet = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel on one task");
@@ -44,6 +44,10 @@ CommandRunner AddEvalCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--memcheck-timeout", o->memcheck_timeout, "Seconds for the memory check")
       ->capture_default_str();
+  cmd->add_option("--profile-timeout", o->profile_timeout,
+                  "Seconds for the profiled call that checks which instructions ran")
+      ->capture_default_str();
+  cmd->add_flag("--no-verify", o->no_verify, "Skip the instruction layer (static and dynamic)");
   cmd->add_option("--json", o->json_path, "Write the full evaluation record here");
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
       ->envname("PTXBENCH_TASKS");
@@ -86,6 +90,9 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     if (o->timeout < 1 || o->memcheck_timeout < 1) throw UsageError("timeouts must be positive");
     req.timeout = std::chrono::seconds(o->timeout);
     req.memcheck_timeout = std::chrono::seconds(o->memcheck_timeout);
+    if (o->profile_timeout < 1) throw UsageError("timeouts must be positive");
+    req.profile_timeout = std::chrono::seconds(o->profile_timeout);
+    req.verify = !o->no_verify;
     req.use_build_cache = !o->no_build_cache;
     req.use_reference_cache = !o->no_reference_cache;
     req.cache_root = o->cache_dir;

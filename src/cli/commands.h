@@ -12,5 +12,6 @@ using CommandRunner = std::function<int()>;
 CommandRunner AddEvalCommand(CLI::App& app);
 CommandRunner AddTasksCommand(CLI::App& app);
 CommandRunner AddDoctorCommand(CLI::App& app);
+CommandRunner AddInspectCommand(CLI::App& app);
 
 }  // namespace ptxbench

@@ -14,6 +14,8 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "compare/compare.h"
+#include "inspect/ncu.h"
+#include "inspect/sass.h"
 #include "run/children.h"
 #include "run/reference_cache.h"
 #include "screen/screen.h"
@@ -118,6 +120,121 @@ void JudgeCandidateChild(const ChildOutcome& c, const std::chrono::seconds timeo
   }
 }
 
+std::string ArchTag(const std::string& arch) {
+  if (StartsWith(arch, "sm_90")) return "H";
+  if (StartsWith(arch, "sm_100")) return "B";
+  return "";
+}
+
+std::string Count(double v) {
+  char buf[32];
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.1fG", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.1fM", v / 1e6);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+// The second layer: did the architecture's own instructions do the work? Runs only for a
+// correct candidate. Sets rec->instructions' verification status, tag and evidence.
+void VerifyInstructions(const EvalRequest& req, const Definition& def, const Workload& wl,
+                        const ChildRequest& candidate, const StaticInspection& sass,
+                        const std::vector<std::string>& required, const ScratchDir& scratch,
+                        EvaluationRecord* rec) {
+  json& ins = rec->instructions;
+  auto set = [&](const std::string& status, const std::string& message) {
+    ins["verification"] = status;
+    ins["message"] = message;
+  };
+  if (required.empty() || !req.verify) {
+    set("not_requested", required.empty() ? "the task requires no instruction family on " + req.arch
+                                          : "--verify never");
+    return;
+  }
+  if (sass.state != "ran") {
+    set("profile_error", "static inspection did not run: " + sass.message);
+    return;
+  }
+  auto totals = sass.Totals();
+  std::vector<std::string> absent;
+  for (const auto& f : required)
+    if (totals[f] == 0) absent.push_back(f);
+  if (!absent.empty()) {
+    std::string list;
+    for (const auto& f : absent) list += (list.empty() ? "" : ", ") + f;
+    set("sass_absent", "no " + list + " instruction in the SASS of the shared object");
+    return;
+  }
+  auto ncu = FindNcu();
+  if (!ncu) {
+    set("profile_error", "ncu (Nsight Compute) not found: the dynamic check cannot run");
+    return;
+  }
+  // One call on fresh inputs (a seed no trial used), the candidate's kernels only.
+  ChildRequest pc = candidate;
+  pc.name = "profile";
+  pc.spec["seeds"] = json::array({req.seed + static_cast<uint64_t>(req.trials)});
+  pc.spec["write_outputs"] = false;
+  std::string report = scratch.File("profile");
+  pc.wrapper = NcuCommand(*ncu, report);
+  pc.timeout = req.profile_timeout;
+  ChildOutcome po = RunChild(pc);
+  if (po.exit.kind == ExitKind::kTimedOut) {
+    set("profile_error", "the profiled call did not finish within " +
+                             std::to_string(req.profile_timeout.count()) + " s");
+    return;
+  }
+  if (!po.First("trial")) {
+    set("profile_error", "the profiled call failed (" + po.exit.Describe() +
+                             "): " + Truncate(Trim(po.log_tail), 300));
+    return;
+  }
+  CommandResult imp =
+      RunCommand(NcuImportCommand(*ncu, report + ".ncu-rep"), std::chrono::seconds(120));
+  size_t bad_rows = 0;
+  std::vector<ProfiledKernel> kernels = ParseNcuSourceCsv(imp.output, &bad_rows);
+  ins["profile"] = {{"tool", *ncu},
+                    {"kernels", kernels.size()},
+                    {"bad_rows", bad_rows},
+                    {"exit", po.exit.Describe()}};
+  if (kernels.empty()) {
+    set("profile_error", "ncu reported no kernel of the candidate (" + imp.exit.Describe() + "): " +
+                             Truncate(Trim(TailLines(imp.output + "\n" + po.log_tail, 6)), 400));
+    return;
+  }
+  DynamicInspection dyn = JoinProfile(kernels, sass.functions);
+  ins["dynamic"] = dyn.ToJson();
+  std::vector<std::string> not_run;
+  for (const auto& f : required)
+    if (dyn.families[f].thread_executions_true <= 0) not_run.push_back(f);
+  double nominal = def.Flops(wl);
+  const FamilyExecution& g = dyn.families["gmma"];
+  ins["tensor_core_work_fraction"] =
+      g.static_count > 0 && nominal > 0 ? json(g.gmma_flops / nominal) : json(nullptr);
+  if (!not_run.empty()) {
+    std::string list;
+    for (const auto& f : not_run) list += (list.empty() ? "" : ", ") + f;
+    set("dynamic_not_executed", list + " is in the SASS but never executed with a true predicate");
+    return;
+  }
+  std::string tag = ArchTag(req.arch);
+  ins["arch_tag"] = tag;
+  std::string msg = tag + " verified:";
+  if (g.static_count > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " GMMA %.1f%% of FLOPs", 100.0 * g.gmma_flops / nominal);
+    msg += buf;
+  }
+  for (const auto& [name, e] : dyn.families)
+    if (name != "gmma" && name != "mma_sync" && e.thread_executions_true > 0)
+      msg += ", " + name + " executed " + Count(e.thread_executions_true) + " threads";
+  set("dynamic_present", msg);
+}
+
 }  // namespace
 
 EvaluationRecord Evaluate(const EvalRequest& req) {
@@ -142,7 +259,6 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
               {"required_families", def.required_families.count(req.arch)
                                         ? json(def.required_families.at(req.arch))
                                         : json::array()}};
-  rec.instructions = SkippedLayer("instruction verification is not implemented yet (issue 3)");
   rec.performance = SkippedLayer("timing is not implemented yet (issue 4)");
   rec.correctness = NotReachedLayer("an earlier stage failed");
   rec.memcheck = NotReachedLayer("an earlier stage failed");
@@ -218,10 +334,23 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     return finish();
   }
 
+  // --- static inspection of the very object that will run ---
+  ScratchDir scratch("ptxbench-eval");
+  t = Clock::now();
+  StaticInspection sass = InspectSharedObject(build.shared_object, scratch.path());
+  rec.stage_seconds["inspect"] = Since(t);
+  std::vector<std::string> required = def.required_families.count(req.arch)
+                                          ? def.required_families.at(req.arch)
+                                          : std::vector<std::string>{};
+  rec.instructions = {{"static", sass.ToJson()},
+                      {"required_families", required},
+                      {"verification", "not_correct"},
+                      {"arch_tag", nullptr},
+                      {"message", "the candidate is not correct"}};
+
   // --- reference (cached) ---
   std::vector<uint64_t> seeds;
   for (int i = 0; i < req.trials; ++i) seeds.push_back(req.seed + static_cast<uint64_t>(i));
-  ScratchDir scratch("ptxbench-eval");
   ReferenceCache refs(cache_root + "/reference");
   std::vector<ReferenceEntry> expected(seeds.size());
   std::vector<uint64_t> missing;
@@ -279,6 +408,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     std::string why = "no GPU (" + message + ")";
     rec.correctness = SkippedLayer(why);
     rec.memcheck = SkippedLayer(why);
+    rec.instructions["message"] =
+        "correctness was not established (" + why + "): static inspection only, no tag";
     v.Set(Status::kInfraError, "no_gpu",
           "screening and build passed; the GPU layers were skipped: " + why);
     return finish();
@@ -454,6 +585,9 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     else
       msg += "; memory check skipped";
     v.Set(Status::kPassed, "", msg);
+    t = Clock::now();
+    VerifyInstructions(req, def, wl, cc, sass, required, scratch, &rec);
+    rec.stage_seconds["profile"] = Since(t);
   }
   return finish();
 }
@@ -463,6 +597,9 @@ std::string HumanSummary(const EvaluationRecord& r) {
   s << ToString(r.status);
   if (!r.reason.empty()) s << " (" << r.reason << ")";
   s << "  " << r.task.value("definition", "") << " " << r.arch << "\n  " << r.message << "\n";
+  if (r.instructions.is_object() && r.instructions.contains("verification"))
+    s << "  instructions: " << r.instructions.value("verification", "") << " — "
+      << r.instructions.value("message", "") << "\n";
   s << "  stages:";
   for (const auto& [k, v] : r.stage_seconds) {
     char buf[64];

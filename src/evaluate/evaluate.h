@@ -1,6 +1,7 @@
 // Evaluating one candidate: the heart of the pipeline (DESIGN.md section 1).
 //
-//   screen ─► build ─► link check ─► reference (cached) ─► run (child) ─► compare ─► memcheck
+//   screen ─► build ─► link check ─► inspect (static) ─► reference (cached) ─► run (child)
+//     ─► compare ─► memcheck ─► profile (dynamic instructions, correct candidates only)
 //
 // Every candidate failure becomes a status on the record; nothing the candidate does can
 // stop the evaluation or the next one. Only problems of the request itself (unknown task,
@@ -34,6 +35,8 @@ struct EvalRequest {
   std::chrono::seconds timeout{60};            // the candidate child, all trials
   std::chrono::seconds memcheck_timeout{600};  // the child under compute-sanitizer
   std::chrono::seconds reference_timeout{600};
+  std::chrono::seconds profile_timeout{120};  // the dynamic check's profiled call under ncu
+  bool verify = true;                         // the instruction layer (static + dynamic)
   bool use_build_cache = true;
   bool use_reference_cache = true;
   std::string cache_root;  // empty: CacheRoot()

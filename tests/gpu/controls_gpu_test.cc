@@ -68,10 +68,42 @@ TEST_F(Controls, EachGetsItsVerdict) {
           << "the report names the source line: " << e.record["message"];
     }
     if (status == "PASSED") EXPECT_EQ(e.record["memcheck"]["error_count"], 0) << file;
+    // The instruction layer's verdict, for the controls that state one.
+    if (v.contains("verification")) {
+      const json& ins = e.record["instructions"];
+      std::cout << "    instructions: " << ins["verification"] << " — " << ins["message"] << "\n";
+      EXPECT_EQ(ins["verification"], v["verification"]) << file << "\n" << ins.dump(1);
+      EXPECT_EQ(ins["arch_tag"], v["arch_tag"]) << file;
+    }
   }
   // After hangs, faults and corrupted contexts, the next evaluation is unaffected.
   Eval after = Run("naive_correct.cu", {"--task", "gemm_n128_k2048", "--workload", "M=93"});
   EXPECT_EQ(after.record["status"], "PASSED") << after.output;
+}
+
+TEST_F(Controls, TensorCoreWorkFractionAtTheHeadline) {
+  json verdicts = json::parse(
+      ReadFile(std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/verdicts.json"));
+  for (const auto& v : verdicts) {
+    if (!v.contains("work_fraction") || v["work_fraction"].is_null()) continue;
+    std::string file = v["file"];
+    Eval e = Run(file, {"--task", "gemm_n7168_k5120", "--sanitize", "never"});
+    ASSERT_EQ(e.record["status"], "PASSED") << file << "\n" << e.output;
+    const json& ins = e.record["instructions"];
+    ASSERT_EQ(ins["verification"], "dynamic_present") << ins.dump(1);
+    double f = ins["tensor_core_work_fraction"].get<double>();
+    std::cout << file << ": work fraction " << f << "; " << ins["message"] << "; profile "
+              << e.record["stage_seconds"]["profile"] << " s, total "
+              << e.record["stage_seconds"]["total"] << " s\n";
+    if (v["work_fraction"] == "near_1") {
+      EXPECT_GT(f, 0.95) << file;
+      EXPECT_LT(f, 1.05) << file;
+    } else {
+      EXPECT_LT(f, 0.01) << file;
+      EXPECT_GT(f, 0.0) << file;
+    }
+    EXPECT_LT(e.record["stage_seconds"]["profile"].get<double>(), 30.0);
+  }
 }
 
 TEST_F(Controls, ReadPastTheEndPassesWithoutTheMemoryCheck) {

@@ -1,0 +1,285 @@
+/*
+Control: wgmma_token
+Expected verdict: PASSED, architecture tag H (by the paper's rule: a Hopper instruction is
+executed), tensor-core work fraction near 0 (verification: dynamic_present)
+
+Computes C = A * B^T for bf16 inputs with fp32 accumulation, result rounded to bf16:
+  A: [M, K] bf16, row-major contiguous
+  B: [N, K] bf16, row-major contiguous   (so C[m][n] = sum_k A[m][k] * B[n][k])
+  C: [M, N] bf16, row-major contiguous
+
+Nothing is wrong with the result: C comes entirely from the CUDA-core (FFMA) kernel of
+tiled_correct.cu, copied unchanged (128x128x16 block tiles, 256 threads, 8x8 per thread,
+double-buffered shared memory, every edge bounds-checked, any positive M, N, K).
+
+What it tests: a token use of the tensor cores. At the start of every block, warpgroup 0
+really executes ONE wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 on dummy operands in
+shared memory (all bf16 1.0, written by ordinary stores, then fence.proxy.async.shared::cta and
+__syncthreads, then wgmma.fence / commit_group / wait_group 0). Its accumulators go to a
+private __device__ sink (g_token_sink, 128 floats, the same value 64.0 from every block) that
+nothing reads, so C stays exactly the CUDA-core result. Per block that is 64*8*16 = 8192
+tensor-core multiply-adds against 128*128*K on CUDA cores (at K = 5120: 1 / 10240, ~1e-4), so a
+rule "tag H if any wgmma executes" tags it, while a work-fraction measure must read ~0.
+
+Expected SASS (sm_90a), in each of the two kernel instantiations (vector / scalar loads):
+one HGMMA.64x8x16.F32.BF16 with WARPGROUP.ARRIVE / WARPGROUP.DEPBAR.LE, executed once per block
+by 4 warps, and the 1024 FFMA of the main loop. No UTMALDG, no HMMA.
+
+ptxas (sm_90a): 127 / 127 registers, 0 spills, 36864 bytes static smem (32 KiB of tiles and
+4 KiB of token operands).
+
+Build (as the harness does):
+nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -lineinfo -gencode arch=compute_90a,code=sm_90a \
+     -cudart shared -Xptxas -v -o wgmma_token.so wgmma_token.cu -lcuda
+*/
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+
+namespace {
+
+constexpr int BM = 128;  // block tile rows (M)
+constexpr int BN = 128;  // block tile cols (N)
+constexpr int BK = 16;   // K step
+constexpr int kThreads = 256;
+constexpr int kGroupM = 8;  // tile rows per swizzle group
+
+static_assert(BM == BN, "load mapping below assumes square tiles");
+static_assert(kThreads * 8 == BM * BK, "each thread loads 8 elements of A and 8 of B per K step");
+
+// Loads the 8 consecutive bf16 elements src[row0 + lrow][k0 + lk .. k0 + lk + 7] (row stride K)
+// as raw bits; elements outside [0, rows) x [0, K) read as 0 (bf16 +0.0 is bit pattern 0).
+template <bool kVec>
+__device__ __forceinline__ uint4 load_8(const unsigned short* __restrict__ src, int rows, int row0,
+                                        int K, int k0, int lrow, int lk) {
+  uint4 v = make_uint4(0u, 0u, 0u, 0u);
+  if (lrow < rows - row0) {  // row0 <= rows - 1, so no overflow
+    const unsigned short* p = src + (size_t)(row0 + lrow) * (size_t)K;
+    const int rem = K - k0 - lk;  // k0 <= K - 1, lk <= 8: no overflow; may be <= 0
+    if (kVec) {
+      // K % 8 == 0 and lk, k0 are multiples of 8, so the 8 elements are all in or all out.
+      if (rem > 0) v = __ldg(reinterpret_cast<const uint4*>(p + k0 + lk));
+    } else {
+      unsigned int h[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) h[i] = (i < rem) ? (unsigned int)__ldg(p + k0 + lk + i) : 0u;
+      v.x = h[0] | (h[1] << 16);
+      v.y = h[2] | (h[3] << 16);
+      v.z = h[4] | (h[5] << 16);
+      v.w = h[6] | (h[7] << 16);
+    }
+  }
+  return v;
+}
+
+// bf16 -> fp32 is exact: the bf16 bits are the high half of the fp32 bits.
+__device__ __forceinline__ float lo_bf16(unsigned int w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float hi_bf16(unsigned int w) {
+  return __uint_as_float(w & 0xffff0000u);
+}
+
+// Stores the 8 elements (consecutive in k) transposed: s[lk + i][lrow].
+__device__ __forceinline__ void store_8(float (*s)[BM], uint4 v, int lrow, int lk) {
+  s[lk + 0][lrow] = lo_bf16(v.x);
+  s[lk + 1][lrow] = hi_bf16(v.x);
+  s[lk + 2][lrow] = lo_bf16(v.y);
+  s[lk + 3][lrow] = hi_bf16(v.y);
+  s[lk + 4][lrow] = lo_bf16(v.z);
+  s[lk + 5][lrow] = hi_bf16(v.z);
+  s[lk + 6][lrow] = lo_bf16(v.w);
+  s[lk + 7][lrow] = hi_bf16(v.w);
+}
+
+// ---- the wgmma token ------------------------------------------------------------------------
+// One wgmma.mma_async m64n8k16 (bf16 in, fp32 out) on dummy operands in shared memory: A is
+// 64 x 16 and B is 8 x 16 (N x K), both K-major in the unswizzled canonical layout (8 x 8
+// "core matrices" of 128 contiguous bytes; the core matrix at (row group g, k group h) starts at
+// g * 256 + h * 128 bytes, so LBO = 128 and SBO = 256). Every element is bf16 1.0, so each of
+// the 4 accumulators per thread comes out as 16.0 and their sum as 64.0. B's buffer is as
+// large as A's (all 1.0) so that no reading of LBO / SBO can reach past the operands.
+constexpr int kTokM = 64;
+constexpr int kTokN = 8;
+constexpr int kTokK = 16;
+static_assert(kTokN <= kTokM, "B's buffer (kTokM rows) holds the kTokN operand rows");
+
+struct TokenSmem {
+  alignas(128) unsigned short a[kTokM * kTokK];  // 2 KiB
+  alignas(128) unsigned short b[kTokM * kTokK];  // 2 KiB; only 8 x 16 are operands
+};
+
+// Written by the token; never read by the GEMM, so C cannot depend on it.
+__device__ float g_token_sink[128];
+
+__device__ __forceinline__ uint64_t desc_noswizzle(const void* p) {
+  const uint32_t saddr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  uint64_t d = 0;
+  d |= static_cast<uint64_t>((saddr & 0x3FFFFu) >> 4);  // start address
+  d |= static_cast<uint64_t>(128u >> 4) << 16;          // LBO: next core matrix along K
+  d |= static_cast<uint64_t>(256u >> 4) << 32;          // SBO: next 8-row group along M / N
+  return d;                                             // base offset 0, swizzle mode 0 (none)
+}
+
+// Must be called by all threads of the block (kThreads = 2 warpgroups); warpgroup 0 issues it.
+__device__ __forceinline__ void wgmma_token(TokenSmem* ts) {
+  for (int i = threadIdx.x; i < kTokM * kTokK; i += kThreads) ts->a[i] = 0x3F80u;  // bf16 1.0
+  for (int i = threadIdx.x; i < kTokM * kTokK; i += kThreads) ts->b[i] = 0x3F80u;
+  // Generic-proxy stores that wgmma (async proxy) reads next: fence in every writer, then sync.
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  if (threadIdx.x < 128) {  // warpgroup 0: four whole warps, warp index 0 (divisible by 4)
+    float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+    const uint64_t da = desc_noswizzle(ts->a);
+    const uint64_t db = desc_noswizzle(ts->b);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile(
+        "{\n\t.reg .pred pd;\n\t"
+        "setp.ne.b32 pd, 1, 0;\n\t"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3}, %4, %5, pd, 1, 1, 0, 0;\n\t}"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "l"(da), "l"(db)
+        : "memory");
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    g_token_sink[threadIdx.x] = d0 + d1 + d2 + d3;  // same value (64.0) from every block
+  }
+  __syncthreads();
+}
+
+template <bool kVec>
+__global__ void __launch_bounds__(kThreads)
+    gemm_tiled_token(const __nv_bfloat16* __restrict__ A_,  // [M, K]
+                     const __nv_bfloat16* __restrict__ B_,  // [N, K]
+                     __nv_bfloat16* __restrict__ C,         // [M, N]
+                     int M, int N, int K, int tiles_m, int tiles_n, bool vec_c) {
+  __shared__ __align__(16) float As[2][BK][BM];  // As[buf][k][m], fp32
+  __shared__ __align__(16) float Bs[2][BK][BN];  // Bs[buf][k][n], fp32
+  __shared__ TokenSmem token_smem;
+
+  // The token: one real, executed wgmma per block whose result goes to g_token_sink only.
+  wgmma_token(&token_smem);
+
+  const unsigned short* A = reinterpret_cast<const unsigned short*>(A_);
+  const unsigned short* B = reinterpret_cast<const unsigned short*>(B_);
+
+  // Grouped tile order: kGroupM tile rows are swept together so their A panels stay in L2.
+  const int pid = blockIdx.x;
+  const int group_size_pids = kGroupM * tiles_n;
+  const int group = pid / group_size_pids;
+  const int first_tm = group * kGroupM;
+  const int group_rows = min(tiles_m - first_tm, kGroupM);
+  const int local = pid - group * group_size_pids;
+  const int tm = first_tm + local % group_rows;
+  const int tn = local / group_rows;
+  const int m0 = tm * BM;  // <= M - 1
+  const int n0 = tn * BN;  // <= N - 1
+
+  const int tid = threadIdx.x;
+  // Load mapping: 2 threads per tile row, 8 consecutive k each (one 16-byte load).
+  const int lrow = tid >> 1;
+  const int lk = (tid & 1) * 8;
+  // Compute mapping: 16 x 16 threads, each an 8 x 8 sub-tile split in two halves per dimension.
+  const int tx = tid & 15;
+  const int ty = tid >> 4;
+
+  float acc[8][8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+
+  const int num_k_tiles = (K - 1) / BK + 1;  // K >= 1; avoids K + BK - 1 overflow
+
+  uint4 ra = load_8<kVec>(A, M, m0, K, 0, lrow, lk);
+  uint4 rb = load_8<kVec>(B, N, n0, K, 0, lrow, lk);
+  store_8(As[0], ra, lrow, lk);
+  store_8(Bs[0], rb, lrow, lk);
+  __syncthreads();
+
+  for (int t = 0; t < num_k_tiles; ++t) {
+    const int cur = t & 1;
+    const bool has_next = t + 1 < num_k_tiles;
+    if (has_next) {  // prefetch next K tile into registers while computing this one
+      const int k_next = (t + 1) * BK;  // <= K - 1
+      ra = load_8<kVec>(A, M, m0, K, k_next, lrow, lk);
+      rb = load_8<kVec>(B, N, n0, K, k_next, lrow, lk);
+    }
+
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      const float4 a0 = *reinterpret_cast<const float4*>(&As[cur][kk][ty * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&As[cur][kk][64 + ty * 4]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[cur][kk][tx * 4]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[cur][kk][64 + tx * 4]);
+      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+
+    if (has_next) {
+      // The other buffer was last read in iteration t - 1, which ended with __syncthreads().
+      store_8(As[cur ^ 1], ra, lrow, lk);
+      store_8(Bs[cur ^ 1], rb, lrow, lk);
+    }
+    __syncthreads();
+  }
+
+  // Epilogue: fp32 -> bf16 (round to nearest even), bounds-checked.
+  const int rows_left = M - m0;  // >= 1
+  const int cols_left = N - n0;  // >= 1
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int r = (i < 4) ? ty * 4 + i : 64 + ty * 4 + (i - 4);
+    if (r >= rows_left) continue;
+    __nv_bfloat16* crow = C + (size_t)(m0 + r) * (size_t)N + n0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = h * 64 + tx * 4;
+      const int rem = cols_left - c;
+      if (vec_c && rem >= 4) {
+        const __nv_bfloat162 p0 = __floats2bfloat162_rn(acc[i][h * 4 + 0], acc[i][h * 4 + 1]);
+        const __nv_bfloat162 p1 = __floats2bfloat162_rn(acc[i][h * 4 + 2], acc[i][h * 4 + 3]);
+        uint2 w;
+        w.x = *reinterpret_cast<const unsigned int*>(&p0);
+        w.y = *reinterpret_cast<const unsigned int*>(&p1);
+        *reinterpret_cast<uint2*>(crow + c) = w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (j < rem) crow[c + j] = __float2bfloat16_rn(acc[i][h * 4 + j]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int run(const __nv_bfloat16* A,  // [M, K]
+                   const __nv_bfloat16* B,  // [N, K]
+                   __nv_bfloat16* C,        // [M, N]
+                   int M, int N, int K, cudaStream_t stream) {
+  if (M <= 0 || N <= 0 || K <= 0) return 1;
+  const long long tiles_m = (M + (long long)BM - 1) / BM;
+  const long long tiles_n = (N + (long long)BN - 1) / BN;
+  const long long tiles = tiles_m * tiles_n;
+  if (tiles > INT_MAX || kGroupM * tiles_n > INT_MAX) return 2;  // cannot happen for real buffers
+
+  const bool vec_ab = (K % 8 == 0) && (reinterpret_cast<uintptr_t>(A) % 16 == 0) &&
+                      (reinterpret_cast<uintptr_t>(B) % 16 == 0);
+  const bool vec_c = (N % 4 == 0) && (reinterpret_cast<uintptr_t>(C) % 8 == 0);
+
+  const dim3 grid((unsigned)tiles), block(kThreads);
+  if (vec_ab) {
+    gemm_tiled_token<true>
+        <<<grid, block, 0, stream>>>(A, B, C, M, N, K, (int)tiles_m, (int)tiles_n, vec_c);
+  } else {
+    gemm_tiled_token<false>
+        <<<grid, block, 0, stream>>>(A, B, C, M, N, K, (int)tiles_m, (int)tiles_n, vec_c);
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}

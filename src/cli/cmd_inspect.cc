@@ -1,0 +1,70 @@
+// `ptxbench inspect KERNEL.cu [--arch A] [--json]`: the static view alone, no GPU needed:
+// screen, build, then the instruction families in the SASS of the built object.
+#include <iostream>
+#include <memory>
+
+#include "build/nvcc.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "inspect/sass.h"
+#include "screen/screen.h"
+
+namespace ptxbench {
+
+CommandRunner AddInspectCommand(CLI::App& app) {
+  struct Options {
+    std::string kernel, arch = "sm_90a", cache_dir;
+    bool json = false, all = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd =
+      app.add_subcommand("inspect", "Show the instruction families in a kernel's SASS (no GPU)");
+  cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
+  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
+  cmd->add_option("--cache-dir", o->cache_dir, "Build cache")->envname("PTXBENCH_CACHE");
+  cmd->add_flag("--json", o->json, "Machine-readable output");
+  cmd->add_flag("--evidence", o->all, "Print the matched instructions too");
+  return [o]() {
+    if (!FileExists(o->kernel)) throw InputError(o->kernel + ": no such readable file");
+    std::string source = ReadFile(o->kernel);
+    ScreenResult screen = ScreenSource(source);
+    if (!screen.passed()) {
+      std::cout << "REJECTED  " << screen.message() << "\n";
+      return 1;
+    }
+    BuildOptions bo;
+    bo.arch = o->arch;
+    if (!o->cache_dir.empty()) bo.cache_dir = o->cache_dir + "/build";
+    BuildResult b = BuildCandidate(source, bo);
+    if (b.outcome != BuildOutcome::kBuilt) {
+      std::cout << "COMPILE_ERROR\n" << b.errors;
+      return 1;
+    }
+    ScratchDir scratch("ptxbench-inspect");
+    StaticInspection s = InspectSharedObject(b.shared_object, scratch.path());
+    if (o->json) {
+      std::cout << s.ToJson().dump(2) << "\n";
+    } else if (s.state != "ran") {
+      std::cout << "static inspection " << s.state << ": " << s.message << "\n";
+    } else {
+      nlohmann::json j = s.ToJson();
+      std::cout << o->arch << "  fatbin sha256 " << s.fatbin_sha256 << "  (" << s.seconds
+                << " s)\n";
+      for (const auto& f : j["functions"]) {
+        std::cout << "  " << f["demangled"].get<std::string>() << "  [" << f["instructions"]
+                  << " instructions]";
+        for (const auto& [fam, n] : f["families"].items()) std::cout << "  " << fam << "=" << n;
+        std::cout << "\n";
+        if (o->all)
+          for (const auto& e : f["evidence"]) std::cout << "      " << e.get<std::string>() << "\n";
+      }
+      std::cout << "  totals:";
+      for (const auto& [fam, n] : s.Totals()) std::cout << " " << fam << "=" << n;
+      std::cout << "\n";
+    }
+    return s.state == "ran" ? 0 : 3;
+  };
+}
+
+}  // namespace ptxbench

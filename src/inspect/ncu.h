@@ -1,0 +1,72 @@
+// Dynamic inspection: per-SASS-instruction counts from Nsight Compute's source page
+// (`ncu --page source --print-source sass --metrics inst_executed,thread_inst_executed_true
+// --csv`), joined to the static listing, summed per instruction family.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "inspect/sass.h"
+
+namespace ptxbench {
+
+struct ProfiledInstruction {
+  uint64_t offset = 0;                   // from the kernel's first instruction
+  std::string text;                      // as ncu prints it ("@P0   EXIT")
+  double inst_executed = 0;              // warp-level executions
+  double thread_inst_executed_true = 0;  // threads with a true predicate, summed
+};
+
+struct ProfiledKernel {
+  std::string name;  // as ncu prints it (demangled, its own spelling)
+  int launches = 0;  // blocks with this name in the report, summed into one
+  std::vector<ProfiledInstruction> instructions;
+};
+
+// Parses the CSV of the source page: for each profiled launch a line
+// `"Kernel Name","NAME",` and a header `"Address","Source","inst_executed",…`, then one
+// row per instruction. Launches of the same kernel are summed by offset. Rows that do not
+// parse are skipped and counted in `bad_rows`.
+std::vector<ProfiledKernel> ParseNcuSourceCsv(std::string_view csv, size_t* bad_rows = nullptr);
+
+// The ncu wrapper: the candidate's kernels only (the harness's are named ptxbench_*), the
+// clocks left as they are, the report written to REPORT_BASE.ncu-rep. The report is read
+// back by a second, separate ncu (NcuImportCommand), so nothing the candidate prints on its
+// stdout can pose as profiler output.
+std::vector<std::string> NcuCommand(const std::string& ncu, const std::string& report_base);
+std::vector<std::string> NcuImportCommand(const std::string& ncu, const std::string& report);
+std::optional<std::string> FindNcu();
+
+// Per family, what ran.
+struct FamilyExecution {
+  long long static_count = 0;
+  double warp_executions = 0;
+  double thread_executions_true = 0;
+  double gmma_flops = 0;  // gmma only: FLOPs done by these instructions
+};
+
+struct DynamicInspection {
+  std::map<std::string, FamilyExecution> families;
+  std::vector<std::string> unmatched_kernels;  // profiled but not found in the static listing
+  nlohmann::json evidence = nlohmann::json::array();
+  nlohmann::json ToJson() const;
+};
+
+// Joins each profiled kernel to the static function whose instructions match its own
+// (names are spelled differently by ncu and the demangler; the instruction stream is not),
+// then sums per family.
+//
+// Tensor-core work: a wgmma is issued by the four warps of a warpgroup, and inst_executed
+// counts warps, so one warpgroup-level HGMMA.MxNxK is 4 warp executions and 2·M·N·K FLOPs:
+// FLOPs = Σ over GMMA instructions of 2·M·N·K · inst_executed / 4. (Calibrated on
+// controls/gemm/wgmma_tma.cu, whose wgmma count is known; see docs/gpu-runs.)
+DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
+                              const std::vector<SassFunction>& functions);
+
+}  // namespace ptxbench

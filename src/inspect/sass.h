@@ -1,0 +1,69 @@
+// Static inspection: the SASS of the cubins embedded in the very shared object that runs,
+// parsed into functions and instructions, and counted by instruction family (DESIGN.md
+// section 4).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ptxbench {
+
+struct SassInstruction {
+  uint64_t offset = 0;       // byte offset in the function, as /*0a40*/ prints it
+  std::string predicate;     // "@P0", "@!UP1", or empty
+  std::string opcode;        // with modifiers: "HGMMA.64x128x16.F32.BF16"
+  std::string operands;      // the rest, without the trailing ';'
+  std::string Text() const;  // "@P0 HGMMA.64x128x16.F32.BF16 gdesc[UR4], RZ, !UPT"
+};
+
+struct SassFunction {
+  std::string mangled;
+  std::string demangled;
+  std::string arch;  // "sm_90a"
+  std::vector<SassInstruction> instructions;
+};
+
+// Parses `cuobjdump -sass` output (sections "code for sm_XX", "Function : NAME", lines
+// "/*0040*/  @P0 OPCODE operands ;  /* 0x… */").
+std::vector<SassFunction> ParseCuobjdumpSass(std::string_view text);
+
+// The instruction families of DESIGN.md section 4, by opcode (modifiers ignored):
+//   gmma     HGMMA IGMMA QGMMA BGMMA           (Hopper warpgroup MMA, wgmma)
+//   tma      UTMALDG UTMASTG UTMAREDG          (Hopper bulk tensor copies; not UTMAPF/UTMACCTL)
+//   tcgen05  UTC*                              (Blackwell tensor-core MMA, copy, commit)
+//   tmem     LDTM STTM                         (Blackwell tensor memory)
+// plus, for information only, `mma_sync` (HMMA, IMMA) — the pre-Hopper tensor-core path.
+std::optional<std::string> FamilyOf(std::string_view opcode);
+std::vector<std::string> InstructionFamilies();
+
+// FLOPs of one warpgroup-level GMMA from its shape ("HGMMA.64x128x16.F32.BF16" → 2·64·128·16);
+// nullopt when the opcode carries no shape.
+std::optional<double> GmmaFlops(std::string_view opcode);
+
+std::string Demangle(const std::string& mangled);
+
+struct StaticInspection {
+  std::string state = "not_reached";  // "ran", "skipped", "failed"
+  std::string message;
+  std::string tool;           // path of the disassembler
+  std::string fatbin_sha256;  // of the shared object's .nv_fatbin section
+  std::vector<std::string> cubin_sha256;
+  std::vector<SassFunction> functions;
+  double seconds = 0;
+  // Per family: instruction count in the SASS, over all functions.
+  std::map<std::string, long long> Totals() const;
+  nlohmann::json ToJson() const;
+};
+
+// Extracts and disassembles the cubins of `shared_object` with cuobjdump (PATH, CUDA_HOME,
+// /usr/local/cuda, or the pinned wheel under the source tree's .tools/). Never throws for a
+// missing or failing tool: the state says so.
+StaticInspection InspectSharedObject(const std::string& shared_object, const std::string& work_dir);
+
+}  // namespace ptxbench
