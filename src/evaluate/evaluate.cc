@@ -226,7 +226,8 @@ void VerifyInstructions(const EvalRequest& req, const Definition& def, const Wor
   std::string msg = tag + " verified:";
   if (g.static_count > 0) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, " GMMA %.1f%% of FLOPs", 100.0 * g.gmma_flops / nominal);
+    // Three significant digits, so that a token wgmma shows as 0.00977%, not 0.0%.
+    std::snprintf(buf, sizeof buf, " GMMA %.3g%% of FLOPs", 100.0 * g.gmma_flops / nominal);
     msg += buf;
   }
   for (const auto& [name, e] : dyn.families)

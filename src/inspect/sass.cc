@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -164,20 +165,34 @@ StaticInspection InspectSharedObject(const std::string& so, const std::string& w
   // The cubins themselves, hashed as extracted (names can repeat; each is hashed as it lands).
   std::string dir = work_dir + "/cubins";
   MakeDirs(dir);
-  CommandResult x = RunCommand(
-      {"/bin/sh", "-c", "cd '" + dir + "' && exec '" + *tool + "' -xelf all '" + so + "'"},
-      std::chrono::seconds(60));
+  // Extract the cubins (milliseconds), then disassemble them: about twice as fast as
+  // disassembling the shared object itself, which cuobjdump first unpacks.
+  RunCommand({"/bin/sh", "-c", "cd '" + dir + "' && exec '" + *tool + "' -xelf all '" + so + "'"},
+             std::chrono::seconds(60));
+  std::vector<std::string> cubins;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".cubin")
-      s.cubin_sha256.push_back(Sha256FileHex(e.path().string()));
-  CommandResult r = RunCommand({*tool, "-sass", so}, std::chrono::seconds(60));
+    if (e.path().extension() == ".cubin") cubins.push_back(e.path().string());
+  std::sort(cubins.begin(), cubins.end());
+  for (const auto& c : cubins) s.cubin_sha256.push_back(Sha256FileHex(c));
+  std::vector<std::string> argv = {*tool, "-sass"};
+  argv.insert(argv.end(), cubins.begin(), cubins.end());
+  CommandResult r;
+  if (!cubins.empty()) {
+    r = RunCommand(argv, std::chrono::seconds(60));
+    s.functions = ParseCuobjdumpSass(r.output);
+  }
+  // Extracted files can share a name (and overwrite each other); when that leaves nothing to
+  // read, the shared object itself is disassembled, which always sees every cubin.
+  if (s.functions.empty()) {
+    r = RunCommand({*tool, "-sass", so}, std::chrono::seconds(60));
+    s.functions = ParseCuobjdumpSass(r.output);
+  }
   if (r.exit.kind != ExitKind::kExited || r.exit.code != 0) {
     s.state = "failed";
     s.message = "cuobjdump -sass " + r.exit.Describe() + ": " + Truncate(Trim(r.output), 300);
     return finish();
   }
-  s.functions = ParseCuobjdumpSass(r.output);
   s.state = "ran";
   return finish();
 }
