@@ -1,5 +1,6 @@
 #include "build/nvcc.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <regex>
 
@@ -56,9 +57,15 @@ std::vector<std::string> SupportedArchs() {
 }
 
 std::string FindNvcc(const std::string& configured) {
-  auto p = FindProgram(configured.empty() ? "nvcc" : configured);
-  if (!p)
+  // $PTXBENCH_NVCC names a specific compiler (and lets tests simulate a machine without one).
+  std::string wanted = configured;
+  if (const char* env = std::getenv("PTXBENCH_NVCC"); wanted.empty() && env && *env) wanted = env;
+  auto p = FindProgram(wanted.empty() ? "nvcc" : wanted);
+  if (!p) {
+    if (!wanted.empty())
+      throw EnvironmentError("nvcc not found at " + wanted + " ($PTXBENCH_NVCC)");
     throw EnvironmentError("nvcc not found (looked on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
+  }
   return *p;
 }
 

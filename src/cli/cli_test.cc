@@ -84,16 +84,15 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
 }
 
 TEST(Cli, NoNvccIsAOneLineError) {
+  ScratchDir dir("cli-nvcc");
   std::string kernel = Src() + "/controls/gemm/naive_correct.cu";
-  std::vector<std::string> args = {Bin(), "eval", kernel, "--task", "gemm_n7168_k5120"};
-  CommandResult r =
-      RunCommand(args, 60s, {{"PATH", "/nonexistent"}, {"CUDA_HOME", "/nonexistent"}});
-  // /usr/local/cuda/bin is always searched too; where it exists nvcc is found, so only check
-  // the message when the run failed for want of nvcc.
-  if (r.exit.code == 3 || r.exit.code == 2) {
-    if (r.output.find("nvcc not found") != std::string::npos) SUCCEED();
-  }
-  EXPECT_NE(r.exit.code, 0);
+  std::string json = dir.File("out.json");
+  std::vector<std::string> args = {Bin(),    "eval", kernel, "--task", "gemm_n7168_k5120",
+                                   "--json", json};
+  CommandResult r = RunCommand(args, 60s, {{"PTXBENCH_NVCC", "/nonexistent/nvcc"}});
+  EXPECT_EQ(r.exit.code, 3) << r.output;
+  EXPECT_EQ(r.output, "ptxbench: nvcc not found at /nonexistent/nvcc ($PTXBENCH_NVCC)\n");
+  EXPECT_FALSE(FileExists(json));
 }
 
 }  // namespace

@@ -78,8 +78,9 @@ std::string TrialName(const json& m) {
   return m.contains("seed") ? " (seed " + std::to_string(m["seed"].get<uint64_t>()) + ")" : "";
 }
 
-// Reads what the candidate child told us into a verdict for its run; nullopt: it finished.
-// `harness_failure` is set when the child failed before the candidate was called.
+// Reads what the candidate child told us into a verdict for its run; leaves `v` undecided
+// when it finished every trial. A harness failure before the candidate was called is
+// INFRA_ERROR; anything after the call started is the candidate's.
 void JudgeCandidateChild(const ChildOutcome& c, const std::chrono::seconds timeout, Verdict* v) {
   bool called = c.First("call_started") != nullptr;
   const json* last_call = c.Last("call_started");
