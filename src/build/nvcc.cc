@@ -56,6 +56,11 @@ std::vector<std::string> SupportedArchs() {
   return v;
 }
 
+void RequireSupportedArch(const std::string& arch) {
+  if (!IsSupportedArch(arch))
+    throw UsageError("unknown arch '" + arch + "' (supported: " + Join(SupportedArchs()) + ")");
+}
+
 std::string FindNvcc(const std::string& configured) {
   // $PTXBENCH_NVCC names a specific compiler (and lets tests simulate a machine without one).
   std::string wanted = configured;
@@ -80,11 +85,7 @@ std::string NvccVersion(const std::string& nvcc_path) {
 }
 
 BuildResult BuildCandidate(const std::string& source, const BuildOptions& options) {
-  if (!IsSupportedArch(options.arch)) {
-    std::string known;
-    for (const auto& a : SupportedArchs()) known += (known.empty() ? "" : ", ") + a;
-    throw UsageError("unknown arch '" + options.arch + "' (supported: " + known + ")");
-  }
+  RequireSupportedArch(options.arch);
   BuildResult r;
   std::string nvcc = FindNvcc(options.nvcc);
   r.nvcc_version = NvccVersion(nvcc);

@@ -16,6 +16,8 @@ namespace ptxbench {
 // The architectures a candidate can be built for, and their nvcc target flags.
 bool IsSupportedArch(const std::string& arch);
 std::vector<std::string> SupportedArchs();
+// Throws UsageError "unknown arch 'X' (supported: sm_90a, sm_100a)" for anything else.
+void RequireSupportedArch(const std::string& arch);
 
 struct BuildOptions {
   std::string arch = "sm_90a";

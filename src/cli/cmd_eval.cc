@@ -69,11 +69,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     req.definition = &catalog.Find(o->task);
     req.workload = o->workload.empty() ? &req.definition->DefaultWorkload()
                                        : &req.definition->FindWorkload(o->workload);
-    if (!IsSupportedArch(o->arch)) {
-      std::string known;
-      for (const auto& a : SupportedArchs()) known += (known.empty() ? "" : ", ") + a;
-      throw UsageError("unknown arch '" + o->arch + "' (supported: " + known + ")");
-    }
+    RequireSupportedArch(o->arch);
     req.arch = o->arch;
     if (o->trials < 1 || o->trials > 100) throw UsageError("--trials must be between 1 and 100");
     req.trials = o->trials;

@@ -10,6 +10,8 @@ namespace ptxbench {
 std::string Trim(std::string_view s);
 std::vector<std::string> Split(std::string_view s, char sep);
 std::vector<std::string> SplitLines(std::string_view s);
+// "a, b, c": the parts with `sep` between them.
+std::string Join(const std::vector<std::string>& parts, std::string_view sep = ", ");
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
 // The last `max_lines` lines of `s`, with a marker line saying how many were cut.

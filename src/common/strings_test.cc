@@ -23,6 +23,9 @@ TEST(Strings, ParseInt64RejectsPartialNumbers) {
 TEST(Strings, TailLinesSaysHowManyWereCut) {
   EXPECT_EQ(TailLines("1\n2\n3\n", 2), "[1 earlier lines cut]\n2\n3\n");
   EXPECT_EQ(Trim("  a b \n"), "a b");
+  EXPECT_EQ(Join({"a", "b", "c"}), "a, b, c");
+  EXPECT_EQ(Join({}), "");
+  EXPECT_EQ(Join({"x"}, "+"), "x");
   EXPECT_EQ(Truncate("abcdef", 3), "abc…");
 }
 

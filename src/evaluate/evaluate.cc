@@ -165,8 +165,7 @@ void VerifyInstructions(const EvalRequest& req, const Definition& def, const Wor
   for (const auto& f : required)
     if (totals[f] == 0) absent.push_back(f);
   if (!absent.empty()) {
-    std::string list;
-    for (const auto& f : absent) list += (list.empty() ? "" : ", ") + f;
+    std::string list = Join(absent);
     set("sass_absent", "no " + list + " instruction in the SASS of the shared object");
     return;
   }
@@ -217,8 +216,7 @@ void VerifyInstructions(const EvalRequest& req, const Definition& def, const Wor
   ins["tensor_core_work_fraction"] =
       g.static_count > 0 && nominal > 0 ? json(g.gmma_flops / nominal) : json(nullptr);
   if (!not_run.empty()) {
-    std::string list;
-    for (const auto& f : not_run) list += (list.empty() ? "" : ", ") + f;
+    std::string list = Join(not_run);
     set("dynamic_not_executed", list + " is in the SASS but never executed with a true predicate");
     return;
   }
@@ -319,8 +317,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     rec.build["needed"] = elf.needed;
     std::vector<std::string> forbidden = ForbiddenDependencies(elf);
     if (!forbidden.empty()) {
-      std::string list;
-      for (const auto& f : forbidden) list += (list.empty() ? "" : ", ") + f;
+      std::string list = Join(forbidden);
       v.Set(Status::kRuleViolation, "forbidden_library",
             "the shared object depends on " + list +
                 " (only the CUDA runtime/driver and the C/C++ runtime are allowed)");

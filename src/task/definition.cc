@@ -77,13 +77,11 @@ const Workload& Definition::FindWorkload(const std::string& spec) const {
     }
   }
   if (!match) {
-    std::string defined;
-    for (const auto& w : workloads) {
-      for (const auto& [k, v] : w.axes)
-        defined += (defined.empty() ? "" : ", ") + k + "=" + std::to_string(v);
-    }
-    throw UsageError("task " + name + " defines no workload " + spec + " (defined: " + defined +
-                     ")");
+    std::vector<std::string> defined;
+    for (const auto& w : workloads)
+      for (const auto& [k, v] : w.axes) defined.push_back(k + "=" + std::to_string(v));
+    throw UsageError("task " + name + " defines no workload " + spec +
+                     " (defined: " + Join(defined) + ")");
   }
   return *match;
 }
