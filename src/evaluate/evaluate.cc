@@ -121,6 +121,14 @@ void JudgeCandidateChild(const ChildOutcome& c, const std::chrono::seconds timeo
   }
 }
 
+// The GPU a child reported, into the record's toolchain.
+void NoteDevice(const ChildOutcome& child, EvaluationRecord* rec) {
+  if (const json* d = child.First("device")) {
+    rec->toolchain["gpu"] = *d;
+    rec->toolchain["gpu"].erase("event");
+  }
+}
+
 std::string ArchTag(const std::string& arch) {
   if (StartsWith(arch, "sm_90")) return "H";
   if (StartsWith(arch, "sm_100")) return "B";
@@ -377,10 +385,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     cr.timeout = req.reference_timeout;
     cr.executable = req.executable;
     ChildOutcome ro = RunChild(cr);
-    if (const json* d = ro.First("device")) {
-      rec.toolchain["gpu"] = *d;
-      rec.toolchain["gpu"].erase("event");
-    }
+    NoteDevice(ro, &rec);
     if (const json* ng = ro.First("no_gpu")) {
       no_gpu = ng->value("message", "");
     } else {
@@ -427,10 +432,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   cc.executable = req.executable;
   ChildOutcome co = RunChild(cc);
   rec.stage_seconds["run"] = Since(t);
-  if (const json* d = co.First("device")) {
-    rec.toolchain["gpu"] = *d;
-    rec.toolchain["gpu"].erase("event");
-  }
+  NoteDevice(co, &rec);
   if (const json* ng = co.First("no_gpu")) return skip_gpu_layers(ng->value("message", ""));
   JudgeCandidateChild(co, req.timeout, &v);
   json correctness = {
