@@ -175,30 +175,35 @@ DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
     for (const auto& i : fn.instructions)
       if (auto fam = FamilyOf(i.opcode)) ++d.families[*fam].static_count;
 
+  // Each function's instructions by offset, built once for every profiled kernel.
+  using OffsetIndex = std::map<uint64_t, const SassInstruction*>;
+  std::vector<OffsetIndex> indexes(functions.size());
+  for (size_t f = 0; f < functions.size(); ++f)
+    for (const auto& i : functions[f].instructions) indexes[f][i.offset] = &i;
+
   for (const ProfiledKernel& k : profiled) {
+    std::vector<std::string> opcodes;  // the profiled opcodes, normalized once
+    for (const auto& p : k.instructions) opcodes.push_back(OpcodeOf(Normalize(p.text)));
     // The static function whose opcode at each profiled offset agrees best.
-    const SassFunction* best = nullptr;
+    size_t best = functions.size();
     size_t best_score = 0;
-    for (const auto& fn : functions) {
-      std::map<uint64_t, const SassInstruction*> by_offset;
-      for (const auto& i : fn.instructions) by_offset[i.offset] = &i;
+    for (size_t f = 0; f < functions.size(); ++f) {
       size_t score = 0;
-      for (const auto& p : k.instructions) {
-        auto it = by_offset.find(p.offset);
-        if (it != by_offset.end() && OpcodeOf(Normalize(p.text)) == it->second->opcode) ++score;
+      for (size_t n = 0; n < k.instructions.size(); ++n) {
+        auto it = indexes[f].find(k.instructions[n].offset);
+        if (it != indexes[f].end() && opcodes[n] == it->second->opcode) ++score;
       }
       if (score > best_score) {
         best_score = score;
-        best = &fn;
+        best = f;
       }
     }
     // Demand near-total agreement: a wrong join would credit the wrong instructions.
-    if (!best || best_score * 100 < k.instructions.size() * 95) {
+    if (best == functions.size() || best_score * 100 < k.instructions.size() * 95) {
       d.unmatched_kernels.push_back(k.name);
       continue;
     }
-    std::map<uint64_t, const SassInstruction*> by_offset;
-    for (const auto& i : best->instructions) by_offset[i.offset] = &i;
+    const OffsetIndex& by_offset = indexes[best];
     for (const auto& p : k.instructions) {
       auto it = by_offset.find(p.offset);
       if (it == by_offset.end()) continue;
@@ -211,7 +216,7 @@ DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
         if (auto flops = GmmaFlops(it->second->opcode))
           e.gmma_flops += *flops * p.inst_executed / 4.0;
       if (d.evidence.size() < 32)
-        d.evidence.push_back({{"kernel", best->mangled},
+        d.evidence.push_back({{"kernel", functions[best].mangled},
                               {"offset", p.offset},
                               {"instruction", it->second->Text()},
                               {"inst_executed", p.inst_executed},
