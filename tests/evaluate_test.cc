@@ -38,6 +38,9 @@ class EvaluateTest : public ::testing::Test {
     r.timeout = std::chrono::seconds(3);
     r.cache_root = dir_.File("cache");
     r.executable = FAKE_CHILD_PATH;
+    r.warmup = 2;
+    r.iterations = 5;
+    r.timing_timeout = std::chrono::seconds(3);
     return Evaluate(r);
   }
   ScratchDir dir_{"evaluate-test"};
@@ -55,8 +58,14 @@ TEST_F(EvaluateTest, CorrectCandidatePassesAndTheReferenceIsCachedAfterwards) {
   EXPECT_EQ(r.task["workload_id"], "6458ded0-a0d3-4382-abcd-f2815b852ae9");
   json j = r.ToJson();
   EXPECT_EQ(j["schema"], "ptxbench.evaluation/1");
-  for (const char* stage : {"screen", "build", "reference", "run", "compare", "total"})
+  for (const char* stage : {"screen", "build", "reference", "run", "compare", "timing", "total"})
     EXPECT_TRUE(j["stage_seconds"].contains(stage)) << stage;
+  // The timing layer: the fake takes 1 ms per call against a 2 ms baseline.
+  EXPECT_EQ(r.performance["state"], "ran");
+  EXPECT_NEAR(r.performance["speedup"].get<double>(), 2.0, 1e-9);
+  EXPECT_EQ(r.performance["candidate"]["count"], 5);
+  EXPECT_EQ(r.performance["revalidation"]["calls"].size(), 3u);
+  EXPECT_NE(r.message.find("2x the baseline"), std::string::npos) << r.message;
   EvaluationRecord again = Eval("correct");
   EXPECT_EQ(again.status, Status::kPassed);
   EXPECT_EQ(again.correctness["reference"]["computed_trials"], 0);
@@ -86,6 +95,13 @@ TEST_F(EvaluateTest, EachMisbehaviourGetsItsPreciseStatus) {
       // Lines a candidate writes to the channel are not trusted: a forged trial for a seed
       // that was never asked for changes nothing.
       {"garbage", Status::kPassed, "", "correct on 3 trials"},
+      // The timing layer's verdicts, from the timing child's messages.
+      {"timing_stale", Status::kRuleViolation, "call_history", "wrong on timed call"},
+      {"timing_private_stream", Status::kRuleViolation, "outside_stream", "still running"},
+      {"timing_foreign", Status::kRuleViolation, "foreign_kernel", "nvjet_fake"},
+      {"timing_hang", Status::kTimeout, "", "timed calls within 3 s"},
+      {"timing_baseline_error", Status::kInfraError, "", "cuBLASLt"},
+      {"timing_no_cupti", Status::kPassed, "", "correct on 3 trials"},
   };
   for (const Case& c : cases) {
     EvaluationRecord r = Eval(c.mode);

@@ -46,6 +46,67 @@ void Write(const std::string& path, const void* p, size_t n) {
   std::fclose(f);
 }
 
+// The timing child's messages (run/timing_child.h) for a candidate that takes 1 ms per call
+// against a 2 ms baseline, with the cheat or failure that `mode` names.
+int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, size_t n) {
+  if (mode == "timing_no_cupti") {
+    out.Send({{"event", "timing_unavailable"}, {"reason", "fake: CUPTI_ERROR_NOT_INITIALIZED"}});
+    out.Send({{"event", "done"}});
+    return 0;
+  }
+  int warmup = spec["warmup"], iterations = spec["iterations"], sets = spec["buffer_sets"];
+  uint64_t seed_base = spec["seed_base"];
+  std::string dir = spec["out_dir"];
+  int total = warmup + iterations;
+  auto sample = [&](const std::string& phase, int i, double span_ns, json kernels) {
+    return json{{"event", "timing_sample"}, {"phase", phase}, {"index", i},
+                {"warmup", i < warmup},     {"host_ns", span_ns + 20000},
+                {"inputs_unchanged", true},
+                {"activity", {{"span_ns", span_ns}, {"records", 1}, {"kernels", kernels}}}};
+  };
+  if (mode == "timing_baseline_error") {
+    out.Send({{"event", "baseline_error"},
+              {"phase", "baseline_before"},
+              {"message", "cuBLASLt: cublasLtMatmulAlgoGetHeuristic: CUBLAS_STATUS_NOT_SUPPORTED"}});
+  } else {
+    for (int i = 0; i < total; ++i)
+      out.Send(sample("baseline_before", i, 2e6, {{"nvjet_fake", 1}}));
+  }
+  out.Send({{"event", "call_started"}, {"phase", "candidate"}});
+  for (int i = 0; i < total; ++i) {
+    if (mode == "timing_hang" && i == 3) std::this_thread::sleep_for(std::chrono::hours(1));
+    json k = mode == "timing_foreign" ? json{{"nvjet_fake", 1}} : json::object();
+    json m = sample("candidate", i, 1e6, k);
+    if (mode == "timing_private_stream") {
+      m["activity"]["outlived"] = 1;
+      m["activity"]["outlived_by_ns"] = 9e5;
+      m["activity"]["outlived_names"] = {"_Z4gemmv"};
+    }
+    if (i >= total - sets) {
+      uint64_t seed = seed_base + static_cast<uint64_t>(i);
+      std::vector<uint16_t> c(n);
+      for (size_t e = 0; e < n; ++e) c[e] = Bf16(Expected(seed, e));
+      if (mode == "timing_stale") c[7] = Bf16(Expected(seed, 7) + 3.0f);
+      std::string file = dir + "/timing" + std::to_string(i) + "_C.out";
+      Write(file, c.data(), n * 2);
+      m["seed"] = seed;
+      m["set"] = i % sets;
+      m["outputs"] = json::array({{{"name", "C"}, {"file", file}, {"elements", n}}});
+    }
+    out.Send(m);
+  }
+  if (mode != "timing_baseline_error")
+    for (int i = 0; i < total; ++i)
+      out.Send(sample("baseline_after", i, 2e6, {{"nvjet_fake", 1}}));
+  out.Send({{"event", "timing_done"},
+            {"protocol", {{"buffer_sets", sets}}},
+            {"baseline_kernels", {"nvjet_fake"}},
+            {"baseline", {{"version", "fake"}}},
+            {"new_vendor_libraries", json::array()}});
+  out.Send({{"event", "done"}});
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,6 +127,7 @@ int main(int argc, char** argv) {
   size_t n = 0;
   for (const auto& t : family->Tensors(axes))
     if (t.role == TensorRole::kOutput) n = static_cast<size_t>(t.Elements());
+  if (spec["role"] == "timing") return FakeTiming(spec, mode, out, n);
   for (uint64_t seed : spec["seeds"].get<std::vector<uint64_t>>()) {
     std::vector<uint64_t> checksums = {seed * 7, seed * 13};
     if (spec["role"] == "reference") {

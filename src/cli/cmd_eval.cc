@@ -20,6 +20,9 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     std::string kernel, task, workload, arch = "sm_90a", seed, tolerance, sanitize = "always";
     std::string json_path, tasks_dir, cache_dir;
     int trials = 3, timeout = 60, memcheck_timeout = 600, profile_timeout = 120;
+    int warmup = 10, iterations = 50, buffer_sets = 3, timing_timeout = 180;
+    double drift_threshold = 0.05;
+    bool no_timing = false;
     bool no_verify = false, no_build_cache = false, no_reference_cache = false, quiet = false;
   };
   auto o = std::make_shared<Options>();
@@ -58,6 +61,20 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   cmd->add_flag("--no-reference-cache", o->no_reference_cache,
                 "Recompute the expected outputs even when cached");
   cmd->add_flag("--quiet", o->quiet, "No terminal summary");
+  cmd->add_option("--warmup", o->warmup, "Timing: untimed calls before the timed ones")
+      ->capture_default_str();
+  cmd->add_option("--iterations", o->iterations, "Timing: timed calls (median, p10, p90)")
+      ->capture_default_str();
+  cmd->add_option("--buffer-sets", o->buffer_sets,
+                  "Timing: input/output buffer sets the calls rotate over")
+      ->capture_default_str();
+  cmd->add_option("--timing-timeout", o->timing_timeout,
+                  "Seconds for the timing child (baselines and the candidate's calls)")
+      ->capture_default_str();
+  cmd->add_option("--drift-threshold", o->drift_threshold,
+                  "Flag a baseline whose median moved by more than this fraction during the run")
+      ->capture_default_str();
+  cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
 
   return [o]() {
     // Every problem of the request is found before any work starts.
@@ -89,6 +106,18 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     if (o->profile_timeout < 1) throw UsageError("timeouts must be positive");
     req.profile_timeout = std::chrono::seconds(o->profile_timeout);
     req.verify = !o->no_verify;
+    if (o->warmup < 0 || o->warmup > 10000 || o->iterations < 1 || o->iterations > 100000)
+      throw UsageError("--warmup must be 0..10000 and --iterations 1..100000");
+    if (o->buffer_sets < 1 || o->buffer_sets > 64)
+      throw UsageError("--buffer-sets must be between 1 and 64");
+    if (o->timing_timeout < 1) throw UsageError("timeouts must be positive");
+    if (!(o->drift_threshold > 0)) throw UsageError("--drift-threshold must be positive");
+    req.timing = !o->no_timing;
+    req.warmup = o->warmup;
+    req.iterations = o->iterations;
+    req.buffer_sets = o->buffer_sets;
+    req.timing_timeout = std::chrono::seconds(o->timing_timeout);
+    req.drift_threshold = o->drift_threshold;
     req.use_build_cache = !o->no_build_cache;
     req.use_reference_cache = !o->no_reference_cache;
     req.cache_root = o->cache_dir;

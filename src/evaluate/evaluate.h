@@ -22,6 +22,8 @@ namespace ptxbench {
 // The default first seed; trial i uses seed + i. Fixed by default so that a verdict is
 // reproducible and the reference cache works; `--seed random` draws a fresh one.
 constexpr uint64_t kDefaultSeed = 20260001;
+// The square GEMM (n = M = N = K) at which the bf16 dense peak is measured with cuBLASLt.
+constexpr int kPeakGemmSize = 16384;
 
 struct EvalRequest {
   std::string kernel_path;
@@ -37,6 +39,11 @@ struct EvalRequest {
   std::chrono::seconds reference_timeout{600};
   std::chrono::seconds profile_timeout{120};  // the dynamic check's profiled call under ncu
   bool verify = true;                         // the instruction layer (static + dynamic)
+  bool timing = true;                         // the timing layer (correct candidates only)
+  int warmup = 10, iterations = 50, buffer_sets = 3;
+  std::chrono::seconds timing_timeout{180};  // the timing child: baselines, peak, candidate
+  double drift_threshold = 0.05;             // baseline before vs after
+  std::optional<uint64_t> timing_seed;       // empty: fresh random inputs every evaluation
   bool use_build_cache = true;
   bool use_reference_cache = true;
   std::string cache_root;  // empty: CacheRoot()

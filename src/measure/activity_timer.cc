@@ -88,6 +88,23 @@ std::vector<ActivitySpan> ActivityTimer::Collect(uint64_t begin, uint64_t end) {
   return in;
 }
 
+std::vector<ActivitySpan> ActivityTimer::CollectAll() {
+  Check(cuptiActivityFlushAll(1), "flush");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::vector<ActivitySpan> all = std::move(g_spans);
+  g_spans.clear();
+  std::sort(all.begin(), all.end(),
+            [](const ActivitySpan& a, const ActivitySpan& b) { return a.start < b.start; });
+  return all;
+}
+
+uint32_t ActivityTimer::StreamId(void* stream) const {
+  uint32_t id = 0;
+  // A null context: CUPTI looks the stream up in whichever context owns it.
+  Check(cuptiGetStreamIdEx(nullptr, static_cast<CUstream>(stream), 0, &id), "stream id");
+  return id;
+}
+
 double SpanSeconds(const std::vector<ActivitySpan>& spans) {
   if (spans.empty()) return 0;
   uint64_t first = spans.front().start, last = 0;

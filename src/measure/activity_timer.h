@@ -4,6 +4,7 @@
 // work a candidate hides on another stream still counts.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ class ActivityTimer {
   // Flushes the buffers and returns (and forgets) every record that started in
   // [begin, end]; older or newer records are dropped or kept for the next call respectively.
   std::vector<ActivitySpan> Collect(uint64_t begin, uint64_t end);
+  // Flushes the buffers and returns (and forgets) every record so far, sorted by start.
+  std::vector<ActivitySpan> CollectAll();
+  // CUPTI's id of a stream, as activity records name it. `stream` is a cudaStream_t.
+  uint32_t StreamId(void* stream) const;
 };
 
 // First start to last end, in seconds; 0 for no spans.

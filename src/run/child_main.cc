@@ -7,12 +7,17 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/cuda_check.h"
 #include "common/files.h"
 #include "run/channel.h"
+#include "run/child_support.h"
+#include "run/timing_child.h"
+#include "measure/activity_timer.h"
+#include "measure/loaded_objects.h"
 #include "run/device_ops.h"
 #include "task/family.h"
 
@@ -24,54 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Device buffers owned by the child for one workload.
-struct Buffers {
-  std::vector<DeviceTensor> tensors;
-  ~Buffers() {
-    for (auto& t : tensors)
-      if (t.data) cudaFree(t.data);
-  }
-};
-
-void Allocate(const Family& family, const Axes& axes, Buffers* b) {
-  for (const auto& spec : family.Tensors(axes)) {
-    DeviceTensor t{spec, nullptr};
-    PTXBENCH_CUDA_CHECK(cudaMalloc(&t.data, spec.Bytes()));
-    b->tensors.push_back(t);
-  }
-}
-
-void WriteBytes(const std::string& path, const void* data, size_t bytes) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f || std::fwrite(data, 1, bytes, f.get()) != bytes)
-    throw std::runtime_error("cannot write " + path);
-}
-
-json DeviceInfo() {
-  int device = 0, driver = 0, runtime = 0;
-  PTXBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp p{};
-  PTXBENCH_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-  cudaDriverGetVersion(&driver);
-  cudaRuntimeGetVersion(&runtime);
-  int clock_khz = 0, mem_clock_khz = 0;
-  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
-  cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device);
-  char bus[32] = {};
-  cudaDeviceGetPCIBusId(bus, sizeof bus, device);
-  return {{"event", "device"},
-          {"name", p.name},
-          {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
-          {"sm_count", p.multiProcessorCount},
-          {"l2_bytes", p.l2CacheSize},
-          {"global_memory_bytes", p.totalGlobalMem},
-          {"max_sm_clock_hz", double(clock_khz) * 1e3},
-          {"max_memory_clock_hz", double(mem_clock_khz) * 1e3},
-          {"pci_bus_id", bus},
-          {"driver_version", driver},
-          {"runtime_version", runtime}};
 }
 
 // Returns false (after telling the parent) when there is no usable GPU.
@@ -87,14 +44,6 @@ bool ProbeDevice(ChannelWriter& out) {
   }
   out.Send(DeviceInfo());
   return true;
-}
-
-std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream) {
-  std::vector<uint64_t> sums;
-  for (const auto& t : b.tensors)
-    if (t.spec.role == TensorRole::kInput)
-      sums.push_back(DeviceChecksum(t.data, t.spec.Bytes(), stream));
-  return sums;
 }
 
 void RunReference(const json& spec, ChannelWriter& out) {
@@ -165,6 +114,7 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
   Buffers b;
   Allocate(*family, axes, &b);
 
+  std::set<std::string> objects_before = LoadedObjects();
   std::string so = spec.at("shared_object");
   void* handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
@@ -179,8 +129,13 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
               {"message", "the shared object has no symbol `run`"}});
     return;
   }
+  // Vendor libraries the candidate brought in at run time (dlopen behind the screen's back),
+  // checked once its calls are done.
+  auto report_libraries = [&]() {
+    out.Send({{"event", "libraries"},
+              {"new_vendor_libraries", NewVendorLibraries(objects_before, LoadedObjects())}});
+  };
 
-  std::vector<char> host;
   for (uint64_t seed : spec.at("seeds").get<std::vector<uint64_t>>()) {
     auto t0 = Clock::now();
     family->MakeInputs(b.tensors, axes, seed, stream);
@@ -220,15 +175,9 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
       return SendCallError(out, "launch", seed, e);
 
-    json outputs = json::array();
-    for (const auto& t : b.tensors) {
-      if (t.spec.role != TensorRole::kOutput || !write_outputs) continue;
-      host.resize(t.spec.Bytes());
-      PTXBENCH_CUDA_CHECK(cudaMemcpy(host.data(), t.data, host.size(), cudaMemcpyDeviceToHost));
-      std::string file = out_dir + "/seed" + std::to_string(seed) + "_" + t.spec.name + ".out";
-      WriteBytes(file, host.data(), host.size());
-      outputs.push_back({{"name", t.spec.name}, {"file", file}, {"elements", t.spec.Elements()}});
-    }
+    json outputs = write_outputs
+                       ? WriteOutputs(b, out_dir, "seed" + std::to_string(seed), stream)
+                       : json::array();
     std::vector<uint64_t> after = InputChecksums(b, stream);
     out.Send({{"event", "trial"},
               {"seed", seed},
@@ -238,6 +187,7 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
               {"outputs", outputs},
               {"seconds", SecondsSince(t0)}});
   }
+  report_libraries();
   // The handle stays open: unloading a library whose kernels may still be referenced by the
   // runtime is a crash we would wrongly blame on the candidate.
 }
@@ -254,6 +204,17 @@ int ChildMain(int argc, char** argv) {
   try {
     json spec = json::parse(ReadFile(argv[2]));
     std::string role = spec.at("role");
+    // CUPTI attaches before the first CUDA call of the process, or it misses the context.
+    std::unique_ptr<ActivityTimer> timer;
+    if (role == "timing") {
+      try {
+        timer = std::make_unique<ActivityTimer>();
+      } catch (const std::exception& e) {
+        out.Send({{"event", "timing_unavailable"}, {"reason", e.what()}});
+        out.Send({{"event", "done"}});
+        return 0;
+      }
+    }
     if (!ProbeDevice(out)) {
       out.Send({{"event", "done"}});
       return 0;
@@ -264,6 +225,8 @@ int ChildMain(int argc, char** argv) {
       RunReference(spec, out);
     else if (role == "candidate")
       RunCandidate(spec, out);
+    else if (role == "timing")
+      RunTiming(spec, *timer, out);
     else
       throw std::runtime_error("unknown child role " + role);
     out.Send({{"event", "done"}});

@@ -1,0 +1,292 @@
+#include "evaluate/timing_judge.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "common/strings.h"
+#include "measure/call_activity.h"
+#include "measure/summary.h"
+
+namespace ptxbench {
+
+using nlohmann::json;
+
+namespace {
+
+struct Phase {
+  std::vector<double> span_s, host_s;  // timed calls only
+  int calls = 0, empty = 0, outlived = 0, stray = 0, inputs_changed = 0;
+  int first_bad_call = -1;
+  std::map<std::string, int> kernels;  // every call, warm-up included
+  std::vector<std::string> outlived_names, stray_names;
+  double outlived_by_s = 0;
+};
+
+void AddUnique(std::vector<std::string>* v, const json& names) {
+  for (const auto& n : names) {
+    std::string s = n.get<std::string>();
+    if (std::find(v->begin(), v->end(), s) == v->end() && v->size() < 16) v->push_back(s);
+  }
+}
+
+json SummaryJson(const std::vector<double>& samples) { return ToJson(Summarize(samples)); }
+
+std::string Ms(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  return buf;
+}
+
+}  // namespace
+
+bool HostTimeExceedsGpu(double host_median_s, double gpu_median_s) {
+  return host_median_s > 1.5 * gpu_median_s + 1e-3;
+}
+
+TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& exit,
+                            const TimingContext& ctx) {
+  TimingJudgement j;
+  auto verdict = [&](Status s, std::string reason, std::string message) {
+    if (!j.verdict) j.verdict = TimingVerdict{s, std::move(reason), std::move(message)};
+  };
+  std::map<std::string, Phase> phases;
+  const json* done = nullptr;
+  const json* error = nullptr;
+  const json* refused = nullptr;
+  std::vector<const json*> baseline_errors;
+  std::string baseline_none, unavailable, last_phase;
+  bool candidate_started = false;
+  for (const json& m : messages) {
+    std::string ev = m.value("event", "");
+    if (ev == "timing_sample") {
+      Phase& p = phases[m.value("phase", "")];
+      last_phase = m.value("phase", "");
+      ++p.calls;
+      const json a = m.value("activity", json::object());
+      const json kernels = a.value("kernels", json::object());  // kept alive for items()
+      for (const auto& [name, count] : kernels.items()) p.kernels[name] += count.get<int>();
+      if (a.value("records", 0) == 0) ++p.empty;
+      if (int o = a.value("outlived", 0)) {
+        p.outlived += o;
+        p.outlived_by_s = std::max(p.outlived_by_s, a.value("outlived_by_ns", 0.0) * 1e-9);
+        AddUnique(&p.outlived_names, a.value("outlived_names", json::array()));
+        if (p.first_bad_call < 0) p.first_bad_call = m.value("index", 0);
+      }
+      if (int s = a.value("stray", 0)) {
+        p.stray += s;
+        AddUnique(&p.stray_names, a.value("stray_names", json::array()));
+        if (p.first_bad_call < 0) p.first_bad_call = m.value("index", 0);
+      }
+      if (!m.value("inputs_unchanged", true)) ++p.inputs_changed;
+      if (!m.value("warmup", false)) {
+        p.span_s.push_back(a.value("span_ns", 0.0) * 1e-9);
+        p.host_s.push_back(m.value("host_ns", 0.0) * 1e-9);
+      }
+      if (m.contains("outputs")) {
+        TimedOutput o{m.value("index", 0), m.value("set", 0), m.value("seed", uint64_t{0}), {}};
+        for (const auto& f : m["outputs"]) o.files.push_back(f.at("file"));
+        j.outputs.push_back(o);
+      }
+    } else if (ev == "call_started" && m.value("phase", "") == "candidate") {
+      candidate_started = true;
+      last_phase = "candidate";
+    } else if (ev == "timing_done") {
+      done = &m;
+    } else if (ev == "error" && !error) {
+      error = &m;
+    } else if (ev == "refused" && !refused) {
+      refused = &m;
+    } else if (ev == "baseline_error") {
+      baseline_errors.push_back(&m);
+    } else if (ev == "baseline_none") {
+      baseline_none = m.value("reason", "");
+    } else if (ev == "timing_unavailable") {
+      unavailable = m.value("reason", "");
+    } else if (ev == "peak_done" && m.value("ok", false)) {
+      j.peak_detail = m;
+    }
+  }
+
+  json& perf = j.performance;
+  if (!unavailable.empty()) {
+    perf = SkippedLayer("CUPTI is unavailable, so GPU time cannot be measured: " + unavailable);
+    return j;
+  }
+  int total = ctx.warmup + ctx.iterations;
+  perf = {{"state", "ran"},
+          {"timer", "cupti_activity"},
+          {"protocol",
+           {{"warmup", ctx.warmup},
+            {"iterations", ctx.iterations},
+            {"fresh_inputs_per_call", true},
+            {"outputs_poisoned_per_call", true},
+            {"span", "first start to last end of every kernel, copy and set started between "
+                     "the call and the stream's synchronization, on any stream"}}},
+          {"child_exit", exit.Describe()}};
+  if (done) {
+    perf["protocol"].update(done->value("protocol", json::object()));
+    perf["clocks"] = done->value("clocks", json::object());
+  }
+
+  // --- the candidate's samples ---
+  Phase& c = phases["candidate"];
+  Summary cs = Summarize(c.span_s);
+  perf["candidate"] = ToJson(cs);
+  perf["candidate"]["host"] = SummaryJson(c.host_s);
+  perf["candidate"]["calls"] = c.calls;
+  perf["candidate"]["empty_calls"] = c.empty;
+  perf["candidate"]["kernels"] = c.kernels;
+
+  // --- how the child ended ---
+  if (exit.kind == ExitKind::kTimedOut) {
+    perf["state"] = "timed_out";
+    if (last_phase == "candidate")
+      verdict(Status::kTimeout, "",
+              "the candidate did not finish its " + std::to_string(total) + " timed calls within " +
+                  std::to_string(ctx.timeout.count()) + " s (" + std::to_string(c.calls) +
+                  " done; the partial samples are kept)");
+    else
+      verdict(Status::kInfraError, "",
+              "the timing child ran out of time in the " +
+                  (last_phase.empty() ? std::string("setup") : last_phase) + " phase");
+  }
+  for (const json* e : baseline_errors)
+    verdict(Status::kInfraError, "",
+            "the baseline failed (" + e->value("phase", "") + "): " + e->value("message", ""));
+  if (error) {
+    std::string stage = error->value("stage", ""), phase = error->value("phase", "");
+    std::string msg = error->value("message", "");
+    std::string at = error->contains("index")
+                         ? " (call " + std::to_string(error->value("index", 0)) + ")"
+                         : std::string();
+    if (stage == "load" || (stage == "timing" && phase == "candidate"))
+      verdict(Status::kRuntimeError, "", msg + " while being timed" + at);
+    else if (stage == "harness" && candidate_started && !done)
+      verdict(Status::kRuntimeError, "", msg + " while being timed");
+    else
+      verdict(Status::kInfraError, "", "the timing child failed (" + stage + " " + phase + "): " + msg);
+  }
+  if (refused)
+    verdict(Status::kRuntimeError, "",
+            "run returned " + std::to_string(refused->value("rc", 0)) + " on timed call " +
+                std::to_string(refused->value("index", 0)) + " after accepting the shape");
+  if (!done && !j.verdict) {
+    if (exit.kind == ExitKind::kSignaled && candidate_started)
+      verdict(Status::kRuntimeError, "",
+              "the candidate process was " + exit.Describe() + " while being timed");
+    else
+      verdict(candidate_started ? Status::kRuntimeError : Status::kInfraError, "",
+              "the timing child ended (" + exit.Describe() + ") before finishing");
+  }
+
+  // --- the defenses, over every call of the candidate (warm-up included) ---
+  json defenses = json::object();
+  std::vector<std::string> vendor;
+  if (done)
+    for (const auto& l : done->value("new_vendor_libraries", json::array()))
+      vendor.push_back(l.get<std::string>());
+  defenses["new_vendor_libraries"] = vendor;
+  if (!vendor.empty())
+    verdict(Status::kRuleViolation, "forbidden_library",
+            "the candidate loaded " + Join(vendor) + " at run time");
+  std::vector<std::string> baseline_kernels;
+  if (done)
+    for (const auto& k : done->value("baseline_kernels", json::array()))
+      baseline_kernels.push_back(k.get<std::string>());
+  if (ctx.allowed_known) {
+    std::vector<std::string> foreign = ForeignKernels(c.kernels, ctx.allowed_kernels, baseline_kernels);
+    defenses["foreign_kernels"] = {{"state", "ran"}, {"names", foreign}};
+    if (!foreign.empty())
+      verdict(Status::kRuleViolation, "foreign_kernel",
+              "kernels that are not functions of the candidate's cubin ran during its calls: " +
+                  Truncate(Join(foreign), 300));
+  } else {
+    defenses["foreign_kernels"] = {
+        {"state", "skipped"},
+        {"reason", "the candidate cubin's functions are unknown (static inspection did not run)"}};
+  }
+  defenses["outlived"] = {{"count", c.outlived},
+                          {"max_overrun_s", c.outlived_by_s},
+                          {"names", c.outlived_names}};
+  defenses["stray"] = {{"count", c.stray}, {"names", c.stray_names}};
+  if (c.outlived > 0)
+    verdict(Status::kRuleViolation, "outside_stream",
+            "work the candidate launched on another stream was still running " +
+                Ms(c.outlived_by_s) + " after its stream was synchronized (first at call " +
+                std::to_string(c.first_bad_call) + ")");
+  if (c.stray > 0)
+    verdict(Status::kRuleViolation, "outside_stream",
+            "the candidate launched GPU work outside its calls (" + Join(c.stray_names) +
+                "; first at call " + std::to_string(c.first_bad_call) + ")");
+  Summary host = Summarize(c.host_s);
+  if (cs.count > 0 && HostTimeExceedsGpu(host.median, cs.median))
+    verdict(Status::kRuleViolation, "outside_stream",
+            "a call takes " + Ms(host.median) + " on the host but only " + Ms(cs.median) +
+                " on the GPU: work done outside the GPU stream is not timed");
+  defenses["inputs_changed_calls"] = c.inputs_changed;
+  if (c.inputs_changed > 0)
+    verdict(Status::kRuleViolation, "inputs_modified",
+            "the candidate modified its inputs in " + std::to_string(c.inputs_changed) +
+                " timed calls");
+  perf["defenses"] = defenses;
+
+  // --- the baseline, before and after ---
+  Phase& b0 = phases["baseline_before"];
+  Phase& b1 = phases["baseline_after"];
+  json base = {{"name", done && done->contains("baseline") && !(*done)["baseline"].is_null()
+                            ? "cuBLASLt"
+                            : ""}};
+  if (!baseline_none.empty()) {
+    base = {{"state", "skipped"}, {"reason", baseline_none}};
+  } else if (!b0.span_s.empty()) {
+    Summary before = Summarize(b0.span_s), after = Summarize(b1.span_s);
+    std::vector<double> pooled = b0.span_s;
+    pooled.insert(pooled.end(), b1.span_s.begin(), b1.span_s.end());
+    Summary all = Summarize(pooled);
+    base["state"] = "ran";
+    if (done) base["library"] = done->value("baseline", json());
+    base["before"] = ToJson(before);
+    base["after"] = ToJson(after);
+    base["median"] = all.median;
+    base["p10"] = all.p10;
+    base["p90"] = all.p90;
+    if (after.count > 0 && before.median > 0) {
+      double drift = after.median / before.median - 1;
+      base["drift"] = drift;
+      base["drift_flagged"] = std::fabs(drift) > ctx.drift_threshold;
+    }
+    if (cs.count > 0 && cs.median > 0) {
+      perf["speedup"] = all.median / cs.median;
+      // A conservative range from the two spreads: slow baseline over fast candidate and
+      // the reverse.
+      if (cs.p90 > 0 && cs.p10 > 0)
+        perf["speedup_range"] = {all.p10 / cs.p90, all.p90 / cs.p10};
+    }
+    if (all.median > 0 && ctx.flops > 0) base["tflops"] = ctx.flops / all.median * 1e-12;
+  } else {
+    base["state"] = baseline_errors.empty() ? "not_reached" : "failed";
+  }
+  perf["baseline"] = base;
+  if (cs.count > 0 && cs.median > 0 && ctx.flops > 0) {
+    double flops_s = ctx.flops / cs.median;
+    perf["tflops"] = flops_s * 1e-12;
+    std::optional<double> peak = ctx.peak_flops;
+    Phase& pk = phases["peak"];
+    if (!pk.span_s.empty() && !j.peak_detail.is_null()) {
+      double n = j.peak_detail.value("n", 0.0);
+      double med = Summarize(pk.span_s).median;
+      if (med > 0) {
+        j.peak_measured = 2 * n * n * n / med;
+        peak = j.peak_measured;
+      }
+    }
+    if (peak) {
+      perf["peak_tflops"] = *peak * 1e-12;
+      perf["percent_of_peak"] = 100 * flops_s / *peak;
+    }
+  }
+  return j;
+}
+
+}  // namespace ptxbench

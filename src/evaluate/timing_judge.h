@@ -1,0 +1,58 @@
+// The parent's reading of a timing child (run/timing_child.h): the performance section of the
+// record and, when the candidate broke a rule while being timed, the verdict. Pure: it sees
+// only the child's messages and what the parent knows (the candidate cubin's functions, the
+// task's FLOPs, the cached peak), so CI tests it on recorded messages.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/subprocess.h"
+#include "record/record.h"
+
+namespace ptxbench {
+
+struct TimingContext {
+  double flops = 0;                     // the task's nominal FLOPs per call
+  std::optional<double> peak_flops;     // measured bf16 dense peak (FLOP/s), when known
+  std::vector<std::string> allowed_kernels;  // the candidate cubin's functions (mangled)
+  bool allowed_known = false;           // false: static inspection did not run
+  double drift_threshold = 0.05;        // |after/before − 1| above this is flagged
+  std::chrono::seconds timeout{180};
+  int warmup = 10, iterations = 50;
+};
+
+struct TimingVerdict {
+  Status status;
+  std::string reason;
+  std::string message;
+};
+
+// One output file of a timed call to check against the reference.
+struct TimedOutput {
+  int index = 0;  // the call
+  int set = 0;    // its buffer set
+  uint64_t seed = 0;
+  std::vector<std::string> files;  // per output tensor, in ABI order
+};
+
+struct TimingJudgement {
+  nlohmann::json performance;
+  std::optional<TimingVerdict> verdict;
+  std::vector<TimedOutput> outputs;     // for the parent's re-validation
+  std::optional<double> peak_measured;  // FLOP/s, when the child measured it this time
+  nlohmann::json peak_detail;
+};
+
+TimingJudgement JudgeTiming(const std::vector<nlohmann::json>& messages, const ExitInfo& exit,
+                            const TimingContext& context);
+
+// The host-time rule: a call whose host time (run() to the stream sync) far exceeds its GPU
+// span did its work where the timer cannot see it.
+bool HostTimeExceedsGpu(double host_median_s, double gpu_median_s);
+
+}  // namespace ptxbench

@@ -1,0 +1,77 @@
+#include "measure/call_activity.h"
+
+#include <algorithm>
+#include <set>
+
+namespace ptxbench {
+namespace {
+
+constexpr size_t kMaxNames = 16;  // a candidate launching thousands of kernels stays readable
+
+void AddName(std::vector<std::string>* names, const std::string& name) {
+  if (names->size() < kMaxNames && std::find(names->begin(), names->end(), name) == names->end())
+    names->push_back(name);
+}
+
+bool IsHarness(const ActivitySpan& r, const HarnessMarks& m) {
+  if (r.stream == m.harness_stream) return true;
+  return r.kind == ActivitySpan::Kind::kKernel && r.name.rfind(m.kernel_prefix, 0) == 0;
+}
+
+}  // namespace
+
+CallActivity AttributeCall(const std::vector<ActivitySpan>& records, const CallWindow& w,
+                           const HarnessMarks& m) {
+  CallActivity a;
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const ActivitySpan& r : records) {
+    bool inside = r.start >= w.begin && r.start <= w.end;
+    if (!inside) {
+      if (!IsHarness(r, m)) {
+        ++a.stray;
+        AddName(&a.stray_names, r.name);
+      }
+      continue;
+    }
+    // The harness launches nothing during a call, so everything in the window is the
+    // candidate's, whatever stream or name it carries.
+    ++a.records;
+    first = std::min(first, r.start);
+    last = std::max(last, r.end);
+    if (r.kind == ActivitySpan::Kind::kKernel) ++a.kernels[r.name];
+    if (r.stream != m.candidate_stream && r.end > w.end + m.outlive_slack_ns) {
+      ++a.outlived;
+      a.outlived_by_ns = std::max(a.outlived_by_ns, r.end - w.end);
+      AddName(&a.outlived_names, r.name);
+    }
+  }
+  if (a.records > 0 && last > first) a.span_ns = last - first;
+  return a;
+}
+
+nlohmann::json CallActivity::ToJson() const {
+  nlohmann::json j = {{"span_ns", span_ns}, {"records", records}, {"kernels", kernels}};
+  if (outlived) {
+    j["outlived"] = outlived;
+    j["outlived_by_ns"] = outlived_by_ns;
+    j["outlived_names"] = outlived_names;
+  }
+  if (stray) {
+    j["stray"] = stray;
+    j["stray_names"] = stray_names;
+  }
+  return j;
+}
+
+std::vector<std::string> ForeignKernels(const std::map<std::string, int>& seen,
+                                        const std::vector<std::string>& allowed,
+                                        const std::vector<std::string>& forbidden) {
+  std::set<std::string> ok(allowed.begin(), allowed.end());
+  std::set<std::string> bad(forbidden.begin(), forbidden.end());
+  std::vector<std::string> foreign;
+  for (const auto& [name, count] : seen)
+    if (!ok.count(name) || bad.count(name)) foreign.push_back(name);
+  return foreign;
+}
+
+}  // namespace ptxbench

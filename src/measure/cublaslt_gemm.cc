@@ -1,0 +1,268 @@
+#include "measure/cublaslt_gemm.h"
+
+// Types, enum values and prototypes only: no cuBLASLt function is called
+// directly, so nothing here makes the linker pull in libcublasLt.
+#include <cublasLt.h>
+#include <dlfcn.h>
+#include <link.h>
+
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "common/cuda_check.h"
+
+namespace ptxbench {
+namespace {
+
+// Every cuBLASLt function used, resolved with dlsym(). Each pointer's type is
+// decltype(&function) from <cublasLt.h>, so calls through it are type-checked
+// as if the library were linked.
+#define PTXBENCH_CUBLASLT_FUNCTIONS(X)   \
+  X(cublasLtGetVersion)                  \
+  X(cublasLtGetStatusName)               \
+  X(cublasLtGetStatusString)             \
+  X(cublasLtCreate)                      \
+  X(cublasLtDestroy)                     \
+  X(cublasLtMatmulDescCreate)            \
+  X(cublasLtMatmulDescDestroy)           \
+  X(cublasLtMatmulDescSetAttribute)      \
+  X(cublasLtMatrixLayoutCreate)          \
+  X(cublasLtMatrixLayoutDestroy)         \
+  X(cublasLtMatmulPreferenceCreate)      \
+  X(cublasLtMatmulPreferenceDestroy)     \
+  X(cublasLtMatmulPreferenceSetAttribute) \
+  X(cublasLtMatmulAlgoGetHeuristic)      \
+  X(cublasLtMatmulAlgoConfigGetAttribute) \
+  X(cublasLtMatmul)
+
+struct Api {
+#define PTXBENCH_DECLARE_POINTER(name) decltype(&::name) name = nullptr;
+  PTXBENCH_CUBLASLT_FUNCTIONS(PTXBENCH_DECLARE_POINTER)
+#undef PTXBENCH_DECLARE_POINTER
+};
+
+constexpr uint64_t kMaxWorkspaceBytes = uint64_t{64} << 20;
+// cuBLASLt's default CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES: the
+// heuristic may pick algorithms that need operands aligned this far.
+constexpr uintptr_t kOperandAlignment = 256;
+
+// "13.1.0" from cublasLtGetVersion()'s major·10000 + minor·100 + patch.
+std::string VersionString(size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
+// The path the loader found for `lib` (a name without '/' is searched for).
+std::string LoadedPath(void* lib, const std::string& name) {
+  link_map* map = nullptr;
+  if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name)
+    return map->l_name;
+  return name;
+}
+
+}  // namespace
+
+struct CublasLtGemm::Impl {
+  Api api;
+  std::string library;  // as loaded: a path, or the name when the loader gives none
+  cublasLtHandle_t handle = nullptr;  // created by the first Prepare(), which has a device
+
+  // The plan made by Prepare(); the descriptors describe cuBLASLt's operands.
+  bool prepared = false;
+  int M = 0, N = 0, K = 0;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  nlohmann::json algorithm;
+
+  std::string StatusText(cublasStatus_t status) const {
+    const char* name = api.cublasLtGetStatusName(status);
+    const char* text = api.cublasLtGetStatusString(status);
+    std::string out = name ? name : "status " + std::to_string(static_cast<int>(status));
+    if (text && *text) out += std::string(" (") + text + ")";
+    return out;
+  }
+  void Check(cublasStatus_t status, const char* function) const {
+    if (status != CUBLAS_STATUS_SUCCESS)
+      throw BaselineError(std::string("cuBLASLt: ") + function + ": " + StatusText(status));
+  }
+
+  // Frees the plan, ignoring errors: this also runs from the destructor,
+  // possibly after a failed kernel has left the context unusable.
+  void ReleasePlan() noexcept {
+    prepared = false;
+    if (workspace) cudaFree(workspace);
+    workspace = nullptr;
+    workspace_bytes = 0;
+    for (cublasLtMatrixLayout_t* layout : {&a, &b, &c}) {
+      if (*layout) api.cublasLtMatrixLayoutDestroy(*layout);
+      *layout = nullptr;
+    }
+    if (op) api.cublasLtMatmulDescDestroy(op);
+    op = nullptr;
+    algorithm = nullptr;
+  }
+
+  // One algorithm configuration attribute of type T, if cuBLASLt reports it.
+  template <typename T>
+  void AddConfig(const char* key, cublasLtMatmulAlgoConfigAttributes_t attribute) {
+    T value{};
+    size_t written = 0;
+    if (api.cublasLtMatmulAlgoConfigGetAttribute(&algo, attribute, &value, sizeof value,
+                                                 &written) == CUBLAS_STATUS_SUCCESS &&
+        written == sizeof value)
+      algorithm[key] = value;
+  }
+};
+
+std::unique_ptr<CublasLtGemm> CublasLtGemm::Load() {
+  std::vector<std::string> names;
+  if (const char* env = std::getenv("PTXBENCH_CUBLASLT"); env && *env) names.push_back(env);
+  names.push_back("libcublasLt.so.13");
+  names.push_back("libcublasLt.so");
+  std::string failures;
+  for (const std::string& name : names) {
+    // A library that fails here stays loaded too (see ~CublasLtGemm).
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* err = dlerror();
+      failures += "; " + name + ": " + (err ? err : "dlopen failed");
+      continue;
+    }
+    auto impl = std::make_unique<Impl>();
+    std::string missing;
+#define PTXBENCH_RESOLVE_POINTER(fn)                                            \
+    impl->api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));          \
+    if (!impl->api.fn) missing += (missing.empty() ? "" : ", ") + std::string(#fn);
+    PTXBENCH_CUBLASLT_FUNCTIONS(PTXBENCH_RESOLVE_POINTER)
+#undef PTXBENCH_RESOLVE_POINTER
+    if (!missing.empty()) {
+      failures += "; " + name + ": lacks " + missing;
+      continue;
+    }
+    impl->library = LoadedPath(lib, name);
+    return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(std::move(impl)));
+  }
+  throw BaselineError("cuBLASLt: cannot load the library: " + failures.substr(2));
+}
+
+CublasLtGemm::CublasLtGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+CublasLtGemm::~CublasLtGemm() {
+  impl_->ReleasePlan();
+  if (impl_->handle) impl_->api.cublasLtDestroy(impl_->handle);
+  // No dlclose(): cuBLASLt registers its kernels with the CUDA runtime and may
+  // keep threads and callbacks, so unloading it mid-process risks a crash.
+}
+
+void CublasLtGemm::Prepare(int M, int N, int K) {
+  if (M <= 0 || N <= 0 || K <= 0)
+    throw BaselineError("cuBLASLt: Prepare: M, N, K must be positive, got " + std::to_string(M) +
+                        ", " + std::to_string(N) + ", " + std::to_string(K));
+  Impl& p = *impl_;
+  const Api& api = p.api;
+  p.ReleasePlan();
+  if (!p.handle) p.Check(api.cublasLtCreate(&p.handle), "cublasLtCreate");
+
+  // cuBLASLt is column-major. Row-major C[M,N] is, read column-major, Cᵀ: an
+  // N×M matrix with leading dimension N; and Cᵀ = (A·Bᵀ)ᵀ = B·Aᵀ. So cuBLASLt
+  // computes D = op(A')·op(B') with m = N, n = M, k = K, where
+  //   A' = our B, read column-major as K×N (ld K), op = T: Bᵀᵀ = B, N×K;
+  //   B' = our A, read column-major as K×M (ld K), op = N: Aᵀ, K×M;
+  //   C' = D' = our C, N×M (ld N).
+  p.Check(api.cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          "cublasLtMatmulDescCreate");
+  const int32_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+  p.Check(api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &transa,
+                                             sizeof transa),
+          "cublasLtMatmulDescSetAttribute(TRANSA)");
+  p.Check(api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb,
+                                             sizeof transb),
+          "cublasLtMatmulDescSetAttribute(TRANSB)");
+  p.Check(api.cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K), "cublasLtMatrixLayoutCreate(A)");
+  p.Check(api.cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, K), "cublasLtMatrixLayoutCreate(B)");
+  p.Check(api.cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, M, N), "cublasLtMatrixLayoutCreate(C)");
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  p.Check(api.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(api.cublasLtMatmulPreferenceDestroy)>
+      pref_owner(pref, api.cublasLtMatmulPreferenceDestroy);
+  const uint64_t max_workspace = kMaxWorkspaceBytes;
+  p.Check(api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                   &max_workspace, sizeof max_workspace),
+          "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  p.Check(api.cublasLtMatmulAlgoGetHeuristic(p.handle, p.op, p.a, p.b, p.c, p.c, pref, 1, &result,
+                                             &found),
+          "cublasLtMatmulAlgoGetHeuristic");
+  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+    throw BaselineError("cuBLASLt: cublasLtMatmulAlgoGetHeuristic: no algorithm for M=" +
+                        std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                        " (bf16, fp32 compute, workspace up to 64 MiB)" +
+                        (found >= 1 ? ": " + p.StatusText(result.state) : ""));
+  p.algo = result.algo;
+  if (result.workspaceSize > 0) {
+    PTXBENCH_CUDA_CHECK(cudaMalloc(&p.workspace, result.workspaceSize));
+    p.workspace_bytes = result.workspaceSize;
+  }
+
+  p.algorithm = nlohmann::json::object();
+  p.AddConfig<int32_t>("id", CUBLASLT_ALGO_CONFIG_ID);
+  p.AddConfig<uint32_t>("tile_id", CUBLASLT_ALGO_CONFIG_TILE_ID);
+  p.AddConfig<uint32_t>("stages_id", CUBLASLT_ALGO_CONFIG_STAGES_ID);
+  p.AddConfig<int32_t>("splitk", CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  p.AddConfig<uint32_t>("reduction_scheme", CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
+  p.AddConfig<uint32_t>("cta_swizzling", CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
+  p.AddConfig<uint32_t>("custom_option", CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
+  p.AddConfig<uint16_t>("inner_shape_id", CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID);
+  p.AddConfig<uint16_t>("cluster_shape_id", CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+  p.algorithm["waves_count"] = result.wavesCount;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.prepared = true;
+}
+
+void CublasLtGemm::Run(const void* A, const void* B, void* C, cudaStream_t stream) {
+  Impl& p = *impl_;
+  if (!p.prepared) throw BaselineError("cuBLASLt: Run before a successful Prepare");
+  for (const void* ptr : {A, B, static_cast<const void*>(C)})
+    if (reinterpret_cast<uintptr_t>(ptr) % kOperandAlignment != 0)
+      throw BaselineError("cuBLASLt: Run: operands must be 256-byte aligned");
+  const float alpha = 1.0f, beta = 0.0f;
+  // Our B is cuBLASLt's A and our A its B (see Prepare); beta = 0, so C is
+  // only written (as D).
+  p.Check(p.api.cublasLtMatmul(p.handle, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c,
+                               &p.algo, p.workspace, p.workspace_bytes, stream),
+          "cublasLtMatmul");
+}
+
+std::string CublasLtGemm::Version() const {
+  return VersionString(impl_->api.cublasLtGetVersion());
+}
+
+nlohmann::json CublasLtGemm::Describe() const {
+  const Impl& p = *impl_;
+  nlohmann::json j = {
+      {"library", p.library},
+      {"version", Version()},
+      {"header_version", VersionString(CUBLAS_VERSION)},
+  };
+  if (char resolved[PATH_MAX]; realpath(p.library.c_str(), resolved) && p.library != resolved)
+    j["library_file"] = resolved;
+  if (!p.prepared) return j;
+  j["M"] = p.M;
+  j["N"] = p.N;
+  j["K"] = p.K;
+  j["layout"] = "TN (C = A·Bᵀ, row-major)";
+  j["algorithm"] = p.algorithm;
+  j["workspace_bytes"] = p.workspace_bytes;
+  return j;
+}
+
+}  // namespace ptxbench

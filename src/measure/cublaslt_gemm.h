@@ -1,0 +1,70 @@
+// The vendor baseline for the bf16 GEMM task: cuBLASLt's own choice of kernel
+// for C[M,N] = A[M,K]·B[N,K]ᵀ, all three row-major and contiguous, bf16 in and
+// out, fp32 accumulation (CUBLAS_COMPUTE_32F, fp32 alpha and beta).
+//
+// cuBLASLt is not linked into ptxbench: Load() dlopen()s it. So it is mapped
+// only into the one child process that times the baseline, and the
+// correctness child, which never loads it, can take any cuBLAS mapping it sees
+// (loaded_objects.h) as the candidate's doing.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ptxbench {
+
+// cuBLASLt could not be loaded, or a call failed: "cuBLASLt: <function>: <status>".
+class BaselineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class CublasLtGemm {
+ public:
+  // Loads the library: $PTXBENCH_CUBLASLT when set, else libcublasLt.so.13,
+  // else libcublasLt.so, the first that loads and has every function used.
+  // Needs no GPU. Throws BaselineError naming each library tried and its error.
+  static std::unique_ptr<CublasLtGemm> Load();
+  // Frees the descriptors and the workspace. The library stays loaded:
+  // unloading a CUDA library while the process runs risks a crash.
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  // Plans the product for this shape on the current device: layouts, the
+  // heuristic's first algorithm allowing up to 64 MiB of workspace, and that
+  // workspace (cudaMalloc). Replaces an earlier plan. Throws BaselineError when
+  // a call fails or no algorithm fits, CudaError when the workspace cannot be
+  // allocated.
+  void Prepare(int M, int N, int K);
+  // One cublasLtMatmul on `stream` (asynchronous): C = A·Bᵀ with the shapes
+  // of Prepare(). A [M,K], B [N,K], C [M,N] are device pointers to bf16, each
+  // 256-byte aligned (as cudaMalloc returns them), which is what the
+  // heuristic's algorithm assumes. Throws BaselineError.
+  void Run(const void* A, const void* B, void* C, cudaStream_t stream);
+
+  // The loaded library's version, "13.1.0".
+  std::string Version() const;
+  // {"library": path loaded, "library_file": that path with symlinks resolved (when
+  //  it differs), "version", "header_version" (the <cublasLt.h> ptxbench was built
+  //  with), "M", "N", "K", "layout",
+  //  "algorithm": {"id", "tile_id", "stages_id", "splitk", "reduction_scheme",
+  //  "cta_swizzling", "custom_option", "inner_shape_id", "cluster_shape_id",
+  //  "waves_count"}, "workspace_bytes"}; the plan's keys only after Prepare(),
+  // and an algorithm attribute only when cuBLASLt reports it. Tile, stage,
+  // inner and cluster shape ids are cuBLASLt's enum values
+  // (cublasLtMatmulTile_t, cublasLtMatmulStages_t, ...).
+  nlohmann::json Describe() const;
+
+ private:
+  struct Impl;
+  explicit CublasLtGemm(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;  // keeps <cublasLt.h> out of this header
+};
+
+}  // namespace ptxbench

@@ -1,0 +1,36 @@
+// Pieces shared by the child roles (child processes only): device buffers for one workload,
+// the device report, input checksums, and writing bulk data to the scratch folder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "task/family.h"
+
+namespace ptxbench {
+
+// Device buffers owned by the child for one workload; freed with it.
+struct Buffers {
+  std::vector<DeviceTensor> tensors;
+  Buffers() = default;
+  Buffers(Buffers&& o) noexcept : tensors(std::move(o.tensors)) { o.tensors.clear(); }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  ~Buffers();
+  size_t Bytes() const;
+};
+
+void Allocate(const Family& family, const Axes& axes, Buffers* b);
+void WriteBytes(const std::string& path, const void* data, size_t bytes);
+// The "device" message: name, compute capability, SM count, L2, clocks, PCI bus id, UUID.
+nlohmann::json DeviceInfo();
+// One checksum per input tensor, in ABI order. Synchronizes `stream`.
+std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream);
+// Writes every output tensor of `b` to out_dir/<prefix>_<name>.out and describes the files.
+nlohmann::json WriteOutputs(const Buffers& b, const std::string& out_dir,
+                            const std::string& prefix, Stream stream);
+
+}  // namespace ptxbench

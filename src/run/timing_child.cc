@@ -1,0 +1,299 @@
+#include "run/timing_child.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "measure/call_activity.h"
+#include "measure/cublaslt_gemm.h"
+#include "measure/loaded_objects.h"
+#include "measure/nvml_clocks.h"
+#include "run/baseline.h"
+#include "run/child_support.h"
+#include "run/device_ops.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// What one phase (baseline, candidate, peak) does with the loop.
+struct PhaseOptions {
+  std::string phase;
+  int warmup = 10, iterations = 50;
+  uint64_t seed0 = 0;            // call i gets inputs from seed0 + i
+  bool fresh_inputs = true;      // regenerate the inputs before every call
+  bool write_last_outputs = false;  // write the last call's outputs on each buffer set
+};
+
+// One candidate or baseline call; returns run()'s result. May throw.
+using Call = std::function<int(const std::vector<DeviceTensor>&, Stream)>;
+
+class TimingSession {
+ public:
+  TimingSession(ActivityTimer& timer, ChannelWriter& out, const Family& family, Axes axes,
+                std::string out_dir)
+      : timer_(timer), out_(out), family_(family), axes_(std::move(axes)),
+        out_dir_(std::move(out_dir)) {
+    // Two streams: the harness's own work (inputs, poison, flush, checksums, copies) on one,
+    // the candidate's on the other, so that CUPTI records tell them apart.
+    PTXBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&hstream_, cudaStreamNonBlocking));
+    PTXBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&cstream_, cudaStreamNonBlocking));
+    marks_.harness_stream = timer_.StreamId(hstream_);
+    marks_.candidate_stream = timer_.StreamId(cstream_);
+    int device = 0, l2 = 0;
+    PTXBENCH_CUDA_CHECK(cudaGetDevice(&device));
+    PTXBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    l2_bytes_ = static_cast<size_t>(l2);
+    flush_bytes_ = 2 * l2_bytes_;
+    PTXBENCH_CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
+  }
+  ~TimingSession() {
+    cudaDeviceSynchronize();
+    cudaFree(flush_);
+  }
+
+  // Allocates up to `wanted` buffer sets, fewer when they would take more than half of the
+  // free device memory. Returns how many.
+  int AllocateSets(int wanted) {
+    size_t free_bytes = 0, total = 0;
+    PTXBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    size_t per_set = 0;
+    for (const auto& t : family_.Tensors(axes_)) per_set += t.Bytes();
+    size_t fit = per_set ? free_bytes / 2 / per_set : wanted;
+    int n = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, fit)));
+    for (int i = 0; i < n; ++i) {
+      Buffers b;
+      Allocate(family_, axes_, &b);
+      sets_.push_back(std::move(b));
+    }
+    set_bytes_ = per_set;
+    return n;
+  }
+
+  // Runs one phase on `sets`; false when a call failed (the error was sent).
+  bool Loop(const PhaseOptions& o, std::vector<Buffers>& sets, const Call& call,
+            std::map<std::string, int>* kernels_seen) {
+    int total = o.warmup + o.iterations;
+    int n_sets = static_cast<int>(sets.size());
+    timer_.CollectAll();  // whatever came before this phase is not its business
+    for (int i = 0; i < total; ++i) {
+      Buffers& b = sets[i % n_sets];
+      uint64_t seed = o.seed0 + static_cast<uint64_t>(i);
+      if (o.fresh_inputs || i < n_sets) family_.MakeInputs(b.tensors, axes_, seed, hstream_);
+      for (const auto& t : b.tensors)
+        if (t.spec.role == TensorRole::kOutput)
+          FillPoison(t.data, t.spec.dtype, static_cast<size_t>(t.spec.Elements()), hstream_);
+      // Cold L2: write twice its size, so that no input or output of this call is cached.
+      FillPoison(flush_, DType::kBF16, flush_bytes_ / 2, hstream_);
+      std::vector<uint64_t> before = InputChecksums(b, hstream_);  // synchronizes hstream
+      PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+
+      CallWindow w;
+      w.begin = timer_.Now();
+      auto t0 = Clock::now();
+      int rc = 0;
+      try {
+        rc = call(b.tensors, cstream_);
+      } catch (const BaselineError& e) {
+        out_.Send({{"event", "baseline_error"}, {"phase", o.phase}, {"message", e.what()}});
+        return false;
+      } catch (const std::exception& e) {
+        return Fail(o.phase, i, std::string("run threw an exception: ") + e.what());
+      } catch (...) {
+        return Fail(o.phase, i, "run threw an exception");
+      }
+      cudaError_t e_stream = cudaStreamSynchronize(cstream_);
+      w.end = timer_.Now();
+      double host_ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+      // Then the whole device: work hidden on another stream finishes (and is seen as
+      // outliving the call) before the next call's inputs are made.
+      cudaError_t e_device = cudaDeviceSynchronize();
+      if (rc != 0) {
+        out_.Send({{"event", "refused"}, {"phase", o.phase}, {"index", i}, {"rc", rc}});
+        return false;
+      }
+      for (cudaError_t e : {e_stream, e_device, cudaGetLastError()})
+        if (e != cudaSuccess) {
+          out_.Send({{"event", "error"},
+                     {"stage", "timing"},
+                     {"phase", o.phase},
+                     {"index", i},
+                     {"cuda_error", cudaGetErrorName(e)},
+                     {"message", std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)}});
+          return false;
+        }
+      std::vector<uint64_t> after = InputChecksums(b, hstream_);
+      json sample = {{"event", "timing_sample"},
+                     {"phase", o.phase},
+                     {"index", i},
+                     {"warmup", i < o.warmup},
+                     {"host_ns", host_ns},
+                     {"inputs_unchanged", before == after}};
+      if (o.write_last_outputs && i >= total - n_sets) {
+        sample["seed"] = seed;
+        sample["set"] = i % n_sets;
+        sample["outputs"] = WriteOutputs(b, out_dir_, "timing" + std::to_string(i), hstream_);
+      }
+      CallActivity a = AttributeCall(timer_.CollectAll(), w, marks_);
+      if (kernels_seen)
+        for (const auto& [name, count] : a.kernels) (*kernels_seen)[name] += count;
+      sample["activity"] = a.ToJson();
+      out_.Send(sample);
+    }
+    return true;
+  }
+
+  bool Fail(const std::string& phase, int index, const std::string& message) {
+    out_.Send({{"event", "error"},
+               {"stage", "timing"},
+               {"phase", phase},
+               {"index", index},
+               {"message", message}});
+    return false;
+  }
+
+  std::vector<Buffers>& sets() { return sets_; }
+  json Protocol() const {
+    return {{"l2_bytes", l2_bytes_},
+            {"flush_bytes", flush_bytes_},
+            {"buffer_sets", sets_.size()},
+            {"set_bytes", set_bytes_},
+            {"harness_stream", marks_.harness_stream},
+            {"candidate_stream", marks_.candidate_stream}};
+  }
+
+ private:
+  ActivityTimer& timer_;
+  ChannelWriter& out_;
+  const Family& family_;
+  Axes axes_;
+  std::string out_dir_;
+  cudaStream_t hstream_ = nullptr, cstream_ = nullptr;
+  HarnessMarks marks_;
+  size_t l2_bytes_ = 0, flush_bytes_ = 0, set_bytes_ = 0;
+  void* flush_ = nullptr;
+  std::vector<Buffers> sets_;
+};
+
+// The bf16 dense peak of this GPU: cuBLASLt at a large square shape, fixed inputs.
+bool MeasurePeak(TimingSession& session, ActivityTimer& timer, ChannelWriter& out, int n) {
+  (void)timer;
+  const Family& gemm = *FindFamily("gemm");
+  Axes axes = {{"M", n}, {"N", n}, {"K", n}};
+  std::vector<Buffers> sets(1);
+  Allocate(gemm, axes, &sets[0]);
+  std::string why;
+  std::unique_ptr<Baseline> lt;
+  try {
+    lt = MakeBaseline(gemm, axes, &why);
+  } catch (const BaselineError& e) {
+    out.Send({{"event", "baseline_error"}, {"phase", "peak"}, {"message", e.what()}});
+    return false;
+  }
+  PhaseOptions o{"peak", 3, 10, 0x5eed0000u, false, false};
+  Baseline* raw = lt.get();
+  bool ok = session.Loop(o, sets, [raw](const auto& t, Stream s) { raw->Run(t, s); return 0; },
+                         nullptr);
+  out.Send({{"event", "peak_done"}, {"n", n}, {"ok", ok}, {"baseline", lt->Describe()}});
+  return ok;
+}
+
+}  // namespace
+
+void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
+  const Family* family = FindFamily(spec.at("family").get<std::string>());
+  Axes axes = spec.at("axes").get<Axes>();
+  int warmup = spec.value("warmup", 10), iterations = spec.value("iterations", 50);
+  uint64_t seed_base = spec.at("seed_base");
+  TimingSession session(timer, out, *family, axes, spec.at("out_dir"));
+  int n_sets = session.AllocateSets(spec.value("buffer_sets", 3));
+
+  std::unique_ptr<NvmlClocks> nvml;
+  std::string nvml_why;
+  nvml = NvmlClocks::Open(spec.value("pci_bus_id", ""), &nvml_why);
+  auto clock_sample = [&]() -> json {
+    return nvml ? ToJson(nvml->Sample()) : json{{"state", "unavailable"}, {"reason", nvml_why}};
+  };
+
+  // --- the baseline, before the candidate exists in this process ---
+  std::unique_ptr<Baseline> baseline;
+  std::map<std::string, int> baseline_kernels;
+  if (spec.value("baseline", true)) {
+    std::string why;
+    try {
+      baseline = MakeBaseline(*family, axes, &why);
+    } catch (const BaselineError& e) {
+      out.Send({{"event", "baseline_error"}, {"phase", "baseline_before"}, {"message", e.what()}});
+    }
+    if (!baseline && !why.empty()) out.Send({{"event", "baseline_none"}, {"reason", why}});
+  }
+  Baseline* bl = baseline.get();
+  Call baseline_call = [bl](const std::vector<DeviceTensor>& t, Stream s) {
+    bl->Run(t, s);
+    return 0;
+  };
+  if (bl) {
+    PhaseOptions o{"baseline_before", warmup, iterations, seed_base + 1000000, true, false};
+    if (!session.Loop(o, session.sets(), baseline_call, &baseline_kernels)) bl = nullptr;
+  }
+  if (int n = spec.value("peak_n", 0); n > 0) MeasurePeak(session, timer, out, n);
+
+  // --- the candidate ---
+  std::set<std::string> objects_before = LoadedObjects();
+  std::string so = spec.at("shared_object");
+  void* handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = ::dlerror();
+    out.Send({{"event", "error"}, {"stage", "load"}, {"message", why ? why : "dlopen failed"}});
+    return;
+  }
+  void* run = ::dlsym(handle, "run");
+  if (!run) {
+    out.Send({{"event", "error"}, {"stage", "load"}, {"message", "no symbol `run`"}});
+    return;
+  }
+  json clocks = {{"before", clock_sample()}};
+  // Polled on its own thread through the timed calls: a throttled clock explains a slow run.
+  ClockSampler sampler(nvml.get(), nvml_why);
+  sampler.Start();
+  std::map<std::string, int> candidate_kernels;
+  out.Send({{"event", "call_started"}, {"phase", "candidate"}});
+  PhaseOptions o{"candidate", warmup, iterations, seed_base, true, true};
+  bool ok = session.Loop(
+      o, session.sets(),
+      [&](const std::vector<DeviceTensor>& t, Stream s) {
+        return family->CallCandidate(run, t, axes, s);
+      },
+      &candidate_kernels);
+  clocks["during"] = ToJson(sampler.Stop());
+  clocks["after"] = clock_sample();
+  if (!ok) return;
+  std::vector<std::string> new_vendor = NewVendorLibraries(objects_before, LoadedObjects());
+
+  // --- the baseline again, after the candidate ran: a drift says the machine changed ---
+  if (bl) {
+    PhaseOptions ob{"baseline_after", warmup, iterations, seed_base + 2000000, true, false};
+    session.Loop(ob, session.sets(), baseline_call, nullptr);
+  }
+  json bk = json::array();
+  for (const auto& [name, count] : baseline_kernels) bk.push_back(name);
+  out.Send({{"event", "timing_done"},
+            {"protocol", session.Protocol()},
+            {"buffer_sets", n_sets},
+            {"clocks", clocks},
+            {"candidate_kernels", candidate_kernels},
+            {"baseline_kernels", bk},
+            {"baseline", baseline ? baseline->Describe() : json(nullptr)},
+            {"new_vendor_libraries", new_vendor}});
+}
+
+}  // namespace ptxbench
