@@ -36,28 +36,44 @@ wall() {  # wall seconds of a command, also when it fails
 headline=(--task gemm_n7168_k5120)
 w_cold=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize never --json "$out/cold.json")
 w_warm=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize never --json "$out/warm.json")
-w_warm2=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize never --json "$out/warm2.json")
-w_fast_mc=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize always --json "$out/fast_memcheck.json")
+for i in 1 2 3 4 5; do
+  w_rep[$i]=$(wall "$bin" eval controls/gemm/tiled_correct.cu "${headline[@]}" --sanitize never --json "$out/repeat$i.json")
+done
 w_wgmma=$(wall "$bin" eval controls/gemm/wgmma_tma.cu "${headline[@]}" --sanitize never --json "$out/wgmma_tma.json")
 w_token=$(wall "$bin" eval controls/gemm/wgmma_token.cu "${headline[@]}" --sanitize never --json "$out/wgmma_token.json")
-w_slow=$(wall "$bin" eval controls/gemm/naive_correct.cu "${headline[@]}" --sanitize never --json "$out/slow.json")
-w_slow_mc=$(wall "$bin" eval controls/gemm/naive_correct.cu "${headline[@]}" --sanitize always --memcheck-timeout 400 --json "$out/slow_memcheck.json")
+w_slow=$(wall "$bin" eval controls/gemm/naive_correct.cu "${headline[@]}" --sanitize never --warmup 1 --iterations 5 --json "$out/slow.json")
+w_slow_to=$(wall "$bin" eval controls/gemm/naive_correct.cu "${headline[@]}" --sanitize never --timing-timeout 8 --json "$out/slow_timeout.json")
 
 stage() { python3 -c "import json,sys; d=json.load(open('$1')); print(d['status'], ' '.join(f'{k}={v:.2f}' for k,v in sorted(d['stage_seconds'].items())))"; }
 echo "== measurements at gemm_n7168_k5120 M=8192 (wall s; stage seconds from the record)"
 printf '%-44s %8s  %s\n' "case" "wall" "status and stages"
 printf '%-44s %8.2f  %s\n' "tiled, cold caches, --sanitize never" "$w_cold" "$(stage "$out/cold.json")"
 printf '%-44s %8.2f  %s\n' "tiled, warm caches, --sanitize never" "$w_warm" "$(stage "$out/warm.json")"
-printf '%-44s %8.2f  %s\n' "tiled, warm caches, --sanitize never (again)" "$w_warm2" "$(stage "$out/warm2.json")"
-printf '%-44s %8.2f  %s\n' "tiled (fast), warm, --sanitize always" "$w_fast_mc" "$(stage "$out/fast_memcheck.json")"
+for i in 1 2 3 4 5; do
+  printf '%-44s %8.2f  %s\n' "tiled, warm, repeat $i" "${w_rep[$i]}" "$(stage "$out/repeat$i.json")"
+done
 printf '%-44s %8.2f  %s\n' "wgmma_tma, --sanitize never (with profile)" "$w_wgmma" "$(stage "$out/wgmma_tma.json")"
 printf '%-44s %8.2f  %s\n' "wgmma_token, --sanitize never (with profile)" "$w_token" "$(stage "$out/wgmma_token.json")"
-python3 -c "
-import json
-for f in ['wgmma_tma','wgmma_token']:
-    d=json.load(open('$out/'+f+'.json'))['instructions']
-    print(f, d['verification'], d.get('tensor_core_work_fraction'), '|', d['message'])
-"
-printf '%-44s %8.2f  %s\n' "naive (slow), warm, --sanitize never" "$w_slow" "$(stage "$out/slow.json")"
-printf '%-44s %8.2f  %s\n' "naive (slow), warm, --sanitize always" "$w_slow_mc" "$(stage "$out/slow_memcheck.json")"
+printf '%-44s %8.2f  %s\n' "naive (slow), 1+5 timed calls" "$w_slow" "$(stage "$out/slow.json")"
+printf '%-44s %8.2f  %s\n' "naive (slow), --timing-timeout 8" "$w_slow_to" "$(stage "$out/slow_timeout.json")"
+python3 - "$out" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+def perf(name):
+    return json.load(open(f"{out}/{name}.json"))
+print("== timing (medians in us; speedup = baseline median / candidate median, range from p10/p90)")
+for name in ["cold", "warm", "wgmma_tma", "wgmma_token", "slow", "slow_timeout"]:
+    d = perf(name); p = d.get("performance", {})
+    c = p.get("candidate", {}); b = p.get("baseline", {})
+    print(f"{name:14s} {d['status']:14s} cand {c.get('median',0)*1e6:10.1f} (p10 {c.get('p10',0)*1e6:.1f}, p90 {c.get('p90',0)*1e6:.1f}, n={c.get('count')})"
+          f" | base {b.get('median',0)*1e6:8.1f} ({b.get('tflops',0):.0f} TFLOP/s, drift {b.get('drift',0)*100:+.2f}%)"
+          f" | speedup {p.get('speedup')} {p.get('speedup_range')} | {p.get('tflops',0):.1f} TFLOP/s, {p.get('percent_of_peak',0):.1f}% of peak {p.get('peak_tflops',0):.0f}")
+    if name == "slow_timeout": print("   ", d["message"])
+    if name == "cold": print("    clocks:", json.dumps(p.get("clocks", {}))[:600]); print("    peak:", p.get("peak_source"))
+meds = [perf(f"repeat{i}")["performance"]["baseline"]["median"] for i in range(1, 6)]
+cands = [perf(f"repeat{i}")["performance"]["candidate"]["median"] for i in range(1, 6)]
+for label, xs in [("baseline (cuBLASLt)", meds), ("tiled candidate", cands)]:
+    m = statistics.mean(xs); cv = statistics.stdev(xs) / m
+    print(f"five evaluations, {label}: medians " + ", ".join(f"{x*1e6:.1f}" for x in xs) + f" us; CV {cv*100:.2f}%")
+PY
 rm -rf "$PTXBENCH_CACHE"

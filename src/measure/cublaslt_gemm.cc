@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/cuda_check.h"
+#include "common/strings.h"
 
 namespace ptxbench {
 namespace {
@@ -19,21 +20,21 @@ namespace {
 // Every cuBLASLt function used, resolved with dlsym(). Each pointer's type is
 // decltype(&function) from <cublasLt.h>, so calls through it are type-checked
 // as if the library were linked.
-#define PTXBENCH_CUBLASLT_FUNCTIONS(X)   \
-  X(cublasLtGetVersion)                  \
-  X(cublasLtGetStatusName)               \
-  X(cublasLtGetStatusString)             \
-  X(cublasLtCreate)                      \
-  X(cublasLtDestroy)                     \
-  X(cublasLtMatmulDescCreate)            \
-  X(cublasLtMatmulDescDestroy)           \
-  X(cublasLtMatmulDescSetAttribute)      \
-  X(cublasLtMatrixLayoutCreate)          \
-  X(cublasLtMatrixLayoutDestroy)         \
-  X(cublasLtMatmulPreferenceCreate)      \
-  X(cublasLtMatmulPreferenceDestroy)     \
+#define PTXBENCH_CUBLASLT_FUNCTIONS(X)    \
+  X(cublasLtGetVersion)                   \
+  X(cublasLtGetStatusName)                \
+  X(cublasLtGetStatusString)              \
+  X(cublasLtCreate)                       \
+  X(cublasLtDestroy)                      \
+  X(cublasLtMatmulDescCreate)             \
+  X(cublasLtMatmulDescDestroy)            \
+  X(cublasLtMatmulDescSetAttribute)       \
+  X(cublasLtMatrixLayoutCreate)           \
+  X(cublasLtMatrixLayoutDestroy)          \
+  X(cublasLtMatmulPreferenceCreate)       \
+  X(cublasLtMatmulPreferenceDestroy)      \
   X(cublasLtMatmulPreferenceSetAttribute) \
-  X(cublasLtMatmulAlgoGetHeuristic)      \
+  X(cublasLtMatmulAlgoGetHeuristic)       \
   X(cublasLtMatmulAlgoConfigGetAttribute) \
   X(cublasLtMatmul)
 
@@ -66,7 +67,8 @@ std::string LoadedPath(void* lib, const std::string& name) {
 
 struct CublasLtGemm::Impl {
   Api api;
-  std::string library;  // as loaded: a path, or the name when the loader gives none
+  std::string library;                // as loaded: a path, or the name when the loader gives none
+  std::vector<std::string> skipped;   // earlier candidates that did not load, and why
   cublasLtHandle_t handle = nullptr;  // created by the first Prepare(), which has a device
 
   // The plan made by Prepare(); the descriptors describe cuBLASLt's operands.
@@ -124,30 +126,31 @@ std::unique_ptr<CublasLtGemm> CublasLtGemm::Load() {
   if (const char* env = std::getenv("PTXBENCH_CUBLASLT"); env && *env) names.push_back(env);
   names.push_back("libcublasLt.so.13");
   names.push_back("libcublasLt.so");
-  std::string failures;
+  std::vector<std::string> failures;
   for (const std::string& name : names) {
-    // A library that fails here stays loaded too (see ~CublasLtGemm).
     void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* err = dlerror();
-      failures += "; " + name + ": " + (err ? err : "dlopen failed");
+      std::string why = err ? err : "dlopen failed";
+      failures.push_back(why.find(name) == std::string::npos ? name + ": " + why : why);
       continue;
     }
     auto impl = std::make_unique<Impl>();
     std::string missing;
-#define PTXBENCH_RESOLVE_POINTER(fn)                                            \
-    impl->api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));          \
-    if (!impl->api.fn) missing += (missing.empty() ? "" : ", ") + std::string(#fn);
+#define PTXBENCH_RESOLVE_POINTER(fn)                                 \
+  impl->api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn)); \
+  if (!impl->api.fn) missing += (missing.empty() ? "" : ", ") + std::string(#fn);
     PTXBENCH_CUBLASLT_FUNCTIONS(PTXBENCH_RESOLVE_POINTER)
 #undef PTXBENCH_RESOLVE_POINTER
-    if (!missing.empty()) {
-      failures += "; " + name + ": lacks " + missing;
+    if (!missing.empty()) {  // some other library by that name; it stays loaded, like any
+      failures.push_back(name + ": lacks " + missing);
       continue;
     }
     impl->library = LoadedPath(lib, name);
+    impl->skipped = failures;
     return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(std::move(impl)));
   }
-  throw BaselineError("cuBLASLt: cannot load the library: " + failures.substr(2));
+  throw BaselineError("cuBLASLt: cannot load the library: " + Join(failures, "; "));
 }
 
 CublasLtGemm::CublasLtGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -177,15 +180,18 @@ void CublasLtGemm::Prepare(int M, int N, int K) {
   p.Check(api.cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
           "cublasLtMatmulDescCreate");
   const int32_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-  p.Check(api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &transa,
-                                             sizeof transa),
-          "cublasLtMatmulDescSetAttribute(TRANSA)");
-  p.Check(api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb,
-                                             sizeof transb),
-          "cublasLtMatmulDescSetAttribute(TRANSB)");
-  p.Check(api.cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K), "cublasLtMatrixLayoutCreate(A)");
-  p.Check(api.cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, K), "cublasLtMatrixLayoutCreate(B)");
-  p.Check(api.cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, M, N), "cublasLtMatrixLayoutCreate(C)");
+  p.Check(
+      api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa),
+      "cublasLtMatmulDescSetAttribute(TRANSA)");
+  p.Check(
+      api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb),
+      "cublasLtMatmulDescSetAttribute(TRANSB)");
+  p.Check(api.cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K),
+          "cublasLtMatrixLayoutCreate(A)");
+  p.Check(api.cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, K),
+          "cublasLtMatrixLayoutCreate(B)");
+  p.Check(api.cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, M, N),
+          "cublasLtMatrixLayoutCreate(C)");
 
   cublasLtMatmulPreference_t pref = nullptr;
   p.Check(api.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
@@ -242,9 +248,7 @@ void CublasLtGemm::Run(const void* A, const void* B, void* C, cudaStream_t strea
           "cublasLtMatmul");
 }
 
-std::string CublasLtGemm::Version() const {
-  return VersionString(impl_->api.cublasLtGetVersion());
-}
+std::string CublasLtGemm::Version() const { return VersionString(impl_->api.cublasLtGetVersion()); }
 
 nlohmann::json CublasLtGemm::Describe() const {
   const Impl& p = *impl_;
@@ -253,6 +257,8 @@ nlohmann::json CublasLtGemm::Describe() const {
       {"version", Version()},
       {"header_version", VersionString(CUBLAS_VERSION)},
   };
+  // A fallback that was taken is part of what was measured.
+  if (!p.skipped.empty()) j["skipped"] = p.skipped;
   if (char resolved[PATH_MAX]; realpath(p.library.c_str(), resolved) && p.library != resolved)
     j["library_file"] = resolved;
   if (!p.prepared) return j;

@@ -52,7 +52,8 @@ class CublasLtGemm {
   std::string Version() const;
   // {"library": path loaded, "library_file": that path with symlinks resolved (when
   //  it differs), "version", "header_version" (the <cublasLt.h> ptxbench was built
-  //  with), "M", "N", "K", "layout",
+  //  with), "skipped": [earlier candidates that failed to load, and why] (when
+  //  any), "M", "N", "K", "layout",
   //  "algorithm": {"id", "tile_id", "stages_id", "splitk", "reduction_scheme",
   //  "cta_swizzling", "custom_option", "inner_shape_id", "cluster_shape_id",
   //  "waves_count"}, "workspace_bytes"}; the plan's keys only after Prepare(),

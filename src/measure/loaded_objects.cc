@@ -18,7 +18,7 @@ constexpr std::string_view kVendorPrefixes[] = {
     "libcurand",      // cuRAND: device generators
     "libcusolver",    // cuSOLVER (dense and sparse factorizations, built on cuBLAS)
     "libcusparse",    // cuSPARSE and cuSPARSELt (structured-sparse GEMM)
-    "libcutensor",    // cuTENSOR: tensor contractions, i.e. GEMMs (also libcutensorMg, libcutensornet)
+    "libcutensor",    // cuTENSOR (and -Mg, -net): tensor contractions, i.e. GEMMs
     "libnvinfer",     // TensorRT and its plugin library: tuned GEMM, attention and conv kernels
     "libnvblas",      // NVBLAS: a BLAS front end that forwards to cuBLAS
     "libnpp",         // NPP (libnppc, libnppial, ...): image and signal kernels

@@ -32,7 +32,8 @@ constexpr char kMaps[] =
     "/dev/shm/ptxbench-a1b2c3/candidate.so (deleted)\n"
     "7f2a2e000000-7f2a2e004000 r-xp 00000000 103:02 7340040                   "
     "/home/user/My Kernels/lib gemm.so\n"
-    "7f2a2f000000-7f2a2f001000 rw-s 00000000 00:01 5120                       /memfd:cupti (deleted)\n"
+    "7f2a2f000000-7f2a2f001000 rw-s 00000000 00:01 5120                       /memfd:cupti "
+    "(deleted)\n"
     "7f2a30028000-7f2a301bd000 r-xp 00028000 103:02 2490412                   "
     "/usr/lib/x86_64-linux-gnu/libc.so.6\n"
     "7f2a303d0000-7f2a303d2000 r--p 00000000 00:00 0                          [vvar]\n"
@@ -97,7 +98,8 @@ TEST(IsVendorKernelLibrary, MatchesVendorBasenames) {
   EXPECT_TRUE(IsVendorKernelLibrary("/opt/cutlass/lib/libcutlass.so"));
   EXPECT_TRUE(IsVendorKernelLibrary("/opt/fi/libflashinfer.so"));
   EXPECT_TRUE(IsVendorKernelLibrary("/opt/magma/lib/libmagma.so"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"));
+  EXPECT_TRUE(
+      IsVendorKernelLibrary("/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"));
   EXPECT_TRUE(IsVendorKernelLibrary("/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so"));
 }
 

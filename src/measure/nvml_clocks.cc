@@ -44,7 +44,9 @@ constexpr std::pair<uint64_t, const char*> kReasonNames[] = {
     {clock_reason::kReliability, "reliability"},
 };
 
-nlohmann::json OrNull(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
+nlohmann::json OrNull(double v) {
+  return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
 
 nlohmann::json ReasonNames(uint64_t bits) { return DecodeClockReasons(bits); }
 
@@ -116,7 +118,8 @@ std::unique_ptr<NvmlClocks> NvmlClocks::Open(const std::string& pci_bus_id, std:
     }
   }
   if (!api->clock_reasons)
-    missing += (missing.empty() ? "" : ", ") + std::string("nvmlDeviceGetCurrentClocksEventReasons");
+    missing +=
+        (missing.empty() ? "" : ", ") + std::string("nvmlDeviceGetCurrentClocksEventReasons");
   if (!missing.empty()) {
     *why_not = std::string("NVML unavailable: ") + nvml::kLibrary + " lacks " + missing;
     return nullptr;

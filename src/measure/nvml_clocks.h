@@ -37,8 +37,8 @@ inline constexpr uint64_t kSwThermalSlowdown = 0x20;
 inline constexpr uint64_t kHwThermalSlowdown = 0x40;
 inline constexpr uint64_t kHwPowerBrakeSlowdown = 0x80;
 inline constexpr uint64_t kDisplayClockSetting = 0x100;
-inline constexpr uint64_t kBoardLimit = 0x200;    // newer drivers only
-inline constexpr uint64_t kReliability = 0x400;   // newer drivers only
+inline constexpr uint64_t kBoardLimit = 0x200;   // newer drivers only
+inline constexpr uint64_t kReliability = 0x400;  // newer drivers only
 // The reasons that mean the clocks were lowered under load (power or heat),
 // as opposed to idling or a configured clock.
 inline constexpr uint64_t kThrottling =
@@ -91,8 +91,8 @@ struct ClockSummary {
   double temperature_c_max = ClockSample::kNone, power_w_max = ClockSample::kNone;
   uint64_t reasons = 0;
   bool reasons_known = false;  // some sample read the reasons
-  std::string first_error;  // of the failed samples
-  std::string unavailable;  // non-empty: NVML could not be used at all, and why
+  std::string first_error;     // of the failed samples
+  std::string unavailable;     // non-empty: NVML could not be used at all, and why
 };
 
 // The aggregation, kept apart from the thread so that it can be tested.

@@ -68,9 +68,8 @@ TEST(SummarizeClocks, ExtremesAndUnionOfReasons) {
 }
 
 TEST(SummarizeClocks, IdleAndConfiguredClocksAreNotThrottling) {
-  ClockSummary s = SummarizeClocks(
-      {Reading(1980, 2619, 40, 120, clock_reason::kGpuIdle |
-                                        clock_reason::kApplicationsClocksSetting)});
+  ClockSummary s = SummarizeClocks({Reading(
+      1980, 2619, 40, 120, clock_reason::kGpuIdle | clock_reason::kApplicationsClocksSetting)});
   EXPECT_EQ(ToJson(s)["throttled"], false);
 }
 
@@ -128,7 +127,8 @@ TEST(ClockSampler, WithoutADeviceReportsWhy) {
   ClockSummary s = sampler.Stop();
   EXPECT_EQ(s.samples, 0u);
   EXPECT_EQ(s.unavailable, "NVML unavailable: test");
-  EXPECT_EQ(ToJson(s), (nlohmann::json{{"available", false}, {"reason", "NVML unavailable: test"}}));
+  EXPECT_EQ(ToJson(s),
+            (nlohmann::json{{"available", false}, {"reason", "NVML unavailable: test"}}));
   ClockSampler unnamed(static_cast<NvmlClocks*>(nullptr), "");
   EXPECT_FALSE(unnamed.Stop().unavailable.empty());
 }
