@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "build/elf.h"
@@ -174,7 +175,8 @@ std::string Count(double v) {
 
 // The second layer: did the architecture's own instructions do the work? Runs only for a
 // correct candidate. Sets rec->instructions' verification status, tag and evidence.
-void VerifyInstructions(const EvalRequest& req, const Definition& def, const Workload& wl,
+void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Definition& def,
+                        const Workload& wl,
                         const ChildRequest& candidate, const StaticInspection& sass,
                         const std::vector<std::string>& required, const ScratchDir& scratch,
                         EvaluationRecord* rec) {
@@ -209,7 +211,7 @@ void VerifyInstructions(const EvalRequest& req, const Definition& def, const Wor
   // One call on fresh inputs (a seed no trial used), the candidate's kernels only.
   ChildRequest pc = candidate;
   pc.name = "profile";
-  pc.spec["seeds"] = json::array({req.seed + static_cast<uint64_t>(req.trials)});
+  pc.spec["seeds"] = json::array({profile_seed});
   pc.spec["write_outputs"] = false;
   std::string report = scratch.File("profile");
   pc.wrapper = NcuCommand(*ncu, report);
@@ -232,7 +234,8 @@ void VerifyInstructions(const EvalRequest& req, const Definition& def, const Wor
   ins["profile"] = {{"tool", *ncu},
                     {"kernels", kernels.size()},
                     {"bad_rows", bad_rows},
-                    {"exit", po.exit.Describe()}};
+                    {"exit", po.exit.Describe()},
+                    {"seed", profile_seed}};
   if (kernels.empty()) {
     set("profile_error", "ncu reported no kernel of the candidate (" + imp.exit.Describe() + "): " +
                              Truncate(Trim(TailLines(imp.output + "\n" + po.log_tail, 6)), 400));
@@ -268,6 +271,13 @@ void VerifyInstructions(const EvalRequest& req, const Definition& def, const Wor
 }
 
 
+// Derive the memory check's and the profiled call's seeds from the evaluation's fresh seed.
+constexpr uint64_t kMemcheckSeedSalt = 0x6d656d636865636bull;
+constexpr uint64_t kProfileSeedSalt = 0x70726f66696c65ull;
+
+// Timed calls checked again at random, on top of the last call on each buffer set.
+constexpr int kRandomChecks = 2;
+
 // The bf16 dense peak of a GPU, measured once (by the timing child) and cached per device.
 std::string PeakCachePath(const std::string& cache_root, const json& gpu) {
   return cache_root + "/peak/" + gpu.value("uuid", "unknown") + ".json";
@@ -286,19 +296,28 @@ std::optional<double> CachedPeak(const std::string& path, const json& gpu) {
 // The third layer: GPU time of the candidate and of the vendor baseline, side by side in one
 // child, with the defenses of DESIGN.md section 6 and the re-validation of timed outputs.
 // Runs only for a candidate that is correct so far; may decide the verdict.
-void MeasureTiming(const EvalRequest& req, const Definition& def, const Workload& wl,
-                   const Family& family, const Axes& axes, const ChildRequest& candidate,
+void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition& def,
+                   const Workload& wl, const Family& family, const Axes& axes,
+                   const ChildRequest& candidate,
                    const StaticInspection& sass, const ScratchDir& scratch, const Tolerance& tol,
                    const std::string& cache_root, EvaluationRecord* rec, Verdict* v) {
   // Fresh, unpredictable inputs for every timed call: a kernel that recognises the trial
   // inputs (the default seeds are public) or caches results by content gains nothing.
-  uint64_t seed_base = req.timing_seed ? *req.timing_seed
-                                       : (static_cast<uint64_t>(std::random_device{}()) << 32) ^
-                                             std::random_device{}();
   int total = req.warmup + req.iterations;
   int sets = std::max(1, std::min(req.buffer_sets, total));
+  // Checked again: the last call on each buffer set, and a few timed calls drawn at random
+  // (a candidate that counts its calls and skips work on the unchecked ones is caught with
+  // probability 1 − (1 − skipped share)^checks).
+  std::set<int> check_calls;
+  for (int i = total - sets; i < total; ++i) check_calls.insert(i);
+  std::mt19937_64 pick(seed_base ^ 0x636865636bull);
+  int candidates = total - sets - req.warmup;
+  for (int added = 0; added < std::min(kRandomChecks, candidates);)
+    added += check_calls
+                 .insert(req.warmup + static_cast<int>(pick() % static_cast<uint64_t>(candidates)))
+                 .second;
   std::vector<uint64_t> check_seeds;
-  for (int i = total - sets; i < total; ++i) check_seeds.push_back(seed_base + i);
+  for (int i : check_calls) check_seeds.push_back(seed_base + i);
 
   // The references for the calls whose outputs are checked again, computed first so that the
   // timing child has the GPU to itself.
@@ -349,6 +368,7 @@ void MeasureTiming(const EvalRequest& req, const Definition& def, const Workload
              {"iterations", req.iterations},
              {"buffer_sets", sets},
              {"seed_base", seed_base},
+             {"check_calls", check_calls},
              {"baseline", true},
              {"peak_n", peak ? 0 : kPeakGemmSize},
              {"pci_bus_id", gpu.value("pci_bus_id", "")}};
@@ -416,11 +436,11 @@ void MeasureTiming(const EvalRequest& req, const Definition& def, const Workload
   }
   rec->performance["revalidation"] = {{"state", j.outputs.empty() ? "not_reached" : "ran"},
                                       {"calls", checks}};
-  if (!v->decided && !j.verdict && checks.size() != static_cast<size_t>(sets) &&
+  if (!v->decided && !j.verdict && checks.size() != check_calls.size() &&
       rec->performance.value("state", "") == "ran")
     v->Set(Status::kInfraError, "",
            "the timing child returned " + std::to_string(checks.size()) + " of " +
-               std::to_string(sets) + " outputs to re-check");
+               std::to_string(check_calls.size()) + " outputs to re-check");
   rec->stage_seconds["timing_revalidate"] = Since(t);
 }
 
@@ -436,6 +456,12 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   if (req.tolerance_rule) tol.rule = *req.tolerance_rule;
   std::string cache_root = req.cache_root.empty() ? CacheRoot() : req.cache_root;
 
+  // Inputs no candidate can know in advance, for every call that is not one of the
+  // reproducible trials: the memory check, the profiled call and the timed calls. (The trial
+  // seeds are public; a kernel that recognises their inputs must still face these.)
+  uint64_t fresh_seed = req.timing_seed ? *req.timing_seed
+                                        : (static_cast<uint64_t>(std::random_device{}()) << 32) ^
+                                              std::random_device{}();
   EvaluationRecord rec;
   rec.created_at = NowUtcIso8601();
   rec.ptxbench_version = PTXBENCH_VERSION;
@@ -530,6 +556,15 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   std::vector<std::string> required = def.required_families.count(req.arch)
                                           ? def.required_families.at(req.arch)
                                           : std::vector<std::string>{};
+  // The harness's own kernels are named ptxbench_*, and the memory checker and the profiler
+  // leave them out; a candidate kernel by such a name would slip past both.
+  for (const auto& f : sass.functions)
+    if (f.mangled.find("ptxbench_") != std::string::npos) {
+      rec.instructions = {{"static", sass.ToJson()}};
+      v.Set(Status::kRejected, "",
+            "kernel " + f.demangled + " uses the prefix ptxbench_, reserved for the harness");
+      return finish();
+    }
   rec.instructions = {{"static", sass.ToJson()},
                       {"required_families", required},
                       {"verification", "not_correct"},
@@ -626,6 +661,16 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
       {"child_log_tail", co.log_tail}};
   if (!co.garbage.empty()) correctness["channel_garbage_lines"] = co.garbage.size();
 
+  // A vendor library the candidate loaded at run time (behind the screen and the link
+  // check): the child compares the loaded objects before the candidate and after its calls.
+  if (const json* libs = co.Last("libraries")) {
+    auto found = libs->value("new_vendor_libraries", std::vector<std::string>{});
+    correctness["new_vendor_libraries"] = found;
+    if (!found.empty() && (!v.decided || v.status == Status::kIncorrect))
+      v.Set(Status::kRuleViolation, "forbidden_library",
+            "the candidate loaded " + Join(found) + " at run time");
+  }
+
   // --- compare, trial by trial ---
   t = Clock::now();
   json trials = json::array();
@@ -690,7 +735,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     t = Clock::now();
     ChildRequest mc = cc;
     mc.name = "memcheck";
-    mc.spec["seeds"] = json::array({seeds.front()});
+    mc.spec["seeds"] = json::array({fresh_seed ^ kMemcheckSeedSalt});
     mc.spec["write_outputs"] = false;
     std::string log = scratch.File("memcheck.txt");
     mc.wrapper = MemcheckCommand(*sanitizer, log);
@@ -708,7 +753,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
                {"exit", mo.exit.Describe()},
                {"error_count", report.error_count},
                {"summary_seen", report.summary_seen},
-               {"mode", ToString(req.sanitize)}};
+               {"mode", ToString(req.sanitize)},
+               {"seed", fresh_seed ^ kMemcheckSeedSalt}};
     json errs = json::array();
     for (const auto& e : report.errors)
       errs.push_back({{"kind", e.kind},
@@ -738,7 +784,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
 
   if (!v.decided) {
     if (req.timing) {
-      MeasureTiming(req, def, wl, family, axes, cc, sass, scratch, tol, cache_root, &rec, &v);
+      MeasureTiming(req, fresh_seed, def, wl, family, axes, cc, sass, scratch, tol, cache_root,
+                    &rec, &v);
     } else {
       rec.performance = SkippedLayer("--no-timing");
     }
@@ -772,7 +819,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     }
     v.Set(Status::kPassed, "", msg);
     t = Clock::now();
-    VerifyInstructions(req, def, wl, cc, sass, required, scratch, &rec);
+    VerifyInstructions(req, fresh_seed ^ kProfileSeedSalt, def, wl, cc, sass, required, scratch,
+                       &rec);
     rec.stage_seconds["profile"] = Since(t);
   }
   return finish();

@@ -15,7 +15,8 @@ using nlohmann::json;
 namespace {
 
 struct Phase {
-  std::vector<double> span_s, host_s;  // timed calls only
+  std::vector<double> span_s, host_s, idle_s;  // timed calls only
+  int first_empty_call = -1;
   int calls = 0, empty = 0, outlived = 0, stray = 0, inputs_changed = 0;
   int first_bad_call = -1;
   std::map<std::string, int> kernels;  // every call, warm-up included
@@ -44,6 +45,10 @@ bool HostTimeExceedsGpu(double host_median_s, double gpu_median_s) {
   return host_median_s > 1.5 * gpu_median_s + 1e-3;
 }
 
+bool GpuMostlyIdle(double idle_median_s, double span_median_s) {
+  return idle_median_s > 1e-3 && idle_median_s > 0.5 * span_median_s;
+}
+
 TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& exit,
                             const TimingContext& ctx) {
   TimingJudgement j;
@@ -66,7 +71,10 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       const json a = m.value("activity", json::object());
       const json kernels = a.value("kernels", json::object());  // kept alive for items()
       for (const auto& [name, count] : kernels.items()) p.kernels[name] += count.get<int>();
-      if (a.value("records", 0) == 0) ++p.empty;
+      if (a.value("records", 0) == 0) {
+        ++p.empty;
+        if (p.first_empty_call < 0) p.first_empty_call = m.value("index", 0);
+      }
       if (int o = a.value("outlived", 0)) {
         p.outlived += o;
         p.outlived_by_s = std::max(p.outlived_by_s, a.value("outlived_by_ns", 0.0) * 1e-9);
@@ -82,6 +90,8 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       if (!m.value("warmup", false)) {
         p.span_s.push_back(a.value("span_ns", 0.0) * 1e-9);
         p.host_s.push_back(m.value("host_ns", 0.0) * 1e-9);
+        double span = a.value("span_ns", 0.0), busy = a.value("busy_ns", span);
+        p.idle_s.push_back(std::max(0.0, span - busy) * 1e-9);
       }
       if (m.contains("outputs")) {
         TimedOutput o{m.value("index", 0), m.value("set", 0), m.value("seed", uint64_t{0}), {}};
@@ -206,6 +216,13 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
         {"state", "skipped"},
         {"reason", "the candidate cubin's functions are unknown (static inspection did not run)"}};
   }
+  defenses["empty_calls"] = c.empty;
+  if (c.empty > 0)
+    verdict(Status::kRuleViolation, "call_history",
+            std::to_string(c.empty) + " of the candidate's " + std::to_string(c.calls) +
+                " timed-phase calls launched no GPU work at all (first: call " +
+                std::to_string(c.first_empty_call) +
+                "), so their outputs were never written after the poison fill");
   defenses["outlived"] = {{"count", c.outlived},
                           {"max_overrun_s", c.outlived_by_s},
                           {"names", c.outlived_names}};
@@ -224,6 +241,12 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
     verdict(Status::kRuleViolation, "outside_stream",
             "a call takes " + Ms(host.median) + " on the host but only " + Ms(cs.median) +
                 " on the GPU: work done outside the GPU stream is not timed");
+  Summary idle = Summarize(c.idle_s);
+  defenses["gpu_idle_in_call"] = ToJson(idle);
+  if (cs.count > 0 && GpuMostlyIdle(idle.median, cs.median))
+    verdict(Status::kRuleViolation, "outside_stream",
+            "the GPU sat idle for " + Ms(idle.median) + " of a call's " + Ms(cs.median) +
+                " (median): the work was done on the host, not in GPU kernels");
   defenses["inputs_changed_calls"] = c.inputs_changed;
   if (c.inputs_changed > 0)
     verdict(Status::kRuleViolation, "inputs_modified",
@@ -275,9 +298,10 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
     Phase& pk = phases["peak"];
     if (!pk.span_s.empty() && !j.peak_detail.is_null()) {
       double n = j.peak_detail.value("n", 0.0);
-      double med = Summarize(pk.span_s).median;
-      if (med > 0) {
-        j.peak_measured = 2 * n * n * n / med;
+      // The fastest call, not the median: a peak is what the GPU can do at best.
+      double best = Summarize(pk.span_s).min;
+      if (best > 0) {
+        j.peak_measured = 2 * n * n * n / best;
         peak = j.peak_measured;
       }
     }

@@ -54,5 +54,8 @@ TimingJudgement JudgeTiming(const std::vector<nlohmann::json>& messages, const E
 // The host-time rule: a call whose host time (run() to the stream sync) far exceeds its GPU
 // span did its work where the timer cannot see it.
 bool HostTimeExceedsGpu(double host_median_s, double gpu_median_s);
+// The idle-GPU rule: a call whose span is mostly gaps between its GPU activities (copies to
+// the host, a CPU loop, a copy back) did its work on the host. Launch gaps are microseconds.
+bool GpuMostlyIdle(double idle_median_s, double span_median_s);
 
 }  // namespace ptxbench

@@ -140,6 +140,34 @@ TEST(JudgeTiming, HostTimeRuleLeavesLaunchOverheadAlone) {
   EXPECT_TRUE(HostTimeExceedsGpu(5e-3, 0.1e-3));
 }
 
+TEST(JudgeTiming, AGpuIdleBetweenCopiesMeansHostWork) {
+  auto m = CleanRun();
+  for (auto& x : m)
+    if (x.value("phase", "") == "candidate" && x.contains("activity")) {
+      x["activity"]["span_ns"] = 10e6;
+      x["activity"]["busy_ns"] = 0.02e6;  // two copies; the rest was a CPU loop
+      x["host_ns"] = 10.03e6;             // which the host-time rule cannot see
+    }
+  TimingJudgement j = JudgeTiming(m, Exited(), Context());
+  ASSERT_TRUE(j.verdict);
+  EXPECT_EQ(j.verdict->reason, "outside_stream");
+  EXPECT_NE(j.verdict->message.find("idle"), std::string::npos);
+  EXPECT_FALSE(GpuMostlyIdle(5e-6, 20e-6));  // launch gaps of a small multi-kernel call
+  EXPECT_FALSE(GpuMostlyIdle(1.5e-3, 13e-3));
+}
+
+TEST(JudgeTiming, ACallThatLaunchedNothingIsCaught) {
+  // The pointer-memoizing cheat: from some call on it returns without launching.
+  auto m = CleanRun();
+  for (auto& x : m)
+    if (x.value("phase", "") == "candidate" && x.value("index", 0) >= 4 && x.contains("activity"))
+      x["activity"] = {{"span_ns", 0}, {"records", 0}, {"kernels", json::object()}};
+  TimingJudgement j = JudgeTiming(m, Exited(), Context());
+  ASSERT_TRUE(j.verdict);
+  EXPECT_EQ(j.verdict->reason, "call_history");
+  EXPECT_NE(j.verdict->message.find("first: call 4"), std::string::npos) << j.verdict->message;
+}
+
 TEST(JudgeTiming, StrayWorkAndModifiedInputsAreViolations) {
   auto m = CleanRun();
   m[15]["activity"]["stray"] = 2;

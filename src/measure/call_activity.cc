@@ -24,6 +24,7 @@ CallActivity AttributeCall(const std::vector<ActivitySpan>& records, const CallW
                            const HarnessMarks& m) {
   CallActivity a;
   uint64_t first = UINT64_MAX, last = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> intervals;
   for (const ActivitySpan& r : records) {
     bool inside = r.start >= w.begin && r.start <= w.end;
     if (!inside) {
@@ -36,6 +37,7 @@ CallActivity AttributeCall(const std::vector<ActivitySpan>& records, const CallW
     // The harness launches nothing during a call, so everything in the window is the
     // candidate's, whatever stream or name it carries.
     ++a.records;
+    intervals.emplace_back(r.start, std::max(r.start, r.end));
     first = std::min(first, r.start);
     last = std::max(last, r.end);
     if (r.kind == ActivitySpan::Kind::kKernel) ++a.kernels[r.name];
@@ -46,11 +48,26 @@ CallActivity AttributeCall(const std::vector<ActivitySpan>& records, const CallW
     }
   }
   if (a.records > 0 && last > first) a.span_ns = last - first;
+  std::sort(intervals.begin(), intervals.end());
+  uint64_t run_start = 0, run_end = 0;
+  bool open = false;
+  for (const auto& [s, e] : intervals) {
+    if (open && s <= run_end) {
+      run_end = std::max(run_end, e);
+      continue;
+    }
+    if (open) a.busy_ns += run_end - run_start;
+    run_start = s;
+    run_end = e;
+    open = true;
+  }
+  if (open) a.busy_ns += run_end - run_start;
   return a;
 }
 
 nlohmann::json CallActivity::ToJson() const {
-  nlohmann::json j = {{"span_ns", span_ns}, {"records", records}, {"kernels", kernels}};
+  nlohmann::json j = {
+      {"span_ns", span_ns}, {"busy_ns", busy_ns}, {"records", records}, {"kernels", kernels}};
   if (outlived) {
     j["outlived"] = outlived;
     j["outlived_by_ns"] = outlived_by_ns;

@@ -35,6 +35,9 @@ struct HarnessMarks {
 struct CallActivity {
   uint64_t span_ns = 0;  // first start to last end of the records that started in the window
   size_t records = 0;    // records that started in the window
+  // Time within the span when at least one record was running (the union of their
+  // intervals). span − busy is the GPU sitting idle inside the call: work done on the host.
+  uint64_t busy_ns = 0;
   std::map<std::string, int> kernels;  // in-window kernel names (mangled) and their counts
   // In-window work on other streams that was still running after the stream sync returned:
   // the call's results were not ready when it claimed they were.

@@ -91,6 +91,31 @@ TEST(AttributeCall, AHarnessNamedKernelOnTheCandidatesStreamInTheWindowIsTheCand
   EXPECT_EQ(a.kernels.count("ptxbench_fake"), 1u);
 }
 
+TEST(AttributeCall, BusyTimeIsTheUnionOfTheRecordsIntervals) {
+  // Two overlapping kernels, then a gap, then a copy: busy excludes the gap, counts the
+  // overlap once.
+  std::vector<ActivitySpan> r = {
+      Kernel(1000, 3000, kCandidate, "_Z1av"),
+      Kernel(2000, 4000, kPrivate, "_Z1bv"),
+      {K::kMemcpy, 10000, 10500, kCandidate, 0, "memcpy"},
+  };
+  CallActivity a = AttributeCall(r, {900, 11000}, Marks());
+  EXPECT_EQ(a.span_ns, 9500u);
+  EXPECT_EQ(a.busy_ns, 3000u + 500u);
+}
+
+TEST(AttributeCall, AHostComputationBetweenCopiesShowsAsIdleGpu) {
+  // The host-thread cheat: copy A and B to the host, 10 ms of CPU loop, copy C back.
+  std::vector<ActivitySpan> r = {
+      {K::kMemcpy, 1000, 3000, kCandidate, 0, "memcpy"},
+      {K::kMemcpy, 3100, 5000, kCandidate, 0, "memcpy"},
+      {K::kMemcpy, 10'005'000, 10'007'000, kCandidate, 0, "memcpy"},
+  };
+  CallActivity a = AttributeCall(r, {900, 10'008'000}, Marks());
+  EXPECT_GT(a.span_ns - a.busy_ns, 9'000'000u);
+  EXPECT_TRUE(a.kernels.empty());
+}
+
 TEST(AttributeCall, AnEmptyWindowHasNoSpan) {
   CallActivity a = AttributeCall({}, {900, 1000}, Marks());
   EXPECT_EQ(a.records, 0u);

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,7 @@ struct PhaseOptions {
   int warmup = 10, iterations = 50;
   uint64_t seed0 = 0;            // call i gets inputs from seed0 + i
   bool fresh_inputs = true;      // regenerate the inputs before every call
-  bool write_last_outputs = false;  // write the last call's outputs on each buffer set
+  std::set<int> write_outputs_of;  // calls whose outputs are written for re-validation
 };
 
 // One candidate or baseline call; returns run()'s result. May throw.
@@ -138,7 +139,7 @@ class TimingSession {
                      {"warmup", i < o.warmup},
                      {"host_ns", host_ns},
                      {"inputs_unchanged", before == after}};
-      if (o.write_last_outputs && i >= total - n_sets) {
+      if (o.write_outputs_of.count(i)) {
         sample["seed"] = seed;
         sample["set"] = i % n_sets;
         sample["outputs"] = WriteOutputs(b, out_dir_, "timing" + std::to_string(i), hstream_);
@@ -199,7 +200,7 @@ bool MeasurePeak(TimingSession& session, ActivityTimer& timer, ChannelWriter& ou
     out.Send({{"event", "baseline_error"}, {"phase", "peak"}, {"message", e.what()}});
     return false;
   }
-  PhaseOptions o{"peak", 3, 10, 0x5eed0000u, false, false};
+  PhaseOptions o{"peak", 3, 10, 0x5eed0000u, false, {}};
   Baseline* raw = lt.get();
   bool ok = session.Loop(o, sets, [raw](const auto& t, Stream s) { raw->Run(t, s); return 0; },
                          nullptr);
@@ -242,7 +243,7 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
     return 0;
   };
   if (bl) {
-    PhaseOptions o{"baseline_before", warmup, iterations, seed_base + 1000000, true, false};
+    PhaseOptions o{"baseline_before", warmup, iterations, seed_base + 1000000, true, {}};
     if (!session.Loop(o, session.sets(), baseline_call, &baseline_kernels)) bl = nullptr;
   }
   if (int n = spec.value("peak_n", 0); n > 0) MeasurePeak(session, timer, out, n);
@@ -267,7 +268,11 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
   sampler.Start();
   std::map<std::string, int> candidate_kernels;
   out.Send({{"event", "call_started"}, {"phase", "candidate"}});
-  PhaseOptions o{"candidate", warmup, iterations, seed_base, true, true};
+  // The calls the parent chose to check again: the last on each buffer set, and a few at
+  // random among the timed ones, so that a candidate counting its calls cannot know which.
+  std::set<int> checked;
+  for (int i : spec.value("check_calls", std::vector<int>{})) checked.insert(i);
+  PhaseOptions o{"candidate", warmup, iterations, seed_base, true, checked};
   bool ok = session.Loop(
       o, session.sets(),
       [&](const std::vector<DeviceTensor>& t, Stream s) {
@@ -281,7 +286,7 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
 
   // --- the baseline again, after the candidate ran: a drift says the machine changed ---
   if (bl) {
-    PhaseOptions ob{"baseline_after", warmup, iterations, seed_base + 2000000, true, false};
+    PhaseOptions ob{"baseline_after", warmup, iterations, seed_base + 2000000, true, {}};
     session.Loop(ob, session.sets(), baseline_call, nullptr);
   }
   json bk = json::array();

@@ -139,7 +139,7 @@ TEST_F(Controls, TimingAtTheHeadline) {
   EXPECT_LT(speedup, 0.5);  // CUDA cores against tensor cores
   EXPECT_GT(p["baseline"]["tflops"].get<double>(), 300.0);
   EXPECT_GT(p["peak_tflops"].get<double>(), p["baseline"]["tflops"].get<double>() * 0.8);
-  EXPECT_EQ(p["revalidation"]["calls"].size(), 3u);
+  EXPECT_EQ(p["revalidation"]["calls"].size(), 5u);
   EXPECT_EQ(p["defenses"]["foreign_kernels"]["state"], "ran");
   EXPECT_TRUE(p["clocks"].contains("during"));
   const json& st = honest.record["stage_seconds"];
