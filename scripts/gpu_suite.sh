@@ -76,4 +76,35 @@ for label, xs in [("baseline (cuBLASLt)", meds), ("tiled candidate", cands)]:
     m = statistics.mean(xs); cv = statistics.stdev(xs) / m
     print(f"five evaluations, {label}: medians " + ", ".join(f"{x*1e6:.1f}" for x in xs) + f" us; CV {cv*100:.2f}%")
 PY
+
+# --- fidelity: our CUPTI span of the headline baseline against Nsight Compute's
+# gpu__time_duration for the same cold-L2 calls, in a process without CUPTI activity ---
+export PTXBENCH_BIN="$PWD/$bin" PTXBENCH_SOURCE_DIR="$PWD"
+fid_bin="$PTXBENCH_BUILD_DIR/tests/timing_fidelity_gpu_test"
+"$fid_bin" --gtest_filter='*CuptiSpan*' > "$out/fidelity-cupti.txt" 2>&1
+PTXBENCH_UNDER_NCU=1 ncu --clock-control none --cache-control all \
+  --kernel-name 'regex:^(?!.*ptxbench)' --metrics gpu__time_duration.sum --csv \
+  "$fid_bin" --gtest_filter='*UnderNsight*' > "$out/fidelity-ncu.csv" 2> "$out/fidelity-ncu.err"
+python3 - "$out" <<'PY'
+import csv, io, re, statistics, sys
+out = sys.argv[1]
+cupti = [float(m.group(1)) for m in re.finditer(r"CUPTI median ([0-9.]+) us", open(f"{out}/fidelity-cupti.txt").read())]
+events = [float(m.group(1)) for m in re.finditer(r"events median ([0-9.]+) us", open(f"{out}/fidelity-cupti.txt").read())]
+rows = [l for l in open(f"{out}/fidelity-ncu.csv") if l.startswith('"')]
+scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+ncu = []
+for r in csv.DictReader(io.StringIO("".join(rows))):
+    if r.get("Metric Name") == "gpu__time_duration.sum":
+        ncu.append(float(r["Metric Value"].replace(",", "")) * scale[r["Metric Unit"]])
+ncu = ncu[5:]  # the first calls warm up
+print("== fidelity at gemm_n7168_k5120 (cuBLASLt, cold L2)")
+if not cupti or not ncu:
+    print("fidelity: missing data (cupti rounds %d, ncu kernels %d); see fidelity-*.txt/.csv/.err" % (len(cupti), len(ncu)))
+else:
+    c = statistics.median(cupti); n = statistics.median(ncu)
+    print(f"CUPTI span median of 5 rounds: {c:.2f} us; Nsight Compute gpu__time_duration median of {len(ncu)} calls: {n:.2f} us; difference {100*(c/n-1):+.2f}%")
+    print(f"CUDA events median of 5 rounds: {statistics.median(events):.2f} us ({100*(statistics.median(events)/c-1):+.2f}% vs CUPTI)")
+    print(f"CV of the five CUPTI round medians: {100*statistics.stdev(cupti)/statistics.mean(cupti):.3f}%")
+    print("within 3%:", abs(c / n - 1) < 0.03)
+PY
 rm -rf "$PTXBENCH_CACHE"

@@ -216,13 +216,6 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
         {"state", "skipped"},
         {"reason", "the candidate cubin's functions are unknown (static inspection did not run)"}};
   }
-  defenses["empty_calls"] = c.empty;
-  if (c.empty > 0)
-    verdict(Status::kRuleViolation, "call_history",
-            std::to_string(c.empty) + " of the candidate's " + std::to_string(c.calls) +
-                " timed-phase calls launched no GPU work at all (first: call " +
-                std::to_string(c.first_empty_call) +
-                "), so their outputs were never written after the poison fill");
   defenses["outlived"] = {{"count", c.outlived},
                           {"max_overrun_s", c.outlived_by_s},
                           {"names", c.outlived_names}};
@@ -236,6 +229,13 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
     verdict(Status::kRuleViolation, "outside_stream",
             "the candidate launched GPU work outside its calls (" + Join(c.stray_names) +
                 "; first at call " + std::to_string(c.first_bad_call) + ")");
+  defenses["empty_calls"] = c.empty;
+  if (c.empty > 0)
+    verdict(Status::kRuleViolation, "call_history",
+            std::to_string(c.empty) + " of the candidate's " + std::to_string(c.calls) +
+                " timed-phase calls launched no GPU work at all (first: call " +
+                std::to_string(c.first_empty_call) +
+                "), so their outputs were never written after the poison fill");
   Summary host = Summarize(c.host_s);
   if (cs.count > 0 && HostTimeExceedsGpu(host.median, cs.median))
     verdict(Status::kRuleViolation, "outside_stream",

@@ -168,6 +168,22 @@ TEST(JudgeTiming, ACallThatLaunchedNothingIsCaught) {
   EXPECT_NE(j.verdict->message.find("first: call 4"), std::string::npos) << j.verdict->message;
 }
 
+TEST(JudgeTiming, WorkThatStartsAfterTheCallIsNotMistakenForNoWork) {
+  // The private-stream cheat on the H200: run() returns before its kernel even starts, so
+  // the window is empty and the kernel is stray. The stray work is the precise reason.
+  auto m = CleanRun();
+  for (auto& x : m)
+    if (x.value("phase", "") == "candidate" && x.contains("activity"))
+      x["activity"] = {{"span_ns", 0},
+                       {"records", 0},
+                       {"kernels", json::object()},
+                       {"stray", 1},
+                       {"stray_names", {"_Z4gemmv"}}};
+  TimingJudgement j = JudgeTiming(m, Exited(), Context());
+  ASSERT_TRUE(j.verdict);
+  EXPECT_EQ(j.verdict->reason, "outside_stream") << j.verdict->message;
+}
+
 TEST(JudgeTiming, StrayWorkAndModifiedInputsAreViolations) {
   auto m = CleanRun();
   m[15]["activity"]["stray"] = 2;

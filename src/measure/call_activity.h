@@ -22,7 +22,7 @@ struct CallWindow {
 };
 
 // How to recognise the harness's own work between calls: it runs on its own stream and its
-// kernels are named with a fixed prefix.
+// kernels' names contain a fixed mark (reserved: candidates may not use it).
 struct HarnessMarks {
   uint32_t harness_stream = 0;
   uint32_t candidate_stream = 0;

@@ -42,6 +42,8 @@ TEST(AttributeCall, HarnessWorkBetweenCallsIsNeitherCountedNorStray) {
       {K::kMemcpy, 310, 320, kHarness, 0, "memcpy"},
       Kernel(1000, 1500, kCandidate, "_Z4gemmv"),
       Kernel(3000, 3100, kHarness, "ptxbench_checksum"),
+      // A harness kernel as CUPTI names it (mangled), on the candidate's stream between calls.
+      Kernel(3200, 3300, kCandidate, "_ZN8ptxbench12_GLOBAL__N_121ptxbench_fill_patternItEEvPT_mS3_"),
   };
   CallActivity a = AttributeCall(r, {900, 1600}, Marks());
   EXPECT_EQ(a.span_ns, 500u);

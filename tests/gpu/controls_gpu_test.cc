@@ -48,8 +48,11 @@ TEST_F(Controls, EachGetsItsVerdict) {
   json verdicts = json::parse(
       ReadFile(std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/verdicts.json"));
   ASSERT_GE(verdicts.size(), 11u);
+  // PTXBENCH_CONTROL_FILTER=substring runs only the matching controls (for a quick rerun).
+  const char* filter = std::getenv("PTXBENCH_CONTROL_FILTER");
   for (const auto& v : verdicts) {
     std::string file = v["file"];
+    if (filter && file.find(filter) == std::string::npos) continue;
     // A control names its own task and workload where the default shape cannot show its
     // trick (a cheat aimed at the headline's public seeds, a host loop that needs a tiny
     // shape).
