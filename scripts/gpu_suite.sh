@@ -4,7 +4,8 @@
 # $OUT (or ./gpu-suite-out), ending with a short table.
 #
 #   scripts/gpu_suite.sh            everything
-#   scripts/gpu_suite.sh measure    only the measurements (after a build)
+#   scripts/gpu_suite.sh tests      build and tests only
+#   scripts/gpu_suite.sh measure    only the measurements (builds when needed)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-suite-out}
@@ -23,6 +24,9 @@ if [[ "${1:-}" != "measure" ]]; then
   "$bin" doctor
   ctest --test-dir "$PTXBENCH_BUILD_DIR" --output-on-failure -V -L gpu 2>&1 | grep -vE '^[0-9]+: \[ *(RUN|OK) *\]' | tail -n 120
   ctest --test-dir "$PTXBENCH_BUILD_DIR" -LE gpu 2>&1 | tail -n 5
+  [[ "${1:-}" == "tests" ]] && exit 0
+else
+  scripts/setup.sh --no-run >/dev/null || exit 1
 fi
 
 # --- measurements ---
