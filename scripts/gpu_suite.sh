@@ -22,7 +22,7 @@ if [[ "${1:-}" != "measure" ]]; then
   scripts/setup.sh --no-run || exit 1
   echo "== build: $(( $(date +%s) - t0 )) s"
   "$bin" doctor
-  ctest --test-dir "$PTXBENCH_BUILD_DIR" --output-on-failure -V -L gpu 2>&1 | grep -vE '^[0-9]+: \[ *(RUN|OK) *\]' | tail -n 120
+  ctest --test-dir "$PTXBENCH_BUILD_DIR" --output-on-failure -V -L gpu 2>&1 | grep -vE "^[0-9]+: \[ *(RUN|OK) *\]" | tail -n 400
   ctest --test-dir "$PTXBENCH_BUILD_DIR" -LE gpu 2>&1 | tail -n 5
   [[ "${1:-}" == "tests" ]] && exit 0
 else
@@ -95,7 +95,7 @@ out = sys.argv[1]
 cupti = [float(m.group(1)) for m in re.finditer(r"CUPTI median ([0-9.]+) us", open(f"{out}/fidelity-cupti.txt").read())]
 events = [float(m.group(1)) for m in re.finditer(r"events median ([0-9.]+) us", open(f"{out}/fidelity-cupti.txt").read())]
 rows = [l for l in open(f"{out}/fidelity-ncu.csv") if l.startswith('"')]
-scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
 ncu = []
 for r in csv.DictReader(io.StringIO("".join(rows))):
     if r.get("Metric Name") == "gpu__time_duration.sum":
