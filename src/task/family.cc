@@ -1,5 +1,6 @@
 #include "task/family.h"
 
+#include "task/attention.h"
 #include "task/gemm.h"
 
 namespace ptxbench {
@@ -15,7 +16,9 @@ int64_t TensorSpec::Elements() const {
 
 std::vector<const Family*> AllFamilies() {
   static const GemmFamily gemm;
-  return {&gemm};
+  static const MhaForwardFamily mha_fwd;
+  static const MhaBackwardFamily mha_bwd;
+  return {&gemm, &mha_fwd, &mha_bwd};
 }
 
 const Family* FindFamily(std::string_view name) {
