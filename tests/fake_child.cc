@@ -59,15 +59,19 @@ int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, si
   std::string dir = spec["out_dir"];
   int total = warmup + iterations;
   auto sample = [&](const std::string& phase, int i, double span_ns, json kernels) {
-    return json{{"event", "timing_sample"}, {"phase", phase}, {"index", i},
-                {"warmup", i < warmup},     {"host_ns", span_ns + 20000},
+    return json{{"event", "timing_sample"},
+                {"phase", phase},
+                {"index", i},
+                {"warmup", i < warmup},
+                {"host_ns", span_ns + 20000},
                 {"inputs_unchanged", true},
                 {"activity", {{"span_ns", span_ns}, {"records", 1}, {"kernels", kernels}}}};
   };
   if (mode == "timing_baseline_error") {
-    out.Send({{"event", "baseline_error"},
-              {"phase", "baseline_before"},
-              {"message", "cuBLASLt: cublasLtMatmulAlgoGetHeuristic: CUBLAS_STATUS_NOT_SUPPORTED"}});
+    out.Send(
+        {{"event", "baseline_error"},
+         {"phase", "baseline_before"},
+         {"message", "cuBLASLt: cublasLtMatmulAlgoGetHeuristic: CUBLAS_STATUS_NOT_SUPPORTED"}});
   } else {
     for (int i = 0; i < total; ++i)
       out.Send(sample("baseline_before", i, 2e6, {{"nvjet_fake", 1}}));
@@ -98,8 +102,7 @@ int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, si
     out.Send(m);
   }
   if (mode != "timing_baseline_error")
-    for (int i = 0; i < total; ++i)
-      out.Send(sample("baseline_after", i, 2e6, {{"nvjet_fake", 1}}));
+    for (int i = 0; i < total; ++i) out.Send(sample("baseline_after", i, 2e6, {{"nvjet_fake", 1}}));
   out.Send({{"event", "timing_done"},
             {"protocol", {{"buffer_sets", sets}}},
             {"baseline_kernels", {"nvjet_fake"}},

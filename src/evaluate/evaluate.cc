@@ -17,8 +17,8 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "compare/compare.h"
-#include "inspect/ncu.h"
 #include "evaluate/timing_judge.h"
+#include "inspect/ncu.h"
 #include "inspect/sass.h"
 #include "run/children.h"
 #include "run/reference_cache.h"
@@ -176,10 +176,9 @@ std::string Count(double v) {
 // The second layer: did the architecture's own instructions do the work? Runs only for a
 // correct candidate. Sets rec->instructions' verification status, tag and evidence.
 void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Definition& def,
-                        const Workload& wl,
-                        const ChildRequest& candidate, const StaticInspection& sass,
-                        const std::vector<std::string>& required, const ScratchDir& scratch,
-                        EvaluationRecord* rec) {
+                        const Workload& wl, const ChildRequest& candidate,
+                        const StaticInspection& sass, const std::vector<std::string>& required,
+                        const ScratchDir& scratch, EvaluationRecord* rec) {
   json& ins = rec->instructions;
   auto set = [&](const std::string& status, const std::string& message) {
     ins["verification"] = status;
@@ -270,7 +269,6 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
   set("dynamic_present", msg);
 }
 
-
 // Derive the memory check's and the profiled call's seeds from the evaluation's fresh seed.
 constexpr uint64_t kMemcheckSeedSalt = 0x6d656d636865636bull;
 constexpr uint64_t kProfileSeedSalt = 0x70726f66696c65ull;
@@ -298,9 +296,9 @@ std::optional<double> CachedPeak(const std::string& path, const json& gpu) {
 // Runs only for a candidate that is correct so far; may decide the verdict.
 void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition& def,
                    const Workload& wl, const Family& family, const Axes& axes,
-                   const ChildRequest& candidate,
-                   const StaticInspection& sass, const ScratchDir& scratch, const Tolerance& tol,
-                   const std::string& cache_root, EvaluationRecord* rec, Verdict* v) {
+                   const ChildRequest& candidate, const StaticInspection& sass,
+                   const ScratchDir& scratch, const Tolerance& tol, const std::string& cache_root,
+                   EvaluationRecord* rec, Verdict* v) {
   // Fresh, unpredictable inputs for every timed call: a kernel that recognises the trial
   // inputs (the default seeds are public) or caches results by content gains nothing.
   int total = req.warmup + req.iterations;
@@ -419,8 +417,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     size_t k = 0;
     for (const auto& spec : tensors) {
       if (spec.role != TensorRole::kOutput) continue;
-      OutputComparison c = CompareOutputFile(spec, it->second.output_files.at(k), o.files.at(k),
-                                             scratch, tol);
+      OutputComparison c =
+          CompareOutputFile(spec, it->second.output_files.at(k), o.files.at(k), scratch, tol);
       long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;
       cj[spec.name] = {{"verdict", ToString(c.verdict)},
                        {"max_abs_error", c.max_abs_error},
@@ -428,8 +426,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
       if (c.verdict != CompareVerdict::kMatch && !v->decided)
         v->Set(Status::kRuleViolation, "call_history",
                "correct on the trials, but wrong on timed call " + std::to_string(o.index) +
-                   " (buffer set " + std::to_string(o.set) + ", fresh inputs): " +
-                   Describe(c, cols));
+                   " (buffer set " + std::to_string(o.set) +
+                   ", fresh inputs): " + Describe(c, cols));
       ++k;
     }
     checks.push_back(cj);
@@ -813,8 +811,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     if (rec.performance.contains("speedup")) {
       char sp[96];
       std::snprintf(sp, sizeof sp, "; %.3gx the baseline (%.3g TFLOP/s)",
-                    rec.performance["speedup"].get<double>(),
-                    rec.performance.value("tflops", 0.0));
+                    rec.performance["speedup"].get<double>(), rec.performance.value("tflops", 0.0));
       msg += sp;
     }
     v.Set(Status::kPassed, "", msg);

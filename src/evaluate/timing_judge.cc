@@ -131,8 +131,9 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
             {"iterations", ctx.iterations},
             {"fresh_inputs_per_call", true},
             {"outputs_poisoned_per_call", true},
-            {"span", "first start to last end of every kernel, copy and set started between "
-                     "the call and the stream's synchronization, on any stream"}}},
+            {"span",
+             "first start to last end of every kernel, copy and set started between "
+             "the call and the stream's synchronization, on any stream"}}},
           {"child_exit", exit.Describe()}};
   if (done) {
     perf["protocol"].update(done->value("protocol", json::object()));
@@ -175,7 +176,8 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
     else if (stage == "harness" && candidate_started && !done)
       verdict(Status::kRuntimeError, "", msg + " while being timed");
     else
-      verdict(Status::kInfraError, "", "the timing child failed (" + stage + " " + phase + "): " + msg);
+      verdict(Status::kInfraError, "",
+              "the timing child failed (" + stage + " " + phase + "): " + msg);
   }
   if (refused)
     verdict(Status::kRuntimeError, "",
@@ -205,7 +207,8 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
     for (const auto& k : done->value("baseline_kernels", json::array()))
       baseline_kernels.push_back(k.get<std::string>());
   if (ctx.allowed_known) {
-    std::vector<std::string> foreign = ForeignKernels(c.kernels, ctx.allowed_kernels, baseline_kernels);
+    std::vector<std::string> foreign =
+        ForeignKernels(c.kernels, ctx.allowed_kernels, baseline_kernels);
     defenses["foreign_kernels"] = {{"state", "ran"}, {"names", foreign}};
     if (!foreign.empty())
       verdict(Status::kRuleViolation, "foreign_kernel",
@@ -216,9 +219,8 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
         {"state", "skipped"},
         {"reason", "the candidate cubin's functions are unknown (static inspection did not run)"}};
   }
-  defenses["outlived"] = {{"count", c.outlived},
-                          {"max_overrun_s", c.outlived_by_s},
-                          {"names", c.outlived_names}};
+  defenses["outlived"] = {
+      {"count", c.outlived}, {"max_overrun_s", c.outlived_by_s}, {"names", c.outlived_names}};
   defenses["stray"] = {{"count", c.stray}, {"names", c.stray_names}};
   if (c.outlived > 0)
     verdict(Status::kRuleViolation, "outside_stream",
@@ -283,8 +285,7 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       perf["speedup"] = all.median / cs.median;
       // A conservative range from the two spreads: slow baseline over fast candidate and
       // the reverse.
-      if (cs.p90 > 0 && cs.p10 > 0)
-        perf["speedup_range"] = {all.p10 / cs.p90, all.p90 / cs.p10};
+      if (cs.p90 > 0 && cs.p10 > 0) perf["speedup_range"] = {all.p10 / cs.p90, all.p90 / cs.p10};
     }
     if (all.median > 0 && ctx.flops > 0) base["tflops"] = ctx.flops / all.median * 1e-12;
   } else {

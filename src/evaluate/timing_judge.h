@@ -17,11 +17,11 @@
 namespace ptxbench {
 
 struct TimingContext {
-  double flops = 0;                     // the task's nominal FLOPs per call
-  std::optional<double> peak_flops;     // measured bf16 dense peak (FLOP/s), when known
+  double flops = 0;                          // the task's nominal FLOPs per call
+  std::optional<double> peak_flops;          // measured bf16 dense peak (FLOP/s), when known
   std::vector<std::string> allowed_kernels;  // the candidate cubin's functions (mangled)
-  bool allowed_known = false;           // false: static inspection did not run
-  double drift_threshold = 0.05;        // |after/before − 1| above this is flagged
+  bool allowed_known = false;                // false: static inspection did not run
+  double drift_threshold = 0.05;             // |after/before − 1| above this is flagged
   std::chrono::seconds timeout{180};
   int warmup = 10, iterations = 50;
 };

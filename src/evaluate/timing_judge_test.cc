@@ -25,8 +25,8 @@ std::vector<json> CleanRun(int warmup = 2, int iterations = 10) {
   std::vector<json> m;
   auto phase = [&](const std::string& name, double base_ns, json kernels) {
     for (int i = 0; i < warmup + iterations; ++i)
-      m.push_back(Sample(name, i, i < warmup, base_ns + 1000.0 * (i % 5), base_ns + 30000,
-                         kernels));
+      m.push_back(
+          Sample(name, i, i < warmup, base_ns + 1000.0 * (i % 5), base_ns + 30000, kernels));
   };
   phase("baseline_before", 1'000'000, {{"nvjet_tst_128x256", 1}});
   m.push_back({{"event", "call_started"}, {"phase", "candidate"}});
@@ -135,7 +135,7 @@ TEST(JudgeTiming, WorkDoneOnTheHostIsOutsideTheStream) {
 }
 
 TEST(JudgeTiming, HostTimeRuleLeavesLaunchOverheadAlone) {
-  EXPECT_FALSE(HostTimeExceedsGpu(12e-6, 5e-6));    // a tiny kernel and its launch
+  EXPECT_FALSE(HostTimeExceedsGpu(12e-6, 5e-6));     // a tiny kernel and its launch
   EXPECT_FALSE(HostTimeExceedsGpu(13.1e-3, 13e-3));  // a big one
   EXPECT_TRUE(HostTimeExceedsGpu(5e-3, 0.1e-3));
 }
@@ -226,8 +226,9 @@ TEST(JudgeTiming, ATimeoutKeepsThePartialSamples) {
 TEST(JudgeTiming, ABaselineFailureIsAnInfrastructureErrorNamingTheLibrary) {
   std::vector<json> m = {{{"event", "baseline_error"},
                           {"phase", "baseline_before"},
-                          {"message", "cuBLASLt: cublasLtMatmulAlgoGetHeuristic: "
-                                      "CUBLAS_STATUS_NOT_SUPPORTED"}}};
+                          {"message",
+                           "cuBLASLt: cublasLtMatmulAlgoGetHeuristic: "
+                           "CUBLAS_STATUS_NOT_SUPPORTED"}}};
   auto rest = CleanRun();
   m.insert(m.end(), rest.begin() + 12, rest.end());  // no baseline samples
   TimingJudgement j = JudgeTiming(m, Exited(), Context());
@@ -239,8 +240,9 @@ TEST(JudgeTiming, ABaselineFailureIsAnInfrastructureErrorNamingTheLibrary) {
 }
 
 TEST(JudgeTiming, NoCuptiMeansTheLayerIsSkippedWithTheReason) {
-  std::vector<json> m = {{{"event", "timing_unavailable"}, {"reason", "CUPTI_ERROR_NOT_INITIALIZED"}},
-                         {{"event", "done"}}};
+  std::vector<json> m = {
+      {{"event", "timing_unavailable"}, {"reason", "CUPTI_ERROR_NOT_INITIALIZED"}},
+      {{"event", "done"}}};
   TimingJudgement j = JudgeTiming(m, Exited(), Context());
   EXPECT_FALSE(j.verdict);
   EXPECT_EQ(j.performance["state"], "skipped");

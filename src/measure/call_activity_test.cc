@@ -43,7 +43,8 @@ TEST(AttributeCall, HarnessWorkBetweenCallsIsNeitherCountedNorStray) {
       Kernel(1000, 1500, kCandidate, "_Z4gemmv"),
       Kernel(3000, 3100, kHarness, "ptxbench_checksum"),
       // A harness kernel as CUPTI names it (mangled), on the candidate's stream between calls.
-      Kernel(3200, 3300, kCandidate, "_ZN8ptxbench12_GLOBAL__N_121ptxbench_fill_patternItEEvPT_mS3_"),
+      Kernel(3200, 3300, kCandidate,
+             "_ZN8ptxbench12_GLOBAL__N_121ptxbench_fill_patternItEEvPT_mS3_"),
   };
   CallActivity a = AttributeCall(r, {900, 1600}, Marks());
   EXPECT_EQ(a.span_ns, 500u);

@@ -13,12 +13,12 @@
 
 #include "common/cuda_check.h"
 #include "common/files.h"
-#include "run/channel.h"
-#include "run/child_support.h"
-#include "run/timing_child.h"
 #include "measure/activity_timer.h"
 #include "measure/loaded_objects.h"
+#include "run/channel.h"
+#include "run/child_support.h"
 #include "run/device_ops.h"
+#include "run/timing_child.h"
 #include "task/family.h"
 
 namespace ptxbench {
@@ -175,9 +175,8 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
       return SendCallError(out, "launch", seed, e);
 
-    json outputs = write_outputs
-                       ? WriteOutputs(b, out_dir, "seed" + std::to_string(seed), stream)
-                       : json::array();
+    json outputs = write_outputs ? WriteOutputs(b, out_dir, "seed" + std::to_string(seed), stream)
+                                 : json::array();
     std::vector<uint64_t> after = InputChecksums(b, stream);
     out.Send({{"event", "trial"},
               {"seed", seed},

@@ -73,8 +73,8 @@ std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream) {
   return sums;
 }
 
-nlohmann::json WriteOutputs(const Buffers& b, const std::string& out_dir,
-                            const std::string& prefix, Stream stream) {
+nlohmann::json WriteOutputs(const Buffers& b, const std::string& out_dir, const std::string& prefix,
+                            Stream stream) {
   nlohmann::json outputs = nlohmann::json::array();
   std::vector<char> host;
   for (const auto& t : b.tensors) {

@@ -30,7 +30,7 @@ nlohmann::json DeviceInfo();
 // One checksum per input tensor, in ABI order. Synchronizes `stream`.
 std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream);
 // Writes every output tensor of `b` to out_dir/<prefix>_<name>.out and describes the files.
-nlohmann::json WriteOutputs(const Buffers& b, const std::string& out_dir,
-                            const std::string& prefix, Stream stream);
+nlohmann::json WriteOutputs(const Buffers& b, const std::string& out_dir, const std::string& prefix,
+                            Stream stream);
 
 }  // namespace ptxbench

@@ -30,8 +30,8 @@ using Clock = std::chrono::steady_clock;
 struct PhaseOptions {
   std::string phase;
   int warmup = 10, iterations = 50;
-  uint64_t seed0 = 0;            // call i gets inputs from seed0 + i
-  bool fresh_inputs = true;      // regenerate the inputs before every call
+  uint64_t seed0 = 0;              // call i gets inputs from seed0 + i
+  bool fresh_inputs = true;        // regenerate the inputs before every call
   std::set<int> write_outputs_of;  // calls whose outputs are written for re-validation
 };
 
@@ -42,7 +42,10 @@ class TimingSession {
  public:
   TimingSession(ActivityTimer& timer, ChannelWriter& out, const Family& family, Axes axes,
                 std::string out_dir)
-      : timer_(timer), out_(out), family_(family), axes_(std::move(axes)),
+      : timer_(timer),
+        out_(out),
+        family_(family),
+        axes_(std::move(axes)),
         out_dir_(std::move(out_dir)) {
     // Two streams: the harness's own work (inputs, poison, flush, checksums, copies) on one,
     // the candidate's on the other, so that CUPTI records tell them apart.
@@ -133,12 +136,9 @@ class TimingSession {
           return false;
         }
       std::vector<uint64_t> after = InputChecksums(b, hstream_);
-      json sample = {{"event", "timing_sample"},
-                     {"phase", o.phase},
-                     {"index", i},
-                     {"warmup", i < o.warmup},
-                     {"host_ns", host_ns},
-                     {"inputs_unchanged", before == after}};
+      json sample = {
+          {"event", "timing_sample"}, {"phase", o.phase},   {"index", i},
+          {"warmup", i < o.warmup},   {"host_ns", host_ns}, {"inputs_unchanged", before == after}};
       if (o.write_outputs_of.count(i)) {
         sample["seed"] = seed;
         sample["set"] = i % n_sets;
@@ -202,8 +202,13 @@ bool MeasurePeak(TimingSession& session, ActivityTimer& timer, ChannelWriter& ou
   }
   PhaseOptions o{"peak", 3, 10, 0x5eed0000u, false, {}};
   Baseline* raw = lt.get();
-  bool ok = session.Loop(o, sets, [raw](const auto& t, Stream s) { raw->Run(t, s); return 0; },
-                         nullptr);
+  bool ok = session.Loop(
+      o, sets,
+      [raw](const auto& t, Stream s) {
+        raw->Run(t, s);
+        return 0;
+      },
+      nullptr);
   out.Send({{"event", "peak_done"}, {"n", n}, {"ok", ok}, {"baseline", lt->Describe()}});
   return ok;
 }

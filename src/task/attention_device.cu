@@ -42,9 +42,9 @@ __global__ void __launch_bounds__(kThreads)
                                const __nv_bfloat16* __restrict__ V, float* __restrict__ O,
                                float* __restrict__ LSE, int S, int D, int causal, float scale) {
   extern __shared__ float smem[];
-  float* ks = smem;                     // [kTile][D+1]
-  float* vs = ks + kTile * (D + 1);     // [kTile][D+1]
-  float* qs = vs + kTile * (D + 1);     // [kWarps][D]
+  float* ks = smem;                  // [kTile][D+1]
+  float* vs = ks + kTile * (D + 1);  // [kTile][D+1]
+  float* qs = vs + kTile * (D + 1);  // [kWarps][D]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const size_t base = size_t(blockIdx.y) * S * D;
   const int row0 = blockIdx.x * kWarps, i = row0 + warp;
@@ -117,12 +117,12 @@ __global__ void __launch_bounds__(kThreads)
                             const float* __restrict__ delta, float* __restrict__ dK,
                             float* __restrict__ dV, int S, int D, int causal, float scale) {
   extern __shared__ float smem[];
-  float* qs = smem;                       // [kTile][D+1]
-  float* dos = qs + kTile * (D + 1);      // [kTile][D+1]
-  float* krow = dos + kTile * (D + 1);    // [kWarps][D]
-  float* vrow = krow + kWarps * D;        // [kWarps][D]
-  float* lse_s = vrow + kWarps * D;       // [kTile]
-  float* delta_s = lse_s + kTile;         // [kTile]
+  float* qs = smem;                     // [kTile][D+1]
+  float* dos = qs + kTile * (D + 1);    // [kTile][D+1]
+  float* krow = dos + kTile * (D + 1);  // [kWarps][D]
+  float* vrow = krow + kWarps * D;      // [kWarps][D]
+  float* lse_s = vrow + kWarps * D;     // [kTile]
+  float* delta_s = lse_s + kTile;       // [kTile]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const size_t base = size_t(blockIdx.y) * S * D, rbase = size_t(blockIdx.y) * S;
   const int row0 = blockIdx.x * kWarps, j = row0 + warp;
@@ -132,7 +132,8 @@ __global__ void __launch_bounds__(kThreads)
     vrow[warp * D + d] = key_ok ? __bfloat162float(V[base + size_t(j) * D + d]) : 0.f;
   }
   float dk[kMaxChunks] = {}, dv[kMaxChunks] = {};
-  const int first = causal ? (row0 / kTile) * kTile : 0;  // queries before row0 see none of these keys
+  const int first =
+      causal ? (row0 / kTile) * kTile : 0;  // queries before row0 see none of these keys
   for (int t0 = first; t0 < S; t0 += kTile) {
     __syncthreads();
     LoadTile(qs, Q + base, t0, S, D);
@@ -182,17 +183,15 @@ __global__ void __launch_bounds__(kThreads)
 
 // dQ: a warp per query row i; keys stream through shared memory.
 __global__ void __launch_bounds__(kThreads)
-    ptxbench_attention_dq(const __nv_bfloat16* __restrict__ Q,
-                          const __nv_bfloat16* __restrict__ K,
-                          const __nv_bfloat16* __restrict__ V,
-                          const __nv_bfloat16* __restrict__ dO, const float* __restrict__ LSE,
-                          const float* __restrict__ delta, float* __restrict__ dQ, int S, int D,
-                          int causal, float scale) {
+    ptxbench_attention_dq(const __nv_bfloat16* __restrict__ Q, const __nv_bfloat16* __restrict__ K,
+                          const __nv_bfloat16* __restrict__ V, const __nv_bfloat16* __restrict__ dO,
+                          const float* __restrict__ LSE, const float* __restrict__ delta,
+                          float* __restrict__ dQ, int S, int D, int causal, float scale) {
   extern __shared__ float smem[];
-  float* ks = smem;                      // [kTile][D+1]
-  float* vs = ks + kTile * (D + 1);      // [kTile][D+1]
-  float* qrow = vs + kTile * (D + 1);    // [kWarps][D]
-  float* dorow = qrow + kWarps * D;      // [kWarps][D]
+  float* ks = smem;                    // [kTile][D+1]
+  float* vs = ks + kTile * (D + 1);    // [kTile][D+1]
+  float* qrow = vs + kTile * (D + 1);  // [kWarps][D]
+  float* dorow = qrow + kWarps * D;    // [kWarps][D]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const size_t base = size_t(blockIdx.y) * S * D, rbase = size_t(blockIdx.y) * S;
   const int row0 = blockIdx.x * kWarps, i = row0 + warp;
@@ -301,8 +300,8 @@ void LaunchAttentionBackward(const void* Q, const void* K, const void* V, const 
   dim3 grid((S + kWarps - 1) / kWarps, B * H);
   size_t smem_kv = (2 * kTile * (D + 1) + 2 * kWarps * D + 2 * kTile) * sizeof(float);
   AllowSmem(ptxbench_attention_dkdv, smem_kv);
-  ptxbench_attention_dkdv<<<grid, kThreads, smem_kv, stream>>>(q, k, v, dout, LSE, delta, dK, dV,
-                                                               S, D, causal ? 1 : 0, scale);
+  ptxbench_attention_dkdv<<<grid, kThreads, smem_kv, stream>>>(q, k, v, dout, LSE, delta, dK, dV, S,
+                                                               D, causal ? 1 : 0, scale);
   PTXBENCH_CUDA_CHECK(cudaGetLastError());
   size_t smem_q = (2 * kTile * (D + 1) + 2 * kWarps * D) * sizeof(float);
   AllowSmem(ptxbench_attention_dq, smem_q);
@@ -322,15 +321,14 @@ void MhaForwardFamily::Reference(const std::vector<DeviceTensor>& t,
 int MhaForwardFamily::CallCandidate(void* run_symbol, const std::vector<DeviceTensor>& t,
                                     const Axes& a, Stream stream) const {
   auto run = reinterpret_cast<FwdRun>(run_symbol);
-  return run(static_cast<const __nv_bfloat16*>(t[0].data),
-             static_cast<const __nv_bfloat16*>(t[1].data),
-             static_cast<const __nv_bfloat16*>(t[2].data), static_cast<__nv_bfloat16*>(t[3].data),
-             static_cast<float*>(t[4].data), Ax(a, "B"), Ax(a, "H"), Ax(a, "S"), Ax(a, "D"),
-             stream);
+  return run(
+      static_cast<const __nv_bfloat16*>(t[0].data), static_cast<const __nv_bfloat16*>(t[1].data),
+      static_cast<const __nv_bfloat16*>(t[2].data), static_cast<__nv_bfloat16*>(t[3].data),
+      static_cast<float*>(t[4].data), Ax(a, "B"), Ax(a, "H"), Ax(a, "S"), Ax(a, "D"), stream);
 }
 
-void MhaBackwardFamily::MakeInputs(const std::vector<DeviceTensor>& t, const Axes& a,
-                                   uint64_t seed, Stream stream) const {
+void MhaBackwardFamily::MakeInputs(const std::vector<DeviceTensor>& t, const Axes& a, uint64_t seed,
+                                   Stream stream) const {
   Family::MakeInputs(t, a, seed, stream);  // Q, K, V, dO (and placeholders for O, LSE)
   size_t n = static_cast<size_t>(t[3].spec.Elements());
   float* o32 = nullptr;
@@ -339,8 +337,7 @@ void MhaBackwardFamily::MakeInputs(const std::vector<DeviceTensor>& t, const Axe
                          Ax(a, "B"), Ax(a, "H"), Ax(a, "S"), Ax(a, "D"), a.at("causal") != 0,
                          stream);
   unsigned blocks = unsigned(std::min<size_t>((n + 255) / 256, 65536));
-  ptxbench_f32_to_bf16<<<blocks, 256, 0, stream>>>(o32, static_cast<__nv_bfloat16*>(t[3].data),
-                                                   n);
+  ptxbench_f32_to_bf16<<<blocks, 256, 0, stream>>>(o32, static_cast<__nv_bfloat16*>(t[3].data), n);
   PTXBENCH_CUDA_CHECK(cudaGetLastError());
   PTXBENCH_CUDA_CHECK(cudaFreeAsync(o32, stream));
 }
@@ -357,14 +354,13 @@ void MhaBackwardFamily::Reference(const std::vector<DeviceTensor>& t,
 int MhaBackwardFamily::CallCandidate(void* run_symbol, const std::vector<DeviceTensor>& t,
                                      const Axes& a, Stream stream) const {
   auto run = reinterpret_cast<BwdRun>(run_symbol);
-  return run(static_cast<const __nv_bfloat16*>(t[0].data),
-             static_cast<const __nv_bfloat16*>(t[1].data),
-             static_cast<const __nv_bfloat16*>(t[2].data),
-             static_cast<const __nv_bfloat16*>(t[3].data),
-             static_cast<const __nv_bfloat16*>(t[4].data), static_cast<const float*>(t[5].data),
-             static_cast<__nv_bfloat16*>(t[6].data), static_cast<__nv_bfloat16*>(t[7].data),
-             static_cast<__nv_bfloat16*>(t[8].data), Ax(a, "B"), Ax(a, "H"), Ax(a, "S"),
-             Ax(a, "D"), stream);
+  return run(
+      static_cast<const __nv_bfloat16*>(t[0].data), static_cast<const __nv_bfloat16*>(t[1].data),
+      static_cast<const __nv_bfloat16*>(t[2].data), static_cast<const __nv_bfloat16*>(t[3].data),
+      static_cast<const __nv_bfloat16*>(t[4].data), static_cast<const float*>(t[5].data),
+      static_cast<__nv_bfloat16*>(t[6].data), static_cast<__nv_bfloat16*>(t[7].data),
+      static_cast<__nv_bfloat16*>(t[8].data), Ax(a, "B"), Ax(a, "H"), Ax(a, "S"), Ax(a, "D"),
+      stream);
 }
 
 }  // namespace ptxbench

@@ -61,7 +61,7 @@ double Worst(const char* what, const std::vector<float>& gpu, const std::vector<
 struct Shape {
   int B, H, S, D;
 };
-const Shape kShapes[] = {{1, 2, 1, 64}, {1, 2, 37, 64}, {2, 3, 100, 96},
+const Shape kShapes[] = {{1, 2, 1, 64},    {1, 2, 37, 64},  {2, 3, 100, 96},
                          {1, 2, 129, 128}, {1, 1, 45, 256}, {1, 2, 256, 128}};
 
 TEST(AttentionReference, ForwardMatchesDoublePrecision) {
@@ -127,9 +127,9 @@ TEST(AttentionReference, SecondsAtTheLargestWorkloads) {
     const char* family;
     int S, D, causal;
   };
-  for (Case c : {Case{"mha_fwd", 4096, 128, 0}, Case{"mha_fwd", 4096, 256, 0},
-                 Case{"mha_bwd", 4096, 128, 0}, Case{"mha_bwd", 16384, 96, 0},
-                 Case{"mha_bwd", 16384, 96, 1}}) {
+  for (Case c :
+       {Case{"mha_fwd", 4096, 128, 0}, Case{"mha_fwd", 4096, 256, 0}, Case{"mha_bwd", 4096, 128, 0},
+        Case{"mha_bwd", 16384, 96, 0}, Case{"mha_bwd", 16384, 96, 1}}) {
     const Family& f = *FindFamily(c.family);
     Axes a{{"B", 4}, {"H", 48}, {"S", c.S}, {"D", c.D}, {"causal", c.causal}};
     Device dev(f, a);

@@ -72,7 +72,8 @@ Measured Measure(CublasLtGemm& lt, void* a, void* b, void* c, void* flush, size_
 TEST(TimingFidelity, TheBaselineComputesTheTask) {
   Timer();
   const Family& gemm = *FindFamily("gemm");
-  for (Axes axes : {Axes{{"M", 129}, {"N", 257}, {"K", 1031}}, Axes{{"M", 256}, {"N", 64}, {"K", 96}}}) {
+  for (Axes axes :
+       {Axes{{"M", 129}, {"N", 257}, {"K", 1031}}, Axes{{"M", 256}, {"N", 64}, {"K", 96}}}) {
     std::vector<DeviceTensor> t;
     for (const auto& spec : gemm.Tensors(axes)) {
       DeviceTensor d{spec, nullptr};
