@@ -1,0 +1,150 @@
+/*
+Control: fwd_causal_correct
+Expected verdict: PASSED on mha_with_lse_d64_causal, S=2048; no architecture tag (instruction
+check sass_absent: CUDA cores only, no GMMA in the SASS)
+
+mha_fwd, causal: O = softmax(Q·Kᵀ/√D + mask)·V and LSE[b,h,i] = ln Σ_{j<=i} exp(Q_i·K_jᵀ/√D)
+(natural log, over the visible keys) for Q, K, V, O [B,H,S,D] bf16 and LSE [B,H,S] fp32,
+contiguous. Key j is visible to query i iff j <= i (kCausal = true below: the ABI has no mask
+argument, a candidate is written for one task).
+
+Nothing is wrong with it on purpose. fwd_correct.cu with kCausal = true:
+  - one warp per query row, 8 rows (warps) per 256-thread block; grid.x covers S, grid.y walks
+    the B*H heads (block-uniform loop, so any B*H works);
+  - keys and values stream through shared memory 32 rows at a time (fp32, [32][D+1]); the key
+    loop stops at the block's last row (row0 + 7), tiles wholly masked for a row are skipped
+    (warp-uniform), the rest are masked per key with j <= i;
+  - online softmax in fp32 (running max, running sum, rescaled fp32 accumulator); scale 1/√D;
+  - O = acc / l rounded with __float2bfloat16_rn; LSE = m + ln l in fp32 (every row sees at
+    least key 0, so l > 0);
+  - any S >= 1, D <= 256; D > 256 or a non-positive axis is refused (run returns 1); 64-bit
+    offsets; nothing past S is read or written.
+No workspace, no atomics, deterministic. Run on a non-causal task it would be INCORRECT.
+
+Build (as the harness does):
+nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -lineinfo -gencode arch=compute_90a,code=sm_90a \
+     -cudart shared -o fwd_causal_correct.so fwd_causal_correct.cu -lcuda
+*/
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+namespace {
+
+constexpr bool kCausal = true;  // key j visible to query i iff j <= i
+constexpr int kWarps = 8, kThreads = kWarps * 32, kTile = 32, kMaxChunks = 8;
+constexpr int kMaxD = 32 * kMaxChunks;  // 256
+
+__device__ __forceinline__ float WarpMax(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float WarpSum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Rows r0 .. r0+kTile-1 of a [S,D] bf16 matrix into smem [kTile][D+1] as fp32 (zeros past S).
+__device__ __forceinline__ void LoadTile(float* dst, const __nv_bfloat16* __restrict__ src,
+                                         int64_t r0, int64_t S, int D) {
+  for (int idx = threadIdx.x; idx < kTile * D; idx += kThreads) {
+    const int r = idx / D, d = idx - r * D;
+    const int64_t row = r0 + r;
+    dst[r * (D + 1) + d] = row < S ? __bfloat162float(src[row * D + d]) : 0.f;
+  }
+}
+
+__device__ __forceinline__ bool Visible(int64_t i, int64_t j) {
+  return !kCausal || j <= i;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    attn_fwd_warp_row(const __nv_bfloat16* __restrict__ Q, const __nv_bfloat16* __restrict__ K,
+                      const __nv_bfloat16* __restrict__ V, __nv_bfloat16* __restrict__ O,
+                      float* __restrict__ LSE, int64_t BH, int64_t S, int D, float scale) {
+  extern __shared__ float smem[];
+  float* ks = smem;                  // [kTile][D+1]
+  float* vs = ks + kTile * (D + 1);  // [kTile][D+1]
+  float* qs = vs + kTile * (D + 1);  // [kWarps][D]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t row0 = int64_t(blockIdx.x) * kWarps, i = row0 + warp;
+  const bool row_ok = i < S;
+  // Last key any row of this block can see (block-uniform).
+  const int64_t last_row = row0 + kWarps - 1 < S - 1 ? row0 + kWarps - 1 : S - 1;
+  const int64_t last_key = kCausal ? last_row : S - 1;
+
+  for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
+    const int64_t base = bh * S * D;
+    __syncwarp();
+    for (int d = lane; d < D; d += 32)
+      qs[warp * D + d] = row_ok ? __bfloat162float(Q[base + i * D + d]) : 0.f;
+    __syncwarp();
+
+    float m = -INFINITY, l = 0.f, acc[kMaxChunks];
+#pragma unroll
+    for (int c = 0; c < kMaxChunks; ++c) acc[c] = 0.f;
+
+    for (int64_t t0 = 0; t0 <= last_key; t0 += kTile) {
+      __syncthreads();
+      LoadTile(ks, K + base, t0, S, D);
+      LoadTile(vs, V + base, t0, S, D);
+      __syncthreads();
+      const int64_t j = t0 + lane;
+      const bool valid = row_ok && j < S && Visible(i, j);
+      float s = -INFINITY;
+      if (valid) {
+        float dot = 0.f;
+        for (int d = 0; d < D; ++d) dot = fmaf(qs[warp * D + d], ks[lane * (D + 1) + d], dot);
+        s = dot * scale;
+      }
+      const float tile_max = WarpMax(s);
+      if (tile_max == -INFINITY) continue;  // nothing visible to this row here (warp-uniform)
+      const float m_new = fmaxf(m, tile_max);
+      const float corr = expf(m - m_new);  // 0 on the first visible tile
+      const float p = valid ? expf(s - m_new) : 0.f;
+      l = l * corr + WarpSum(p);
+#pragma unroll
+      for (int c = 0; c < kMaxChunks; ++c) acc[c] *= corr;
+      for (int jj = 0; jj < kTile; ++jj) {
+        const float pj = __shfl_sync(0xffffffffu, p, jj);
+#pragma unroll
+        for (int c = 0; c < kMaxChunks; ++c) {
+          const int d = lane + 32 * c;
+          if (d < D) acc[c] = fmaf(pj, vs[jj * (D + 1) + d], acc[c]);
+        }
+      }
+      m = m_new;
+    }
+
+    if (row_ok) {
+      const float inv_l = 1.f / l;
+#pragma unroll
+      for (int c = 0; c < kMaxChunks; ++c) {
+        const int d = lane + 32 * c;
+        if (d < D) O[base + i * D + d] = __float2bfloat16_rn(acc[c] * inv_l);
+      }
+      if (lane == 0) LSE[bh * S + i] = m + logf(l);  // natural log
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int run(const __nv_bfloat16* Q, const __nv_bfloat16* K, const __nv_bfloat16* V,
+                   __nv_bfloat16* O, float* LSE, int B, int H, int S, int D,
+                   cudaStream_t stream) {
+  if (B < 1 || H < 1 || S < 1 || D < 1 || D > kMaxD) return 1;
+  const int64_t BH = int64_t(B) * H;
+  const size_t smem = (2 * size_t(kTile) * (D + 1) + size_t(kWarps) * D) * sizeof(float);
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(attn_fwd_warp_row, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(smem)) != cudaSuccess)
+    return 1;
+  const int64_t row_blocks = (int64_t(S) + kWarps - 1) / kWarps;
+  const dim3 grid(unsigned(row_blocks), unsigned(BH < 65535 ? BH : 65535));
+  attn_fwd_warp_row<<<grid, kThreads, smem, stream>>>(Q, K, V, O, LSE, BH, S, D,
+                                                      1.0f / sqrtf(float(D)));
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
