@@ -1,7 +1,6 @@
 #include "run/child_main.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -115,26 +114,8 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
   Allocate(*family, axes, &b);
 
   std::set<std::string> objects_before = LoadedObjects();
-  std::string so = spec.at("shared_object");
-  void* handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = ::dlerror();
-    out.Send({{"event", "error"}, {"stage", "load"}, {"message", why ? why : "dlopen failed"}});
-    return;
-  }
-  void* run = ::dlsym(handle, "run");
-  if (!run) {
-    out.Send({{"event", "error"},
-              {"stage", "load"},
-              {"message", "the shared object has no symbol `run`"}});
-    return;
-  }
-  // Vendor libraries the candidate brought in at run time (dlopen behind the screen's back),
-  // checked once its calls are done.
-  auto report_libraries = [&]() {
-    out.Send({{"event", "libraries"},
-              {"new_vendor_libraries", NewVendorLibraries(objects_before, LoadedObjects())}});
-  };
+  void* run = LoadCandidateRun(spec.at("shared_object"), out);
+  if (!run) return;
 
   for (uint64_t seed : spec.at("seeds").get<std::vector<uint64_t>>()) {
     auto t0 = Clock::now();
@@ -186,9 +167,10 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
               {"outputs", outputs},
               {"seconds", SecondsSince(t0)}});
   }
-  report_libraries();
-  // The handle stays open: unloading a library whose kernels may still be referenced by the
-  // runtime is a crash we would wrongly blame on the candidate.
+  // Vendor libraries the candidate brought in at run time (dlopen behind the screen's back),
+  // checked once its calls are done.
+  out.Send({{"event", "libraries"},
+            {"new_vendor_libraries", NewVendorLibraries(objects_before, LoadedObjects())}});
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 #include "run/child_support.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
 
 #include "common/cuda_check.h"
+#include "run/channel.h"
 #include "run/device_ops.h"
 
 namespace ptxbench {
@@ -63,6 +65,23 @@ nlohmann::json DeviceInfo() {
           {"pci_bus_id", bus},
           {"driver_version", driver},
           {"runtime_version", runtime}};
+}
+
+void* LoadCandidateRun(const std::string& shared_object, ChannelWriter& out) {
+  // The handle is never closed: unloading a library whose kernels the runtime may still
+  // reference is a crash we would wrongly blame on the candidate.
+  void* handle = ::dlopen(shared_object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = ::dlerror();
+    out.Send({{"event", "error"}, {"stage", "load"}, {"message", why ? why : "dlopen failed"}});
+    return nullptr;
+  }
+  void* run = ::dlsym(handle, "run");
+  if (!run)
+    out.Send({{"event", "error"},
+              {"stage", "load"},
+              {"message", "the shared object has no symbol `run`"}});
+  return run;
 }
 
 std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run/channel.h"
 #include "task/family.h"
 
 namespace ptxbench {
@@ -27,6 +28,9 @@ void Allocate(const Family& family, const Axes& axes, Buffers* b);
 void WriteBytes(const std::string& path, const void* data, size_t bytes);
 // The "device" message: name, compute capability, SM count, L2, clocks, PCI bus id, UUID.
 nlohmann::json DeviceInfo();
+// Loads the candidate's shared object and finds `run`; nullptr after telling the parent
+// (an "error" message at stage "load") when either fails.
+void* LoadCandidateRun(const std::string& shared_object, ChannelWriter& out);
 // One checksum per input tensor, in ABI order. Synchronizes `stream`.
 std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream);
 // Writes every output tensor of `b` to out_dir/<prefix>_<name>.out and describes the files.

@@ -1,7 +1,6 @@
 #include "run/timing_child.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <chrono>
 #include <exception>
@@ -255,18 +254,8 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
 
   // --- the candidate ---
   std::set<std::string> objects_before = LoadedObjects();
-  std::string so = spec.at("shared_object");
-  void* handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = ::dlerror();
-    out.Send({{"event", "error"}, {"stage", "load"}, {"message", why ? why : "dlopen failed"}});
-    return;
-  }
-  void* run = ::dlsym(handle, "run");
-  if (!run) {
-    out.Send({{"event", "error"}, {"stage", "load"}, {"message", "no symbol `run`"}});
-    return;
-  }
+  void* run = LoadCandidateRun(spec.at("shared_object"), out);
+  if (!run) return;
   json clocks = {{"before", clock_sample()}};
   // Polled on its own thread through the timed calls: a throttled clock explains a slow run.
   ClockSampler sampler(nvml.get(), nvml_why);
