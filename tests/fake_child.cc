@@ -105,7 +105,7 @@ int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, si
     for (int i = 0; i < total; ++i) out.Send(sample("baseline_after", i, 2e6, {{"nvjet_fake", 1}}));
   out.Send({{"event", "timing_done"},
             {"protocol", {{"buffer_sets", sets}}},
-            {"baseline_kernels", {"nvjet_fake"}},
+            {"baseline_name", "cuBLASLt"},
             {"baseline", {{"version", "fake"}}},
             {"new_vendor_libraries", json::array()}});
   out.Send({{"event", "done"}});

@@ -202,10 +202,10 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   if (!vendor.empty())
     verdict(Status::kRuleViolation, "forbidden_library",
             "the candidate loaded " + Join(vendor) + " at run time");
+  // The baseline's own kernels, as its calls before the candidate's ran them.
   std::vector<std::string> baseline_kernels;
-  if (done)
-    for (const auto& k : done->value("baseline_kernels", json::array()))
-      baseline_kernels.push_back(k.get<std::string>());
+  for (const auto& [name, count] : phases["baseline_before"].kernels)
+    baseline_kernels.push_back(name);
   if (ctx.allowed_known) {
     std::vector<std::string> foreign =
         ForeignKernels(c.kernels, ctx.allowed_kernels, baseline_kernels);
@@ -259,9 +259,7 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   // --- the baseline, before and after ---
   Phase& b0 = phases["baseline_before"];
   Phase& b1 = phases["baseline_after"];
-  json base = {{"name", done && done->contains("baseline") && !(*done)["baseline"].is_null()
-                            ? "cuBLASLt"
-                            : ""}};
+  json base = {{"name", done ? done->value("baseline_name", "") : ""}};
   if (!baseline_none.empty()) {
     base = {{"state", "skipped"}, {"reason", baseline_none}};
   } else if (!b0.span_s.empty()) {

@@ -37,7 +37,7 @@ std::vector<json> CleanRun(int warmup = 2, int iterations = 10) {
   phase("baseline_after", 1'020'000, {{"nvjet_tst_128x256", 1}});
   m.push_back({{"event", "timing_done"},
                {"protocol", {{"buffer_sets", 3}, {"l2_bytes", 62914560}}},
-               {"baseline_kernels", {"nvjet_tst_128x256"}},
+               {"baseline_name", "cuBLASLt"},
                {"baseline", {{"version", "13.1.0"}}},
                {"new_vendor_libraries", json::array()}});
   m.push_back({{"event", "done"}});
@@ -62,6 +62,7 @@ TEST(JudgeTiming, ACleanRunGivesStatisticsSpeedupAndPeakShare) {
   ASSERT_FALSE(j.verdict) << j.verdict->message;
   const json& p = j.performance;
   EXPECT_EQ(p["state"], "ran");
+  EXPECT_EQ(p["baseline"]["name"], "cuBLASLt");
   EXPECT_EQ(p["candidate"]["count"], 10);  // warm-up calls are not samples
   EXPECT_NEAR(p["candidate"]["median"].get<double>(), 2.002e-3, 1e-9);
   EXPECT_NEAR(p["baseline"]["before"]["median"].get<double>(), 1.002e-3, 1e-9);
@@ -98,6 +99,20 @@ TEST(JudgeTiming, AForeignKernelIsARuleViolation) {
   EXPECT_EQ(j.verdict->status, Status::kRuleViolation);
   EXPECT_EQ(j.verdict->reason, "foreign_kernel");
   EXPECT_NE(j.verdict->message.find("nvjet_tst_128x256"), std::string::npos);
+}
+
+TEST(JudgeTiming, AStubNamedLikeTheBaselinesKernelIsStillForeign) {
+  // The candidate's cubin has an empty kernel under cuBLAS's name and calls cuBLAS: the name
+  // is "allowed", but the baseline ran it, so it is forbidden.
+  auto m = CleanRun();
+  for (auto& x : m)
+    if (x.value("phase", "") == "candidate" && x.contains("activity"))
+      x["activity"]["kernels"] = {{"nvjet_tst_128x256", 1}};
+  TimingContext c = Context();
+  c.allowed_kernels.push_back("nvjet_tst_128x256");
+  TimingJudgement j = JudgeTiming(m, Exited(), c);
+  ASSERT_TRUE(j.verdict);
+  EXPECT_EQ(j.verdict->reason, "foreign_kernel");
 }
 
 TEST(JudgeTiming, WithoutTheCubinsFunctionsTheForeignCheckSaysItDidNotRun) {

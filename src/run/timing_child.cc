@@ -83,8 +83,7 @@ class TimingSession {
   }
 
   // Runs one phase on `sets`; false when a call failed (the error was sent).
-  bool Loop(const PhaseOptions& o, std::vector<Buffers>& sets, const Call& call,
-            std::map<std::string, int>* kernels_seen) {
+  bool Loop(const PhaseOptions& o, std::vector<Buffers>& sets, const Call& call) {
     int total = o.warmup + o.iterations;
     int n_sets = static_cast<int>(sets.size());
     timer_.CollectAll();  // whatever came before this phase is not its business
@@ -143,10 +142,7 @@ class TimingSession {
         sample["set"] = i % n_sets;
         sample["outputs"] = WriteOutputs(b, out_dir_, "timing" + std::to_string(i), hstream_);
       }
-      CallActivity a = AttributeCall(timer_.CollectAll(), w, marks_);
-      if (kernels_seen)
-        for (const auto& [name, count] : a.kernels) (*kernels_seen)[name] += count;
-      sample["activity"] = a.ToJson();
+      sample["activity"] = AttributeCall(timer_.CollectAll(), w, marks_).ToJson();
       out_.Send(sample);
     }
     return true;
@@ -184,9 +180,16 @@ class TimingSession {
   std::vector<Buffers> sets_;
 };
 
+// A baseline as a call of the loop: it never refuses, it throws BaselineError.
+Call BaselineCall(Baseline* b) {
+  return [b](const std::vector<DeviceTensor>& t, Stream s) {
+    b->Run(t, s);
+    return 0;
+  };
+}
+
 // The bf16 dense peak of this GPU: cuBLASLt at a large square shape, fixed inputs.
-bool MeasurePeak(TimingSession& session, ActivityTimer& timer, ChannelWriter& out, int n) {
-  (void)timer;
+bool MeasurePeak(TimingSession& session, ChannelWriter& out, int n) {
   const Family& gemm = *FindFamily("gemm");
   Axes axes = {{"M", n}, {"N", n}, {"K", n}};
   std::vector<Buffers> sets(1);
@@ -200,14 +203,7 @@ bool MeasurePeak(TimingSession& session, ActivityTimer& timer, ChannelWriter& ou
     return false;
   }
   PhaseOptions o{"peak", 3, 10, 0x5eed0000u, false, {}};
-  Baseline* raw = lt.get();
-  bool ok = session.Loop(
-      o, sets,
-      [raw](const auto& t, Stream s) {
-        raw->Run(t, s);
-        return 0;
-      },
-      nullptr);
+  bool ok = session.Loop(o, sets, BaselineCall(lt.get()));
   out.Send({{"event", "peak_done"}, {"n", n}, {"ok", ok}, {"baseline", lt->Describe()}});
   return ok;
 }
@@ -220,7 +216,7 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
   int warmup = spec.value("warmup", 10), iterations = spec.value("iterations", 50);
   uint64_t seed_base = spec.at("seed_base");
   TimingSession session(timer, out, *family, axes, spec.at("out_dir"));
-  int n_sets = session.AllocateSets(spec.value("buffer_sets", 3));
+  session.AllocateSets(spec.value("buffer_sets", 3));
 
   std::unique_ptr<NvmlClocks> nvml;
   std::string nvml_why;
@@ -231,7 +227,6 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
 
   // --- the baseline, before the candidate exists in this process ---
   std::unique_ptr<Baseline> baseline;
-  std::map<std::string, int> baseline_kernels;
   if (spec.value("baseline", true)) {
     std::string why;
     try {
@@ -242,15 +237,12 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
     if (!baseline && !why.empty()) out.Send({{"event", "baseline_none"}, {"reason", why}});
   }
   Baseline* bl = baseline.get();
-  Call baseline_call = [bl](const std::vector<DeviceTensor>& t, Stream s) {
-    bl->Run(t, s);
-    return 0;
-  };
+  Call baseline_call = BaselineCall(bl);
   if (bl) {
     PhaseOptions o{"baseline_before", warmup, iterations, seed_base + 1000000, true, {}};
-    if (!session.Loop(o, session.sets(), baseline_call, &baseline_kernels)) bl = nullptr;
+    if (!session.Loop(o, session.sets(), baseline_call)) bl = nullptr;
   }
-  if (int n = spec.value("peak_n", 0); n > 0) MeasurePeak(session, timer, out, n);
+  if (int n = spec.value("peak_n", 0); n > 0) MeasurePeak(session, out, n);
 
   // --- the candidate ---
   std::set<std::string> objects_before = LoadedObjects();
@@ -260,19 +252,15 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
   // Polled on its own thread through the timed calls: a throttled clock explains a slow run.
   ClockSampler sampler(nvml.get(), nvml_why);
   sampler.Start();
-  std::map<std::string, int> candidate_kernels;
   out.Send({{"event", "call_started"}, {"phase", "candidate"}});
   // The calls the parent chose to check again: the last on each buffer set, and a few at
   // random among the timed ones, so that a candidate counting its calls cannot know which.
   std::set<int> checked;
   for (int i : spec.value("check_calls", std::vector<int>{})) checked.insert(i);
   PhaseOptions o{"candidate", warmup, iterations, seed_base, true, checked};
-  bool ok = session.Loop(
-      o, session.sets(),
-      [&](const std::vector<DeviceTensor>& t, Stream s) {
-        return family->CallCandidate(run, t, axes, s);
-      },
-      &candidate_kernels);
+  bool ok = session.Loop(o, session.sets(), [&](const std::vector<DeviceTensor>& t, Stream s) {
+    return family->CallCandidate(run, t, axes, s);
+  });
   clocks["during"] = ToJson(sampler.Stop());
   clocks["after"] = clock_sample();
   if (!ok) return;
@@ -281,16 +269,12 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
   // --- the baseline again, after the candidate ran: a drift says the machine changed ---
   if (bl) {
     PhaseOptions ob{"baseline_after", warmup, iterations, seed_base + 2000000, true, {}};
-    session.Loop(ob, session.sets(), baseline_call, nullptr);
+    session.Loop(ob, session.sets(), baseline_call);
   }
-  json bk = json::array();
-  for (const auto& [name, count] : baseline_kernels) bk.push_back(name);
   out.Send({{"event", "timing_done"},
             {"protocol", session.Protocol()},
-            {"buffer_sets", n_sets},
             {"clocks", clocks},
-            {"candidate_kernels", candidate_kernels},
-            {"baseline_kernels", bk},
+            {"baseline_name", baseline ? baseline->Name() : ""},
             {"baseline", baseline ? baseline->Describe() : json(nullptr)},
             {"new_vendor_libraries", new_vendor}});
 }
