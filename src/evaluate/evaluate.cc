@@ -269,6 +269,29 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
   set("dynamic_present", msg);
 }
 
+// A reference child for `seeds`, its expected outputs written to `out_dir`.
+ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, const Axes& axes,
+                               const std::vector<uint64_t>& seeds, const std::string& out_dir,
+                               const ScratchDir& scratch, const std::string& name) {
+  ChildRequest cr;
+  cr.spec = {{"role", "reference"},
+             {"family", family.Name()},
+             {"axes", axes},
+             {"seeds", seeds},
+             {"out_dir", out_dir}};
+  cr.work_dir = scratch.path();
+  cr.name = name;
+  cr.timeout = req.reference_timeout;
+  cr.executable = req.executable;
+  return RunChild(cr);
+}
+
+// Why a reference child did not deliver: its error, else how it ended.
+std::string ReferenceFailure(const ChildOutcome& ro) {
+  return ro.First("error") ? ro.First("error")->value("message", "")
+                           : "reference child " + ro.exit.Describe();
+}
+
 // Derive the memory check's and the profiled call's seeds from the evaluation's fresh seed.
 constexpr uint64_t kMemcheckSeedSalt = 0x6d656d636865636bull;
 constexpr uint64_t kProfileSeedSalt = 0x70726f66696c65ull;
@@ -322,17 +345,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   auto t = Clock::now();
   std::string ref_dir = scratch.File("timing-reference");
   MakeDirs(ref_dir);
-  ChildRequest cr;
-  cr.spec = {{"role", "reference"},
-             {"family", family.Name()},
-             {"axes", axes},
-             {"seeds", check_seeds},
-             {"out_dir", ref_dir}};
-  cr.work_dir = scratch.path();
-  cr.name = "timing-reference";
-  cr.timeout = req.reference_timeout;
-  cr.executable = req.executable;
-  ChildOutcome ro = RunChild(cr);
+  ChildOutcome ro =
+      RunReferenceChild(req, family, axes, check_seeds, ref_dir, scratch, "timing-reference");
   std::map<uint64_t, ReferenceEntry> refs;
   for (const json* m : ro.All("reference")) {
     ReferenceEntry e;
@@ -343,9 +357,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   }
   rec->stage_seconds["timing_reference"] = Since(t);
   if (refs.size() != check_seeds.size()) {
-    std::string why = ro.First("error") ? ro.First("error")->value("message", "")
-                                        : "reference child " + ro.exit.Describe();
-    v->Set(Status::kInfraError, "", "the reference for the timed calls failed: " + why);
+    v->Set(Status::kInfraError, "",
+           "the reference for the timed calls failed: " + ReferenceFailure(ro));
     rec->performance = NotReachedLayer("the reference for the timed calls failed");
     return;
   }
@@ -387,8 +400,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   rec->performance = j.performance;
   rec->performance["timing_seed_base"] = seed_base;
   if (!to.garbage.empty()) rec->performance["channel_garbage_lines"] = to.garbage.size();
-  if (j.verdict) {
-    if (j.verdict->status != Status::kPassed) rec->performance["child_log_tail"] = to.log_tail;
+  if (j.verdict) {  // never PASSED: the judge only ever finds fault
+    rec->performance["child_log_tail"] = to.log_tail;
     v->Set(j.verdict->status, j.verdict->reason, j.verdict->message);
   }
   if (j.peak_measured) {
@@ -406,7 +419,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     rec->performance["peak_source"] = "cached: " + peak_path;
   }
 
-  // --- the outputs of the last timed call on each buffer set, against the reference ---
+  // --- the outputs of the re-checked timed calls, against the reference ---
   t = Clock::now();
   json checks = json::array();
   auto tensors = family.Tensors(axes);
@@ -588,26 +601,15 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   std::string no_gpu;
   t = Clock::now();
   if (!missing.empty()) {
-    ChildRequest cr;
-    cr.spec = {{"role", "reference"},
-               {"family", family.Name()},
-               {"axes", axes},
-               {"seeds", missing},
-               {"out_dir", scratch.path()}};
-    cr.work_dir = scratch.path();
-    cr.name = "reference";
-    cr.timeout = req.reference_timeout;
-    cr.executable = req.executable;
-    ChildOutcome ro = RunChild(cr);
+    ChildOutcome ro =
+        RunReferenceChild(req, family, axes, missing, scratch.path(), scratch, "reference");
     NoteDevice(ro, &rec);
     if (const json* ng = ro.First("no_gpu")) {
       no_gpu = ng->value("message", "");
     } else {
       auto done = ro.All("reference");
       if (done.size() != missing.size() || !ro.First("done")) {
-        std::string why = ro.First("error") ? ro.First("error")->value("message", "")
-                                            : "reference child " + ro.exit.Describe();
-        v.Set(Status::kInfraError, "", "the reference failed: " + why);
+        v.Set(Status::kInfraError, "", "the reference failed: " + ReferenceFailure(ro));
         rec.stage_seconds["reference"] = Since(t);
         return finish();
       }
