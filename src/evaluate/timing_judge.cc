@@ -27,7 +27,8 @@ struct Phase {
 void AddUnique(std::vector<std::string>* v, const json& names) {
   for (const auto& n : names) {
     std::string s = n.get<std::string>();
-    if (std::find(v->begin(), v->end(), s) == v->end() && v->size() < 16) v->push_back(s);
+    if (std::find(v->begin(), v->end(), s) == v->end() && v->size() < kMaxActivityNames)
+      v->push_back(s);
   }
 }
 

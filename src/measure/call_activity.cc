@@ -6,10 +6,9 @@
 namespace ptxbench {
 namespace {
 
-constexpr size_t kMaxNames = 16;  // a candidate launching thousands of kernels stays readable
-
 void AddName(std::vector<std::string>* names, const std::string& name) {
-  if (names->size() < kMaxNames && std::find(names->begin(), names->end(), name) == names->end())
+  if (names->size() < kMaxActivityNames &&
+      std::find(names->begin(), names->end(), name) == names->end())
     names->push_back(name);
 }
 

@@ -32,6 +32,10 @@ struct HarnessMarks {
   uint64_t outlive_slack_ns = 20000;
 };
 
+// Name lists stop at this many, so that a candidate launching thousands of kernels stays
+// readable in the record.
+constexpr size_t kMaxActivityNames = 16;
+
 struct CallActivity {
   uint64_t span_ns = 0;  // first start to last end of the records that started in the window
   size_t records = 0;    // records that started in the window

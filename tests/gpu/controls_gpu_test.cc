@@ -148,11 +148,9 @@ TEST_F(Controls, TimingAtTheHeadline) {
   const json& st = honest.record["stage_seconds"];
   std::cout << "headline stages: " << st.dump() << "\n";
   EXPECT_LT(st["total"].get<double>(), 15.0);
-  EXPECT_LT(st["timing"].get<double>(),
-            3.0 + (p.contains("peak_source") &&
-                           p["peak_source"].get<std::string>().rfind("measured", 0) == 0
-                       ? 2.0
-                       : 0.0));
+  // 3 s for the timing child; 2 s more on the run that measures the GPU's peak first.
+  bool peak_measured_now = p.value("peak_source", "").rfind("measured", 0) == 0;
+  EXPECT_LT(st["timing"].get<double>(), peak_measured_now ? 5.0 : 3.0);
 
   Eval memo = Run("cheat_memo_content.cu", args);
   ASSERT_EQ(memo.record["status"], "PASSED") << memo.output;
