@@ -6,6 +6,8 @@
 #   scripts/gpu_suite.sh            everything
 #   scripts/gpu_suite.sh tests      build and tests only
 #   scripts/gpu_suite.sh measure    only the measurements (builds when needed)
+#   scripts/gpu_suite.sh baselines  the vendor baseline tables (cuDNN SDPA at every published
+#                                   attention shape), against the published H100 figures
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-suite-out}
@@ -16,6 +18,15 @@ export PTXBENCH_BUILD_DIR=${PTXBENCH_BUILD_DIR:-build-gpu}
 bin="$PTXBENCH_BUILD_DIR/src/cli/ptxbench"
 echo "== ptxbench GPU suite, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${PTXBENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>/dev/null
+
+if [[ "${1:-}" == "baselines" ]]; then
+  scripts/setup.sh --no-run >/dev/null || exit 1
+  # Fewer calls than an evaluation (3 + 20, one buffer set): 84 shapes up to S=16384 must fit
+  # one device session; the protocol is otherwise the evaluation's own.
+  "$bin" baseline --task 'mha_*' --published-shapes --warmup 3 --iterations 20 --buffer-sets 1 \
+    --timeout 300 --csv "$out/attention-baselines.csv" --json "$out/attention-baselines.json"
+  exit $?
+fi
 
 if [[ "${1:-}" != "measure" ]]; then
   t0=$(date +%s)

@@ -70,6 +70,11 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
       {{"eval", kernel, "--task", "gemm_n7168_k5120", "--trials", "0", "--json", json},
        "--trials must be"},
       {{"evl"}, "did you mean eval"},
+      {{"baseline", "--task", "nope*", "--json", json}, "no task matches 'nope*'"},
+      {{"baseline", "--task", "mha_*", "--workload", "S=512", "--all-workloads", "--json", json},
+       "exclude each other"},
+      {{"baseline", "--task", "mha_with_lse_d128", "--workload", "S=100", "--json", json},
+       "defines no workload S=100"},
   };
   for (const auto& c : cases) {
     CommandResult r = Ptxbench(c.args);

@@ -21,7 +21,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     std::string json_path, tasks_dir, cache_dir;
     int trials = 3, timeout = 60, memcheck_timeout = 600, profile_timeout = 120;
     int warmup = 10, iterations = 50, buffer_sets = 3, timing_timeout = 180;
-    double drift_threshold = 0.05;
+    double drift_threshold = 0.05, timing_budget = 8;
     bool no_timing = false;
     bool no_verify = false, no_build_cache = false, no_reference_cache = false, quiet = false;
   };
@@ -74,6 +74,10 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   cmd->add_option("--drift-threshold", o->drift_threshold,
                   "Flag a baseline whose median moved by more than this fraction during the run")
       ->capture_default_str();
+  cmd->add_option("--timing-budget", o->timing_budget,
+                  "Timing: seconds of candidate calls; a slow kernel gets fewer calls (at least "
+                  "2 + 10), 0 for no limit")
+      ->capture_default_str();
   cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
 
   return [o]() {
@@ -118,6 +122,8 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     req.buffer_sets = o->buffer_sets;
     req.timing_timeout = std::chrono::seconds(o->timing_timeout);
     req.drift_threshold = o->drift_threshold;
+    if (o->timing_budget < 0) throw UsageError("--timing-budget must be >= 0");
+    req.timing_budget_s = o->timing_budget;
     req.use_build_cache = !o->no_build_cache;
     req.use_reference_cache = !o->no_reference_cache;
     req.cache_root = o->cache_dir;

@@ -13,5 +13,6 @@ CommandRunner AddEvalCommand(CLI::App& app);
 CommandRunner AddTasksCommand(CLI::App& app);
 CommandRunner AddDoctorCommand(CLI::App& app);
 CommandRunner AddInspectCommand(CLI::App& app);
+CommandRunner AddBaselineCommand(CLI::App& app);
 
 }  // namespace ptxbench

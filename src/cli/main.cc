@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       {"tasks", ptxbench::AddTasksCommand(app)},
       {"doctor", ptxbench::AddDoctorCommand(app)},
       {"inspect", ptxbench::AddInspectCommand(app)},
+      {"baseline", ptxbench::AddBaselineCommand(app)},
   };
   // An unknown subcommand gets a "did you mean" instead of CLI11's generic message.
   if (argc >= 2 && argv[1][0] != '-' && !runners.count(argv[1])) {

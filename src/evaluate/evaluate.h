@@ -42,8 +42,9 @@ struct EvalRequest {
   bool timing = true;                         // the timing layer (correct candidates only)
   int warmup = 10, iterations = 50, buffer_sets = 3;
   std::chrono::seconds timing_timeout{180};  // the timing child: baselines, peak, candidate
-  double drift_threshold = 0.05;             // baseline before vs after
-  std::optional<uint64_t> timing_seed;       // empty: fresh random inputs every evaluation
+  double timing_budget_s = 8;           // candidate time for the timed calls; fewer calls beyond it
+  double drift_threshold = 0.05;        // baseline before vs after
+  std::optional<uint64_t> timing_seed;  // empty: fresh random inputs every evaluation
   bool use_build_cache = true;
   bool use_reference_cache = true;
   std::string cache_root;  // empty: CacheRoot()

@@ -50,6 +50,30 @@ bool GpuMostlyIdle(double idle_median_s, double span_median_s) {
   return idle_median_s > 1e-3 && idle_median_s > 0.5 * span_median_s;
 }
 
+TimedCallPlan PlanTimedCalls(int warmup, int iterations, double est, double budget_s) {
+  TimedCallPlan p;
+  p.warmup = p.requested_warmup = warmup;
+  p.iterations = p.requested_iterations = iterations;
+  p.estimated_call_s = est;
+  p.budget_s = budget_s;
+  if (est <= 0 || budget_s <= 0 || (warmup + iterations) * est <= budget_s) return p;
+  int fit = static_cast<int>(budget_s / est);
+  p.warmup = std::min(warmup, std::max(2, fit / 5));
+  p.iterations = std::min(iterations, std::max(10, fit - p.warmup));
+  p.reduced = p.warmup != warmup || p.iterations != iterations;
+  return p;
+}
+
+json ToJson(const TimedCallPlan& p) {
+  return {{"warmup", p.warmup},
+          {"iterations", p.iterations},
+          {"requested_warmup", p.requested_warmup},
+          {"requested_iterations", p.requested_iterations},
+          {"estimated_call_s", p.estimated_call_s},
+          {"budget_s", p.budget_s},
+          {"reduced", p.reduced}};
+}
+
 TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& exit,
                             const TimingContext& ctx) {
   TimingJudgement j;
@@ -61,7 +85,7 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   const json* error = nullptr;
   const json* refused = nullptr;
   std::vector<const json*> baseline_errors;
-  std::string baseline_none, unavailable, last_phase;
+  std::string baseline_none, baseline_unsupported, unavailable, last_phase;
   bool candidate_started = false;
   for (const json& m : messages) {
     std::string ev = m.value("event", "");
@@ -112,6 +136,8 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       baseline_errors.push_back(&m);
     } else if (ev == "baseline_none") {
       baseline_none = m.value("reason", "");
+    } else if (ev == "baseline_unsupported") {
+      baseline_unsupported = m.value("message", "");
     } else if (ev == "timing_unavailable") {
       unavailable = m.value("reason", "");
     } else if (ev == "peak_done" && m.value("ok", false)) {
@@ -263,6 +289,9 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   json base = {{"name", done ? done->value("baseline_name", "") : ""}};
   if (!baseline_none.empty()) {
     base = {{"state", "skipped"}, {"reason", baseline_none}};
+  } else if (!baseline_unsupported.empty()) {
+    // The library has no kernel for this shape: said, and no speedup claimed.
+    base = {{"state", "unsupported"}, {"reason", baseline_unsupported}};
   } else if (!b0.span_s.empty()) {
     Summary before = Summarize(b0.span_s), after = Summarize(b1.span_s);
     std::vector<double> pooled = b0.span_s;

@@ -48,6 +48,20 @@ struct TimingJudgement {
   nlohmann::json peak_detail;
 };
 
+// How many calls the timing child makes. The requested warm-ups and timed calls, unless the
+// correctness trials' fastest call says they would take more than `budget_s` of candidate
+// time: then as many as fit, but never fewer than 10 timed and 2 warm-up calls (a slow
+// kernel's median is steady in a few calls; a fast one always gets the full count).
+struct TimedCallPlan {
+  int warmup = 10, iterations = 50;
+  int requested_warmup = 10, requested_iterations = 50;
+  double estimated_call_s = 0;  // from the trials; 0 when unknown (then no reduction)
+  double budget_s = 0;          // 0: no budget
+  bool reduced = false;
+};
+TimedCallPlan PlanTimedCalls(int warmup, int iterations, double estimated_call_s, double budget_s);
+nlohmann::json ToJson(const TimedCallPlan& plan);
+
 TimingJudgement JudgeTiming(const std::vector<nlohmann::json>& messages, const ExitInfo& exit,
                             const TimingContext& context);
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace ptxbench {
 namespace {
 
@@ -252,6 +254,44 @@ TEST(JudgeTiming, ABaselineFailureIsAnInfrastructureErrorNamingTheLibrary) {
   EXPECT_NE(j.verdict->message.find("cuBLASLt"), std::string::npos);
   EXPECT_EQ(j.performance["baseline"]["state"], "failed");
   EXPECT_FALSE(j.performance.contains("speedup"));
+}
+
+TEST(JudgeTiming, AShapeTheLibraryDoesNotSupportIsSaidAndClaimsNoSpeedup) {
+  std::vector<json> m = {{{"event", "baseline_unsupported"},
+                          {"message", "cuDNN 9.14.0 has no engine for fwd B=4 H=48 S=512 D=256"}}};
+  auto rest = CleanRun();
+  m.insert(m.end(), rest.begin() + 12, rest.end());  // the candidate's calls, no baseline's
+  m.erase(std::remove_if(m.begin(), m.end(),
+                         [](const json& x) { return x.value("phase", "") == "baseline_after"; }),
+          m.end());
+  TimingJudgement j = JudgeTiming(m, Exited(), Context());
+  EXPECT_FALSE(j.verdict) << j.verdict->message;  // nobody's fault: the candidate still passes
+  EXPECT_EQ(j.performance["baseline"]["state"], "unsupported");
+  EXPECT_NE(j.performance["baseline"]["reason"].get<std::string>().find("no engine"),
+            std::string::npos);
+  EXPECT_FALSE(j.performance.contains("speedup"));
+  EXPECT_GT(j.performance["candidate"]["median"].get<double>(), 0);  // still timed
+}
+
+TEST(PlanTimedCalls, AFastKernelGetsEveryRequestedCall) {
+  TimedCallPlan p = PlanTimedCalls(10, 50, 0.003, 10);
+  EXPECT_EQ(p.warmup, 10);
+  EXPECT_EQ(p.iterations, 50);
+  EXPECT_FALSE(p.reduced);
+  EXPECT_EQ(PlanTimedCalls(10, 50, 0, 10).iterations, 50);   // no estimate: no reduction
+  EXPECT_EQ(PlanTimedCalls(10, 50, 1.0, 0).iterations, 50);  // no budget
+}
+
+TEST(PlanTimedCalls, ASlowKernelFitsTheBudgetButKeepsAFloor) {
+  TimedCallPlan p = PlanTimedCalls(10, 50, 0.367, 10);  // a CUDA-core attention forward
+  EXPECT_TRUE(p.reduced);
+  EXPECT_EQ(p.warmup, 5);  // 27 calls fit: a fifth of them warm up
+  EXPECT_EQ(p.iterations, 22);
+  EXPECT_LE((p.warmup + p.iterations) * 0.367, 10.0);
+  TimedCallPlan slow = PlanTimedCalls(10, 50, 5.0, 10);  // even slower: the floor holds
+  EXPECT_EQ(slow.warmup, 2);
+  EXPECT_EQ(slow.iterations, 10);
+  EXPECT_EQ(ToJson(slow)["requested_iterations"], 50);
 }
 
 TEST(JudgeTiming, NoCuptiMeansTheLayerIsSkippedWithTheReason) {

@@ -16,13 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "measure/baseline_error.h"
+
 namespace ptxbench {
 
-// cuBLASLt could not be loaded, or a call failed: "cuBLASLt: <function>: <status>".
-class BaselineError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class CublasLtGemm {
  public:

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -64,9 +65,25 @@ void RunReference(const json& spec, ChannelWriter& out) {
     expected_elems.push_back(static_cast<size_t>(t.spec.Elements()));
   }
   std::vector<float> host;
-  for (uint64_t seed : spec.at("seeds").get<std::vector<uint64_t>>()) {
+  // The timing layer's re-checked calls of a family that derives its timed inputs come with
+  // the seed of their buffer set's base: inputs = MakeTimedInputs(base(set_seed), seed).
+  std::vector<uint64_t> seeds = spec.at("seeds").get<std::vector<uint64_t>>();
+  std::vector<uint64_t> set_seeds = spec.value("set_seeds", std::vector<uint64_t>{});
+  if (!set_seeds.empty() && set_seeds.size() != seeds.size())
+    throw std::runtime_error("reference: set_seeds and seeds differ in length");
+  Buffers base;
+  if (!set_seeds.empty()) AllocateInputs(*family, axes, &base);
+  std::optional<uint64_t> base_seed;
+  for (size_t n = 0; n < seeds.size(); ++n) {
+    uint64_t seed = seeds[n];
     auto t0 = Clock::now();
-    family->MakeInputs(b.tensors, axes, seed, stream);
+    if (set_seeds.empty()) {
+      family->MakeInputs(b.tensors, axes, seed, stream);
+    } else {
+      if (base_seed != set_seeds[n]) family->MakeInputs(base.tensors, axes, set_seeds[n], stream);
+      base_seed = set_seeds[n];
+      family->MakeTimedInputs(base.tensors, b.tensors, axes, seed, stream);
+    }
     family->Reference(b.tensors, expected, axes, stream);
     PTXBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
     json outputs = json::array();
@@ -126,6 +143,7 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
     std::vector<uint64_t> before = InputChecksums(b, stream);  // synchronizes the stream
 
     out.Send({{"event", "call_started"}, {"seed", seed}});
+    auto t_call = Clock::now();
     int rc = 0;
     try {
       rc = family->CallCandidate(run, b.tensors, axes, stream);
@@ -143,8 +161,17 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
       return;
     }
     if (rc != 0) {
+      // A refusal that follows a failed CUDA call (a workspace too large to allocate, say)
+      // carries that error: it explains the refusal.
+      cudaError_t pending = cudaGetLastError();
       cudaDeviceSynchronize();
-      out.Send({{"event", "refused"}, {"seed", seed}, {"rc", rc}});
+      json refused = {{"event", "refused"}, {"seed", seed}, {"rc", rc}};
+      if (pending != cudaSuccess) {
+        refused["cuda_error"] = cudaGetErrorName(pending);
+        refused["message"] =
+            std::string(cudaGetErrorName(pending)) + ": " + cudaGetErrorString(pending);
+      }
+      out.Send(refused);
       return;
     }
     // The stream first: that is where the work belongs. Then the whole device, so that a
@@ -155,6 +182,7 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
       return SendCallError(out, "synchronize", seed, e);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
       return SendCallError(out, "launch", seed, e);
+    double call_seconds = SecondsSince(t_call);  // run() to the device's sync: sizes the timing
 
     json outputs = write_outputs ? WriteOutputs(b, out_dir, "seed" + std::to_string(seed), stream)
                                  : json::array();
@@ -165,6 +193,7 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
               {"input_checksums_before", before},
               {"input_checksums_after", after},
               {"outputs", outputs},
+              {"call_seconds", call_seconds},
               {"seconds", SecondsSince(t0)}});
   }
   // Vendor libraries the candidate brought in at run time (dlopen behind the screen's back),

@@ -32,6 +32,14 @@ void Allocate(const Family& family, const Axes& axes, Buffers* b) {
   }
 }
 
+void AllocateInputs(const Family& family, const Axes& axes, Buffers* b) {
+  for (const auto& spec : family.Tensors(axes)) {
+    DeviceTensor t{spec, nullptr};
+    if (spec.role == TensorRole::kInput) PTXBENCH_CUDA_CHECK(cudaMalloc(&t.data, spec.Bytes()));
+    b->tensors.push_back(t);
+  }
+}
+
 void WriteBytes(const std::string& path, const void* data, size_t bytes) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f || std::fwrite(data, 1, bytes, f.get()) != bytes)

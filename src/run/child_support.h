@@ -25,6 +25,8 @@ struct Buffers {
 };
 
 void Allocate(const Family& family, const Axes& axes, Buffers* b);
+// The inputs only (outputs stay null): a base that timed inputs are derived from.
+void AllocateInputs(const Family& family, const Axes& axes, Buffers* b);
 void WriteBytes(const std::string& path, const void* data, size_t bytes);
 // The "device" message: name, compute capability, SM count, L2, clocks, PCI bus id, UUID.
 nlohmann::json DeviceInfo();

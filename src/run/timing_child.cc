@@ -32,6 +32,7 @@ struct PhaseOptions {
   uint64_t seed0 = 0;              // call i gets inputs from seed0 + i
   bool fresh_inputs = true;        // regenerate the inputs before every call
   std::set<int> write_outputs_of;  // calls whose outputs are written for re-validation
+  const Family* family = nullptr;  // whose inputs these are: the task's unless set (the peak)
 };
 
 // One candidate or baseline call; returns run()'s result. May throw.
@@ -66,19 +67,30 @@ class TimingSession {
 
   // Allocates up to `wanted` buffer sets, fewer when they would take more than half of the
   // free device memory. Returns how many.
-  int AllocateSets(int wanted) {
+  // A family that derives timed inputs (Family::MakeTimedInputs) gets a base per set too,
+  // made here from set_seed0 + set, once for every phase.
+  int AllocateSets(int wanted, uint64_t set_seed0) {
+    const bool derived = family_.DerivesTimedInputs();
     size_t free_bytes = 0, total = 0;
     PTXBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
     size_t per_set = 0;
-    for (const auto& t : family_.Tensors(axes_)) per_set += t.Bytes();
+    for (const auto& t : family_.Tensors(axes_))
+      per_set += t.Bytes() * (derived && t.role == TensorRole::kInput ? 2 : 1);
     size_t fit = per_set ? free_bytes / 2 / per_set : wanted;
     int n = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, fit)));
     for (int i = 0; i < n; ++i) {
       Buffers b;
       Allocate(family_, axes_, &b);
       sets_.push_back(std::move(b));
+      if (!derived) continue;
+      Buffers base;
+      AllocateInputs(family_, axes_, &base);
+      family_.MakeInputs(base.tensors, axes_, set_seed0 + static_cast<uint64_t>(i), hstream_);
+      bases_.push_back(std::move(base));
     }
+    PTXBENCH_CUDA_CHECK(cudaStreamSynchronize(hstream_));
     set_bytes_ = per_set;
+    set_seed0_ = set_seed0;
     return n;
   }
 
@@ -90,7 +102,11 @@ class TimingSession {
     for (int i = 0; i < total; ++i) {
       Buffers& b = sets[i % n_sets];
       uint64_t seed = o.seed0 + static_cast<uint64_t>(i);
-      if (o.fresh_inputs || i < n_sets) family_.MakeInputs(b.tensors, axes_, seed, hstream_);
+      const bool derived = !o.family && !bases_.empty();
+      if (derived)
+        family_.MakeTimedInputs(bases_.at(i % n_sets).tensors, b.tensors, axes_, seed, hstream_);
+      else if (o.fresh_inputs || i < n_sets)
+        (o.family ? *o.family : family_).MakeInputs(b.tensors, axes_, seed, hstream_);
       for (const auto& t : b.tensors)
         if (t.spec.role == TensorRole::kOutput)
           FillPoison(t.data, t.spec.dtype, static_cast<size_t>(t.spec.Elements()), hstream_);
@@ -140,6 +156,7 @@ class TimingSession {
       if (o.write_outputs_of.count(i)) {
         sample["seed"] = seed;
         sample["set"] = i % n_sets;
+        if (derived) sample["set_seed"] = set_seed0_ + static_cast<uint64_t>(i % n_sets);
         sample["outputs"] = WriteOutputs(b, out_dir_, "timing" + std::to_string(i), hstream_);
       }
       sample["activity"] = AttributeCall(timer_.CollectAll(), w, marks_).ToJson();
@@ -160,6 +177,7 @@ class TimingSession {
   std::vector<Buffers>& sets() { return sets_; }
   json Protocol() const {
     return {{"l2_bytes", l2_bytes_},
+            {"timed_inputs", bases_.empty() ? "fresh" : "derived from a base per set"},
             {"flush_bytes", flush_bytes_},
             {"buffer_sets", sets_.size()},
             {"set_bytes", set_bytes_},
@@ -178,6 +196,8 @@ class TimingSession {
   size_t l2_bytes_ = 0, flush_bytes_ = 0, set_bytes_ = 0;
   void* flush_ = nullptr;
   std::vector<Buffers> sets_;
+  std::vector<Buffers> bases_;  // per set, for a family that derives its timed inputs
+  uint64_t set_seed0_ = 0;
 };
 
 // A baseline as a call of the loop: it never refuses, it throws BaselineError.
@@ -202,7 +222,7 @@ bool MeasurePeak(TimingSession& session, ChannelWriter& out, int n) {
     out.Send({{"event", "baseline_error"}, {"phase", "peak"}, {"message", e.what()}});
     return false;
   }
-  PhaseOptions o{"peak", 3, 10, 0x5eed0000u, false, {}};
+  PhaseOptions o{"peak", 3, 10, 0x5eed0000u, false, {}, &gemm};
   bool ok = session.Loop(o, sets, BaselineCall(lt.get()));
   out.Send({{"event", "peak_done"}, {"n", n}, {"ok", ok}, {"baseline", lt->Describe()}});
   return ok;
@@ -216,7 +236,7 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
   int warmup = spec.value("warmup", 10), iterations = spec.value("iterations", 50);
   uint64_t seed_base = spec.at("seed_base");
   TimingSession session(timer, out, *family, axes, spec.at("out_dir"));
-  session.AllocateSets(spec.value("buffer_sets", 3));
+  session.AllocateSets(spec.value("buffer_sets", 3), spec.value("set_seed_base", seed_base ^ 1));
 
   std::unique_ptr<NvmlClocks> nvml;
   std::string nvml_why;
@@ -231,6 +251,8 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
     std::string why;
     try {
       baseline = MakeBaseline(*family, axes, &why);
+    } catch (const BaselineUnsupported& e) {
+      out.Send({{"event", "baseline_unsupported"}, {"message", e.what()}});
     } catch (const BaselineError& e) {
       out.Send({{"event", "baseline_error"}, {"phase", "baseline_before"}, {"message", e.what()}});
     }
@@ -243,6 +265,16 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
     if (!session.Loop(o, session.sets(), baseline_call)) bl = nullptr;
   }
   if (int n = spec.value("peak_n", 0); n > 0) MeasurePeak(session, out, n);
+  // The baseline alone (`ptxbench baseline`, the baseline tables): no candidate to load.
+  if (spec.value("baseline_only", false)) {
+    out.Send({{"event", "timing_done"},
+              {"protocol", session.Protocol()},
+              {"clocks", {{"after", clock_sample()}}},
+              {"baseline_name", baseline ? baseline->Name() : ""},
+              {"baseline", baseline ? baseline->Describe() : json(nullptr)},
+              {"new_vendor_libraries", json::array()}});
+    return;
+  }
 
   // --- the candidate ---
   std::set<std::string> objects_before = LoadedObjects();

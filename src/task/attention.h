@@ -39,6 +39,14 @@ class MhaBackwardFamily : public Family {
   // Q, K, V, dO standard normal; O (rounded to bf16) and LSE from the reference forward.
   void MakeInputs(const std::vector<DeviceTensor>& tensors, const Axes& axes, uint64_t seed,
                   Stream stream) const override;
+  // A timed call's inputs from the set's base, at the cost of a copy: the B·H heads of Q, K,
+  // V, O and LSE in an order drawn from `call_seed` (an affine permutation), V and O negated
+  // or not (exact in bf16, and the forward of −V is exactly −O), dO afresh. O and LSE stay
+  // exactly the reference forward's for the inputs handed over; dQ, dK, dV all change.
+  bool DerivesTimedInputs() const override { return true; }
+  void MakeTimedInputs(const std::vector<DeviceTensor>& base,
+                       const std::vector<DeviceTensor>& tensors, const Axes& axes,
+                       uint64_t call_seed, Stream stream) const override;
   void Reference(const std::vector<DeviceTensor>& tensors, const std::vector<float*>& expected,
                  const Axes& axes, Stream stream) const override;
   int CallCandidate(void* run_symbol, const std::vector<DeviceTensor>& tensors, const Axes& axes,

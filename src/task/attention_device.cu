@@ -9,10 +9,14 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "common/cuda_check.h"
+#include "run/device_ops.h"
 #include "task/attention.h"
+#include "task/random_normal.h"
 
 namespace ptxbench {
 namespace {
@@ -245,6 +249,32 @@ __global__ void ptxbench_f32_to_bf16(const float* __restrict__ in, __nv_bfloat16
     out[i] = __float2bfloat16_rn(in[i]);
 }
 
+// dst head h = sign · src head (a·h + c) mod heads, for `heads` blocks of `per_head` 16- or
+// 32-bit elements; `negate` flips the sign bit (exact negation in bf16 and fp32).
+template <typename Word>
+__global__ void ptxbench_permute_heads(const Word* __restrict__ src, Word* __restrict__ dst,
+                                       size_t per_head, unsigned heads, unsigned a, unsigned c,
+                                       bool negate) {
+  const Word sign = negate ? Word(Word(1) << (8 * sizeof(Word) - 1)) : Word(0);
+  size_t n = per_head * heads;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    size_t h = i / per_head, r = i % per_head;
+    size_t from = (uint64_t(a) * h + c) % heads;
+    dst[i] = src[from * per_head + r] ^ sign;
+  }
+}
+
+template <typename Word>
+void PermuteHeads(const void* src, void* dst, size_t per_head, unsigned heads, unsigned a,
+                  unsigned c, bool negate, Stream stream) {
+  size_t n = per_head * heads;
+  unsigned blocks = unsigned(std::min<size_t>((n + 255) / 256, 65536));
+  ptxbench_permute_heads<Word><<<blocks, 256, 0, stream>>>(
+      static_cast<const Word*>(src), static_cast<Word*>(dst), per_head, heads, a, c, negate);
+  PTXBENCH_CUDA_CHECK(cudaGetLastError());
+}
+
 void CheckShape(int B, int H, int S, int D) {
   if (B < 1 || H < 1 || S < 1 || D < 1 || D > 32 * kMaxChunks || size_t(B) * H > 65535)
     throw std::runtime_error("attention reference: unsupported shape B=" + std::to_string(B) +
@@ -340,6 +370,31 @@ void MhaBackwardFamily::MakeInputs(const std::vector<DeviceTensor>& t, const Axe
   ptxbench_f32_to_bf16<<<blocks, 256, 0, stream>>>(o32, static_cast<__nv_bfloat16*>(t[3].data), n);
   PTXBENCH_CUDA_CHECK(cudaGetLastError());
   PTXBENCH_CUDA_CHECK(cudaFreeAsync(o32, stream));
+}
+
+void MhaBackwardFamily::MakeTimedInputs(const std::vector<DeviceTensor>& base,
+                                        const std::vector<DeviceTensor>& t, const Axes& a,
+                                        uint64_t call_seed, Stream stream) const {
+  const unsigned heads = unsigned(Ax(a, "B") * Ax(a, "H"));
+  const size_t rows = size_t(Ax(a, "S")), row_elems = rows * size_t(Ax(a, "D"));
+  // The permutation h → (a·h + c) mod heads, a coprime to heads; the sign of V and O.
+  uint64_t state = call_seed ^ 0x7065726d75746531ull;
+  auto draw = [&state] { return SplitMix64(state++); };
+  unsigned mul = 1, add = unsigned(draw() % heads);
+  for (int tries = 0; tries < 64; ++tries) {
+    unsigned m = 1 + unsigned(draw() % heads);
+    if (std::gcd(m, heads) == 1) {
+      mul = m;
+      break;
+    }
+  }
+  bool negate = draw() & 1;
+  PermuteHeads<uint16_t>(base[0].data, t[0].data, row_elems, heads, mul, add, false, stream);
+  PermuteHeads<uint16_t>(base[1].data, t[1].data, row_elems, heads, mul, add, false, stream);
+  PermuteHeads<uint16_t>(base[2].data, t[2].data, row_elems, heads, mul, add, negate, stream);
+  PermuteHeads<uint16_t>(base[3].data, t[3].data, row_elems, heads, mul, add, negate, stream);
+  PermuteHeads<uint32_t>(base[5].data, t[5].data, rows, heads, mul, add, false, stream);
+  FillStandardNormal(t[4].data, DType::kBF16, size_t(t[4].spec.Elements()), call_seed, 4, stream);
 }
 
 void MhaBackwardFamily::Reference(const std::vector<DeviceTensor>& t,

@@ -57,6 +57,16 @@ class Family {
   // Fills the inputs for `seed`. The default: every input standard normal, seeded per tensor.
   virtual void MakeInputs(const std::vector<DeviceTensor>& tensors, const Axes& axes, uint64_t seed,
                           Stream stream) const;
+  // The timing layer's inputs for one timed call, `call_seed`, on a buffer set whose base
+  // inputs (`base`: MakeInputs(set_seed), a copy no candidate sees) were made once per set.
+  // The default ignores `base` and makes every input afresh (MakeInputs(call_seed)). A family
+  // whose inputs are costly to make (mha_bwd runs a forward for O and LSE) derives them from
+  // `base` instead, cheaply, such that every output still changes from call to call: a result
+  // remembered from an earlier call is then wrong, and the re-validation says so.
+  virtual bool DerivesTimedInputs() const { return false; }
+  virtual void MakeTimedInputs(const std::vector<DeviceTensor>& base,
+                               const std::vector<DeviceTensor>& tensors, const Axes& axes,
+                               uint64_t call_seed, Stream stream) const;
   // Computes the expected outputs in fp32, one device buffer per output tensor, in order.
   virtual void Reference(const std::vector<DeviceTensor>& tensors,
                          const std::vector<float*>& expected, const Axes& axes,

@@ -15,4 +15,10 @@ void Family::MakeInputs(const std::vector<DeviceTensor>& tensors, const Axes&, u
   }
 }
 
+void Family::MakeTimedInputs(const std::vector<DeviceTensor>&,
+                             const std::vector<DeviceTensor>& tensors, const Axes& axes,
+                             uint64_t call_seed, Stream stream) const {
+  MakeInputs(tensors, axes, call_seed, stream);
+}
+
 }  // namespace ptxbench

@@ -21,12 +21,14 @@ struct Eval {
 
 class Controls : public ::testing::Test {
  protected:
+  // `file` under controls/gemm, or a path under controls/ ("attention/fwd_correct.cu").
   Eval Run(const std::string& file, std::vector<std::string> extra) {
     std::string json_path = dir_.File("record.json");
+    std::string path = file.find('/') == std::string::npos ? "gemm/" + file : file;
     std::vector<std::string> args = {
         std::getenv("PTXBENCH_BIN"),
         "eval",
-        std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/" + file,
+        std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/" + path,
         "--json",
         json_path,
         "--timeout",
@@ -41,61 +43,113 @@ class Controls : public ::testing::Test {
     std::remove(json_path.c_str());
     return e;
   }
+
+  // Every control in controls/<dir>/verdicts.json gets its verdict.
+  void ExpectVerdicts(const std::string& dir, size_t at_least) {
+    json verdicts = json::parse(ReadFile(std::string(std::getenv("PTXBENCH_SOURCE_DIR")) +
+                                         "/controls/" + dir + "/verdicts.json"));
+    ASSERT_GE(verdicts.size(), at_least);
+    // PTXBENCH_CONTROL_FILTER=substring runs only the matching controls (for a quick rerun).
+    const char* filter = std::getenv("PTXBENCH_CONTROL_FILTER");
+    for (const auto& v : verdicts) {
+      std::string file = v["file"];
+      if (filter && file.find(filter) == std::string::npos) continue;
+      // A control names its own task and workload where the default shape cannot show its
+      // trick (a cheat aimed at the headline's public seeds, a host loop that needs a tiny
+      // shape).
+      std::string task = v.value("task", "gemm_n128_k2048");
+      std::string workload = v.value("workload", task == "gemm_n128_k2048" ? "M=93" : "");
+      std::vector<std::string> args = {"--task", task, "--sanitize", v.value("sanitize", "always")};
+      if (!workload.empty()) args.insert(args.end(), {"--workload", workload});
+      Eval e = Run(dir + "/" + file, args);
+      ASSERT_TRUE(e.record.is_object()) << file << ": no record\n" << e.output;
+      std::cout << file << ": " << e.record["status"].get<std::string>() << " — "
+                << e.record["message"].get<std::string>() << "\n";
+      EXPECT_EQ(e.record["status"], v["status"]) << file << "\n" << e.output;
+      if (!v["reason"].is_null()) EXPECT_EQ(e.record["reason"], v["reason"]) << file;
+      if (v.contains("message_contains"))
+        EXPECT_NE(
+            e.record["message"].get<std::string>().find(v["message_contains"].get<std::string>()),
+            std::string::npos)
+            << file << ": " << e.record["message"];
+      EXPECT_EQ(e.exit_code, v["status"] == "PASSED" ? 0 : 1) << file;
+      std::string status = v["status"];
+      if (status == "RUNTIME_ERROR" || status == "TIMEOUT") {
+        // The memory checker's report travels with a crash or hang even when it explains
+        // nothing.
+        EXPECT_NE(e.record["memcheck"]["state"], "not_reached") << file;
+      }
+      if (status == "MEMORY_ERROR") {
+        EXPECT_GT(e.record["memcheck"]["error_count"].get<int>(), 0);
+        EXPECT_NE(e.record["message"].get<std::string>().find("candidate.cu:"), std::string::npos)
+            << "the report names the source line: " << e.record["message"];
+      }
+      if (status == "PASSED") {
+        if (e.record["memcheck"]["state"] == "ran")
+          EXPECT_EQ(e.record["memcheck"]["error_count"], 0) << file;
+        const json& perf = e.record["performance"];
+        EXPECT_EQ(perf["state"], "ran") << file << "\n" << perf.dump(1);
+        std::cout << "    timing: " << perf["candidate"]["median"] << " s median, baseline "
+                  << perf["baseline"].value("name", "") << " "
+                  << perf["baseline"].value("state", "") << ", speedup "
+                  << perf.value("speedup", json()) << "\n";
+      }
+      // The instruction layer's verdict, for the controls that state one.
+      if (v.contains("verification")) {
+        const json& ins = e.record["instructions"];
+        std::cout << "    instructions: " << ins["verification"] << " — " << ins["message"] << "\n";
+        EXPECT_EQ(ins["verification"], v["verification"]) << file << "\n" << ins.dump(1);
+        EXPECT_EQ(ins["arch_tag"], v["arch_tag"]) << file;
+      }
+    }
+  }
   ScratchDir dir_{"controls-gpu-test"};
 };
 
 TEST_F(Controls, EachGetsItsVerdict) {
-  json verdicts = json::parse(
-      ReadFile(std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/verdicts.json"));
-  ASSERT_GE(verdicts.size(), 11u);
-  // PTXBENCH_CONTROL_FILTER=substring runs only the matching controls (for a quick rerun).
-  const char* filter = std::getenv("PTXBENCH_CONTROL_FILTER");
-  for (const auto& v : verdicts) {
-    std::string file = v["file"];
-    if (filter && file.find(filter) == std::string::npos) continue;
-    // A control names its own task and workload where the default shape cannot show its
-    // trick (a cheat aimed at the headline's public seeds, a host loop that needs a tiny
-    // shape).
-    std::string task = v.value("task", "gemm_n128_k2048");
-    std::string workload = v.value("workload", task == "gemm_n128_k2048" ? "M=93" : "");
-    std::vector<std::string> args = {"--task", task, "--sanitize", v.value("sanitize", "always")};
-    if (!workload.empty()) args.insert(args.end(), {"--workload", workload});
-    Eval e = Run(file, args);
-    ASSERT_TRUE(e.record.is_object()) << file << ": no record\n" << e.output;
-    std::cout << file << ": " << e.record["status"].get<std::string>() << " — "
-              << e.record["message"].get<std::string>() << "\n";
-    EXPECT_EQ(e.record["status"], v["status"]) << file << "\n" << e.output;
-    if (!v["reason"].is_null()) EXPECT_EQ(e.record["reason"], v["reason"]) << file;
-    EXPECT_EQ(e.exit_code, v["status"] == "PASSED" ? 0 : 1) << file;
-    std::string status = v["status"];
-    if (status == "RUNTIME_ERROR" || status == "TIMEOUT") {
-      // The memory checker's report travels with a crash or hang even when it explains nothing.
-      EXPECT_NE(e.record["memcheck"]["state"], "not_reached") << file;
-    }
-    if (status == "MEMORY_ERROR") {
-      EXPECT_GT(e.record["memcheck"]["error_count"].get<int>(), 0);
-      EXPECT_NE(e.record["message"].get<std::string>().find("candidate.cu:"), std::string::npos)
-          << "the report names the source line: " << e.record["message"];
-    }
-    if (status == "PASSED") {
-      if (e.record["memcheck"]["state"] == "ran")
-        EXPECT_EQ(e.record["memcheck"]["error_count"], 0) << file;
-      const json& perf = e.record["performance"];
-      EXPECT_EQ(perf["state"], "ran") << file << "\n" << perf.dump(1);
-      std::cout << "    timing: " << perf["candidate"]["median"] << " s median, speedup "
-                << perf.value("speedup", json()) << "\n";
-    }
-    // The instruction layer's verdict, for the controls that state one.
-    if (v.contains("verification")) {
-      const json& ins = e.record["instructions"];
-      std::cout << "    instructions: " << ins["verification"] << " — " << ins["message"] << "\n";
-      EXPECT_EQ(ins["verification"], v["verification"]) << file << "\n" << ins.dump(1);
-      EXPECT_EQ(ins["arch_tag"], v["arch_tag"]) << file;
-    }
-  }
+  ExpectVerdicts("gemm", 11);
   // After hangs, faults and corrupted contexts, the next evaluation is unaffected.
   Eval after = Run("naive_correct.cu", {"--task", "gemm_n128_k2048", "--workload", "M=93"});
   EXPECT_EQ(after.record["status"], "PASSED") << after.output;
+}
+
+// The attention controls (issue 5): correct forward and backward, and the three semantic
+// traps (causal alignment, log2 LSE, the missing rowsum(dO∘O) term), a refused head dimension
+// and a failed workspace allocation.
+TEST_F(Controls, AttentionControlsGetTheirVerdicts) { ExpectVerdicts("attention", 8); }
+
+// Attention at the headline shapes, timed against cuDNN in the same run. The backward's timed
+// inputs are derived from a base per buffer set (Family::MakeTimedInputs), and the re-checked
+// calls' references must rebuild exactly those inputs.
+TEST_F(Controls, AttentionTimingAtTheHeadline) {
+  Eval fwd =
+      Run("attention/fwd_correct.cu", {"--task", "mha_with_lse_d128", "--sanitize", "never"});
+  ASSERT_EQ(fwd.record["status"], "PASSED") << fwd.output;
+  const json& p = fwd.record["performance"];
+  std::cout << "headline mha_fwd performance: " << p.dump(1).substr(0, 4000) << "\n";
+  std::cout << "headline mha_fwd stages: " << fwd.record["stage_seconds"].dump() << "\n";
+  EXPECT_EQ(p["baseline"]["state"], "ran") << p["baseline"].dump(1);
+  EXPECT_EQ(p["baseline"]["name"], "cuDNN SDPA");
+  EXPECT_GT(p["baseline"]["tflops"].get<double>(), 200.0);
+  EXPECT_LT(p["speedup"].get<double>(), 1.0);  // CUDA cores against cuDNN's tensor cores
+  EXPECT_EQ(p["revalidation"]["calls"].size(), 5u);
+  Eval again =
+      Run("attention/fwd_correct.cu", {"--task", "mha_with_lse_d128", "--sanitize", "never"});
+  ASSERT_EQ(again.record["status"], "PASSED") << again.output;
+  std::cout << "headline mha_fwd, warm caches: total " << again.record["stage_seconds"]["total"]
+            << " s; stages " << again.record["stage_seconds"].dump() << "\n";
+  EXPECT_LT(again.record["stage_seconds"]["total"].get<double>(), 20.0);
+
+  Eval bwd = Run("attention/bwd_correct.cu", {"--task", "mha_bwd_d128", "--sanitize", "never",
+                                              "--warmup", "2", "--iterations", "10"});
+  ASSERT_EQ(bwd.record["status"], "PASSED") << bwd.output;
+  const json& q = bwd.record["performance"];
+  std::cout << "headline mha_bwd performance: " << q.dump(1).substr(0, 4000) << "\n";
+  std::cout << "headline mha_bwd stages: " << bwd.record["stage_seconds"].dump() << "\n";
+  EXPECT_EQ(q["protocol"]["timed_inputs"], "derived from a base per set");
+  EXPECT_EQ(q["baseline"]["state"], "ran") << q["baseline"].dump(1);
+  EXPECT_EQ(q["revalidation"]["state"], "ran");
+  EXPECT_EQ(q["revalidation"]["calls"].size(), 5u);
 }
 
 TEST_F(Controls, TensorCoreWorkFractionAtTheHeadline) {

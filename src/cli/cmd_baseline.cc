@@ -1,0 +1,250 @@
+// `ptxbench baseline --task PATTERN [...]`: the vendor library alone (cuBLASLt for GEMM,
+// cuDNN SDPA for attention), timed exactly as an evaluation times it, one line per workload;
+// next to the published H100 figures where they list the same shape.
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "evaluate/baseline_run.h"
+#include "task/definition.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+// The workload as the published tables write it: the one variable axis's value ("4096"), or
+// "AXIS=value" pairs ("M=8192").
+std::vector<std::string> PublishedKeys(const Workload& w) {
+  std::vector<std::string> keys, pairs;
+  for (const auto& [axis, value] : w.axes) pairs.push_back(axis + "=" + std::to_string(value));
+  keys.push_back(Join(pairs, ";"));
+  if (w.axes.size() == 1) keys.push_back(std::to_string(w.axes.begin()->second));
+  return keys;
+}
+
+struct Published {
+  double ms = 0, tflops = 0;
+  std::string gpu, reference;
+};
+
+// definition → workload column → figures, from a CSV with the columns of
+// published-baselines-h100.csv (definition,S,reference,gpu,reference_latency_ms,reference_tflops).
+std::map<std::string, std::map<std::string, Published>> LoadPublished(const std::string& path) {
+  std::map<std::string, std::map<std::string, Published>> out;
+  std::vector<std::string> lines = SplitLines(ReadFile(path));
+  if (lines.empty()) throw InputError(path + ": empty");
+  std::vector<std::string> head = Split(lines[0], ',');
+  auto col = [&](const std::string& name) {
+    for (size_t i = 0; i < head.size(); ++i)
+      if (Trim(head[i]) == name) return i;
+    throw InputError(path + ": no column '" + name + "'");
+  };
+  size_t c_def = col("definition"), c_s = col("S"), c_ref = col("reference"), c_gpu = col("gpu"),
+         c_ms = col("reference_latency_ms"), c_tf = col("reference_tflops");
+  for (size_t n = 1; n < lines.size(); ++n) {
+    std::vector<std::string> f = Split(lines[n], ',');
+    if (f.size() < head.size()) continue;
+    Published p;
+    p.ms = std::stod(f[c_ms]);
+    p.tflops = std::stod(f[c_tf]);
+    p.gpu = f[c_gpu];
+    p.reference = f[c_ref];
+    out[f[c_def]][Trim(f[c_s])] = p;
+  }
+  return out;
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// A short name for the plan the library chose: cuDNN's engine, cuBLASLt's algorithm.
+std::string PlanOf(const json& library) {
+  if (!library.is_object()) return "";
+  for (const char* k : {"engine", "algorithm"})
+    if (library.contains(k)) return Truncate(library[k].dump(), 120);
+  return "";
+}
+
+std::string NoQuotes(std::string s) {
+  for (char& ch : s)
+    if (ch == '"') ch = '\'';
+  return s;
+}
+
+}  // namespace
+
+CommandRunner AddBaselineCommand(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> tasks;
+    std::string workload, tasks_dir, compare, csv_path, json_path;
+    bool all_workloads = false, published_shapes = false;
+    int warmup = 10, iterations = 50, buffer_sets = 3, timeout = 600;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "baseline", "Time the vendor baseline alone (cuBLASLt, cuDNN SDPA), as evaluations do");
+  cmd->add_option("--task", o->tasks, "Task definitions, or shell patterns such as 'mha_*'")
+      ->required();
+  cmd->add_option("--workload", o->workload,
+                  "Workload id or axis values (default: each task's headline or largest)");
+  cmd->add_flag("--all-workloads", o->all_workloads, "Every workload of each task");
+  cmd->add_flag("--published-shapes", o->published_shapes,
+                "Every shape the published table (--compare) lists for each task, defined "
+                "workload or not");
+  cmd->add_option("--warmup", o->warmup, "Untimed calls before the timed ones")
+      ->capture_default_str();
+  cmd->add_option("--iterations", o->iterations, "Timed calls (median, p10, p90)")
+      ->capture_default_str();
+  cmd->add_option("--buffer-sets", o->buffer_sets, "Buffer sets the calls rotate over")
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout, "Seconds per workload")->capture_default_str();
+  cmd->add_option(
+      "--compare", o->compare,
+      "Published figures to compare with (default: tasks/published-baselines-h100.csv)");
+  cmd->add_option("--csv", o->csv_path, "Write the table as CSV");
+  cmd->add_option("--json", o->json_path, "Write every measurement as a JSON array");
+  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
+      ->envname("PTXBENCH_TASKS");
+
+  return [o]() {
+    Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
+    if (o->warmup < 0 || o->iterations < 1 || o->buffer_sets < 1 || o->timeout < 1)
+      throw UsageError("--warmup must be >= 0, --iterations, --buffer-sets, --timeout >= 1");
+    if (int(o->all_workloads) + int(o->published_shapes) + int(!o->workload.empty()) > 1)
+      throw UsageError("--workload, --all-workloads and --published-shapes exclude each other");
+    std::string compare = o->compare;
+    if (compare.empty()) {
+      std::string dflt = Catalog::DefaultDir() + "/published-baselines-h100.csv";
+      if (FileExists(dflt)) compare = dflt;
+    }
+    auto published = compare.empty() ? decltype(LoadPublished("")){} : LoadPublished(compare);
+    if (o->published_shapes && compare.empty())
+      throw UsageError("--published-shapes needs a published table (--compare FILE)");
+
+    std::vector<std::pair<const Definition*, const Workload*>> jobs;
+    std::deque<Workload> synthesized;  // the published shapes no workload file defines
+    for (const std::string& pattern : o->tasks) {
+      size_t before = jobs.size();
+      for (const Definition& d : catalog.definitions()) {
+        if (fnmatch(pattern.c_str(), d.name.c_str(), 0) != 0) continue;
+        if (o->all_workloads) {
+          for (const Workload& w : d.workloads) jobs.push_back({&d, &w});
+        } else if (o->published_shapes) {
+          auto rows = published.find(d.name);
+          if (rows == published.end()) continue;
+          for (const auto& [shape, figures] : rows->second) {
+            // "4096" for the one variable axis of the defined workloads, or "M=8192".
+            std::string spec = shape;
+            if (spec.find('=') == std::string::npos && !d.workloads.empty() &&
+                d.workloads[0].axes.size() == 1)
+              spec = d.workloads[0].axes.begin()->first + "=" + shape;
+            Workload w;
+            w.id = "published:" + spec;
+            for (const std::string& pair : Split(spec, ';')) {
+              std::vector<std::string> kv = Split(pair, '=');
+              long long v = 0;
+              if (kv.size() != 2 || !ParseInt64(Trim(kv[1]), &v))
+                throw InputError(compare + ": malformed shape '" + shape + "' for " + d.name);
+              w.axes[Trim(kv[0])] = v;
+            }
+            const Workload* defined = nullptr;
+            for (const Workload& known : d.workloads)
+              if (known.axes == w.axes) defined = &known;
+            if (!defined) {
+              synthesized.push_back(w);
+              defined = &synthesized.back();
+            }
+            jobs.push_back({&d, defined});
+          }
+        } else {
+          jobs.push_back(
+              {&d, o->workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o->workload)});
+        }
+      }
+      if (jobs.size() == before) throw UsageError("no task matches '" + pattern + "'");
+    }
+    // Smallest shapes first within a task, so a table fills in the order a reader scans it.
+    std::stable_sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
+      return a.first->name == b.first->name &&
+             a.first->Flops(*a.second) < b.first->Flops(*b.second);
+    });
+
+    std::string csv =
+        "task,workload,state,median_ms,p10_ms,p90_ms,tflops,published_ms,published_tflops,"
+        "tflops_vs_published,library_version,plan,reason\n";
+    json all = json::array();
+    std::printf("%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", "task", "workload", "state",
+                "median ms", "p10..p90 ms", "TFLOP/s", "pub. ms", "pub. TF", "ratio");
+    int failed = 0;  // failed, or skipped (no GPU, no CUPTI): nothing was measured
+    uint64_t seed = 0x62617365ull;
+    for (const auto& [def, wl] : jobs) {
+      BaselineRequest req;
+      req.definition = def;
+      req.workload = wl;
+      req.warmup = o->warmup;
+      req.iterations = o->iterations;
+      req.buffer_sets = o->buffer_sets;
+      req.timeout = std::chrono::seconds(o->timeout);
+      req.seed = seed += 1000003;
+      json m = MeasureBaseline(req);
+      std::vector<std::string> pairs;
+      for (const auto& [axis, value] : wl->axes)
+        pairs.push_back(axis + "=" + std::to_string(value));
+      std::string shape = Join(pairs, ";");
+      const Published* pub = nullptr;
+      if (auto d = published.find(def->name); d != published.end())
+        for (const std::string& k : PublishedKeys(*wl))
+          if (auto w = d->second.find(k); w != d->second.end()) pub = &w->second;
+      if (pub)
+        m["published"] = {{"ms", pub->ms},
+                          {"tflops", pub->tflops},
+                          {"gpu", pub->gpu},
+                          {"reference", pub->reference}};
+      std::string state = m["state"];
+      bool ran = state == "ran";
+      failed += state == "failed" || state == "skipped";
+      double tf = m.value("tflops", 0.0);
+      std::string range = ran ? Fixed(m["p10"].get<double>() * 1e3, 4) + ".." +
+                                    Fixed(m["p90"].get<double>() * 1e3, 4)
+                              : "";
+      std::printf("%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", def->name.c_str(),
+                  shape.c_str(), state.c_str(),
+                  ran ? Fixed(m["median"].get<double>() * 1e3, 4).c_str() : "", range.c_str(),
+                  ran ? Fixed(tf, 1).c_str() : "", pub ? Fixed(pub->ms, 4).c_str() : "",
+                  pub ? Fixed(pub->tflops, 1).c_str() : "",
+                  ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3).c_str() : "");
+      if (!ran) std::printf("    %s\n", m.value("reason", "").c_str());
+      std::fflush(stdout);
+      const json lib = m.value("library", json::object());
+      std::string reason = m.value("reason", "");
+      for (char& ch : reason)
+        if (ch == ',' || ch == '\n') ch = ';';
+      csv += def->name + "," + shape + "," + state + "," +
+             (ran ? Fixed(m["median"].get<double>() * 1e3, 5) : "") + "," +
+             (ran ? Fixed(m["p10"].get<double>() * 1e3, 5) : "") + "," +
+             (ran ? Fixed(m["p90"].get<double>() * 1e3, 5) : "") + "," + (ran ? Fixed(tf, 1) : "") +
+             "," + (pub ? Fixed(pub->ms, 4) : "") + "," + (pub ? Fixed(pub->tflops, 1) : "") + "," +
+             (ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3) : "") + "," +
+             lib.value("version", "") + ",\"" + NoQuotes(PlanOf(lib)) + "\"," + reason + "\n";
+      all.push_back(m);
+    }
+    if (!o->csv_path.empty()) WriteFileAtomic(o->csv_path, csv);
+    if (!o->json_path.empty()) WriteFileAtomic(o->json_path, all.dump(1) + "\n");
+    return failed ? 1 : 0;
+  };
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,29 @@
+// The vendor baseline alone at one workload (`ptxbench baseline`, the baseline tables): the
+// timing child's baseline phase, exactly as an evaluation times it (fresh inputs, poisoned
+// outputs, cold L2, CUPTI spans), without a candidate.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "task/definition.h"
+
+namespace ptxbench {
+
+struct BaselineRequest {
+  const Definition* definition = nullptr;
+  const Workload* workload = nullptr;
+  int warmup = 10, iterations = 50, buffer_sets = 3;
+  std::chrono::seconds timeout{600};
+  uint64_t seed = 0;       // the calls' inputs: seed + call
+  std::string executable;  // the ptxbench binary that the child runs; empty: this one
+};
+
+// {"task", "workload", "axes", "flops", "state" ("ran", "unsupported", "skipped", "failed"),
+//  "reason" (unless ran), "median"/"p10"/"p90" (s), "tflops", "library" (the baseline's
+//  Describe()), "protocol", "gpu", "seconds" (wall)}.
+nlohmann::json MeasureBaseline(const BaselineRequest& request);
+
+}  // namespace ptxbench
