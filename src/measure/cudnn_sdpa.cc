@@ -52,6 +52,13 @@
 // 1.1x generated them with int32 math and filled with the lowest finite float. Prepare
 // tries the current form first and, when no engine takes it, the older one (Describe's
 // "lowering" says which was used).
+//
+// Checked without a GPU against cuDNN 9.19 (device properties of an H200 given as JSON, a
+// stub libcuda): every graph here, forward and backward, causal or not, both lowerings, with
+// and without the padding workaround, passes the fused engines' pattern checks and is
+// compiled, failing only at the module load the stub cannot do. On the H200 (cuDNN 9.14.0)
+// the current causal form is taken, and every graph agrees with our references
+// (tests/gpu/cudnn_sdpa_gpu_test.cu; docs/gpu-runs/2026-12-02-h200-issue5.md).
 
 namespace ptxbench {
 namespace {
