@@ -121,6 +121,50 @@ TEST(AttentionReference, BackwardMatchesDoublePrecision) {
     }
 }
 
+// The backward's timed inputs, derived from a base (MakeTimedInputs): O and LSE must still be
+// exactly our forward's for the Q, K, V handed over (bit for bit: each head is computed alone,
+// and negating V negates O exactly), dO must be new, and different call seeds must differ.
+TEST(AttentionReference, DerivedTimedInputsStayConsistent) {
+  const Family& f = *FindFamily("mha_bwd");
+  for (int causal : {0, 1}) {
+    Axes a{{"B", 2}, {"H", 3}, {"S", 100}, {"D", 64}, {"causal", causal}};
+    Device base(f, a), call(f, a), other(f, a);
+    f.MakeInputs(base.t, a, 21, nullptr);
+    f.MakeTimedInputs(base.t, call.t, a, 1001, nullptr);
+    f.MakeTimedInputs(base.t, other.t, a, 1002, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    size_t n = size_t(call.t[3].spec.Elements()), rows = size_t(call.t[5].spec.Elements());
+    float *o, *lse;
+    cudaMalloc(&o, n * 4);
+    cudaMalloc(&lse, rows * 4);
+    LaunchAttentionForward(call.t[0].data, call.t[1].data, call.t[2].data, o, lse, 2, 3, 100, 64,
+                           causal != 0, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> o_ref = Fetch(o, n), lse_ref = Fetch(lse, rows);
+    std::vector<float> o_given = call.Host(3), lse_given = call.Host(5);
+    size_t o_diff = 0, lse_diff = 0;
+    for (size_t i = 0; i < n; ++i)
+      o_diff += __bfloat162float(__float2bfloat16_rn(o_ref[i])) != o_given[i];
+    for (size_t i = 0; i < rows; ++i) lse_diff += lse_ref[i] != lse_given[i];
+    std::printf("derived inputs, causal=%d: O differs in %zu of %zu, LSE in %zu of %zu\n", causal,
+                o_diff, n, lse_diff, rows);
+    EXPECT_EQ(o_diff, 0u);
+    EXPECT_EQ(lse_diff, 0u);
+    EXPECT_NE(call.Host(4), base.Host(4));   // dO is new
+    EXPECT_NE(call.Host(4), other.Host(4));  // and new for every call
+    // The head order moves too (12 affine orders of 6 heads: one of a few seeds differs).
+    bool moved = false;
+    for (uint64_t seed = 1002; seed < 1012 && !moved; ++seed) {
+      f.MakeTimedInputs(base.t, other.t, a, seed, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      moved = call.Host(0) != other.Host(0);
+    }
+    EXPECT_TRUE(moved);
+    cudaFree(o);
+    cudaFree(lse);
+  }
+}
+
 // The largest listed workloads: forward D=256 S=4096 and backward D=96 S=16384 (B=4, H=48).
 TEST(AttentionReference, SecondsAtTheLargestWorkloads) {
   struct Case {
