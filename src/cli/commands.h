@@ -14,5 +14,6 @@ CommandRunner AddTasksCommand(CLI::App& app);
 CommandRunner AddDoctorCommand(CLI::App& app);
 CommandRunner AddInspectCommand(CLI::App& app);
 CommandRunner AddBaselineCommand(CLI::App& app);
+CommandRunner AddRunCommand(CLI::App& app);
 
 }  // namespace ptxbench

@@ -1,0 +1,687 @@
+#include "agent/feedback.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <regex>
+#include <string_view>
+#include <vector>
+
+namespace ptxbench {
+
+using nlohmann::json;
+
+namespace {
+
+// --- reading the record: every accessor tolerates a missing field or a wrong type ---
+
+const json& Field(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::string Str(const json& j, const char* key) {
+  const json& v = Field(j, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::optional<double> Num(const json& j, const char* key) {
+  const json& v = Field(j, key);
+  if (v.is_number()) return v.get<double>();
+  return std::nullopt;
+}
+
+bool Bool(const json& j, const char* key, bool fallback) {
+  const json& v = Field(j, key);
+  return v.is_boolean() ? v.get<bool>() : fallback;
+}
+
+const json& Arr(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  const json& v = Field(j, key);
+  return v.is_array() ? v : kEmpty;
+}
+
+// --- formatting ---
+
+std::string G3(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// Seconds as s, ms or us with three significant digits.
+std::string Duration(double s) {
+  char buf[48];
+  if (s >= 1)
+    std::snprintf(buf, sizeof buf, "%.3g s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
+  return buf;
+}
+
+// 1234567 → "1.23M".
+std::string Count(double v) {
+  char buf[48];
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+std::string JsonScalar(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  if (v.is_number()) return G3(v.get<double>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
+}
+
+// Cuts at `max` bytes (never inside a UTF-8 sequence), with "…" when cut.
+std::string Cap(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return std::string(s.substr(0, n)) + "…";
+}
+
+// One line: line breaks become spaces.
+std::string OneLine(std::string_view s, size_t max) {
+  std::string out;
+  for (char c : s) out += (c == '\n' || c == '\r') ? ' ' : c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return Cap(out, max);
+}
+
+std::vector<std::string> SplitLinesOf(const std::string& s) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t nl = s.find('\n', start);
+    std::string l = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    lines.push_back(l);
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return lines;
+}
+
+bool ContainsError(const std::string& line) {
+  std::string l = line;
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return l.find("error") != std::string::npos;
+}
+
+// "H" for Hopper, "B" for Blackwell: the record's tag, else from the arch.
+std::string ArchTagOf(const json& record) {
+  std::string tag = Str(Field(record, "instructions"), "arch_tag");
+  if (!tag.empty()) return tag;
+  std::string arch = Str(record, "arch");
+  if (arch.rfind("sm_90", 0) == 0) return "H";
+  if (arch.rfind("sm_100", 0) == 0) return "B";
+  return "";
+}
+
+std::string CreditName(const std::string& tag) {
+  return tag.empty() ? "the architecture credit" : "the " + tag + " credit";
+}
+
+// The turn, from an evaluation id the loop writes ("<trajectory>/turn3"); 0 when none.
+int TurnOf(const json& record) {
+  static const std::regex re(R"(/turn([0-9]{1,6})$)");
+  std::string id = Str(record, "evaluation_id");
+  std::smatch m;
+  return std::regex_search(id, m, re) ? std::stoi(m[1].str()) : 0;
+}
+
+// What a status means, in a sentence addressed to the model.
+std::string Meaning(const std::string& status) {
+  if (status == "PASSED") return "Your kernel is correct.";
+  if (status == "REJECTED")
+    return "Your source was rejected before compilation (a forbidden header, library or "
+           "construct).";
+  if (status == "COMPILE_ERROR")
+    return "Your file did not build (it is compiled by nvcc as candidate.cu; line numbers below "
+           "refer to your code block).";
+  if (status == "RUNTIME_ERROR") return "Your code failed while running.";
+  if (status == "TIMEOUT")
+    return "Your code did not finish in time (a hang, a deadlock or a far too slow kernel).";
+  if (status == "MEMORY_ERROR") return "compute-sanitizer found invalid memory accesses.";
+  if (status == "INCORRECT") return "Your kernel ran, but its outputs are wrong.";
+  if (status == "RULE_VIOLATION") return "Your kernel broke a rule of the benchmark.";
+  if (status == "INFRA_ERROR")
+    return "The harness could not judge this kernel; this is not counted against you.";
+  return "";
+}
+
+// --- the sections ---
+
+void Header(const json& record, std::string* out) {
+  int turn = TurnOf(record);
+  *out += "## Evaluation of your kernel";
+  if (turn > 0) *out += " (turn " + std::to_string(turn) + ")";
+  *out += "\n";
+  const json& task = Field(record, "task");
+  std::string def = Str(task, "definition");
+  if (!def.empty()) {
+    *out += "Task: " + def;
+    const json& axes = Field(task, "axes");
+    if (axes.is_object() && !axes.empty()) {
+      std::string list;
+      for (const auto& [k, v] : axes.items())
+        list += (list.empty() ? "" : ", ") + k + "=" + JsonScalar(v);
+      *out += " (" + list + ")";
+    }
+    std::string arch = Str(record, "arch");
+    if (!arch.empty()) *out += " on " + arch;
+    *out += "\n";
+  }
+  std::string status = Str(record, "status");
+  std::string reason = Str(record, "reason");
+  *out += "Status: " + (status.empty() ? std::string("UNKNOWN") : status);
+  if (!reason.empty()) *out += " (" + reason + ")";
+  *out += "\n";
+  std::string meaning = Meaning(status);
+  if (!meaning.empty()) *out += meaning + "\n";
+  std::string message = Str(record, "message");
+  if (!message.empty()) *out += OneLine(message, 1000) + "\n";
+}
+
+void Screening(const json& record, std::string* out) {
+  const json& findings = Arr(Field(record, "screening"), "findings");
+  if (findings.empty()) return;
+  *out += "\n## Screening\n";
+  size_t shown = 0;
+  for (const auto& f : findings) {
+    if (shown == 10) break;
+    ++shown;
+    std::string line = "- ";
+    if (auto l = Num(f, "line"))
+      line += "line " + std::to_string(static_cast<long long>(*l)) + ": ";
+    line += Str(f, "what");
+    std::string lib = Str(f, "library");
+    if (!lib.empty()) line += " (" + lib + ")";
+    std::string excerpt = Str(f, "excerpt");
+    if (!excerpt.empty()) line += ": " + OneLine(excerpt, 200);
+    *out += OneLine(line, 400) + "\n";
+  }
+  if (findings.size() > shown)
+    *out += "[" + std::to_string(findings.size() - shown) + " more findings not shown]\n";
+}
+
+// The compiler's first errors: each line mentioning an error, with the source and caret lines
+// nvcc prints under it; where no line mentions an error, the log's first lines.
+void CompilerErrors(const json& record, const FeedbackOptions& o, std::string* out) {
+  const json& build = Field(record, "build");
+  std::string text = Str(build, "errors");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) text = Str(build, "log");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return;
+  std::vector<std::string> lines = SplitLinesOf(text);
+  const size_t max_lines = static_cast<size_t>(std::max(1, o.max_compiler_lines));
+  std::vector<std::string> kept;
+  size_t error_lines = 0, error_lines_kept = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!ContainsError(lines[i])) continue;
+    ++error_lines;
+    if (kept.size() >= max_lines) continue;
+    kept.push_back(lines[i]);
+    ++error_lines_kept;
+    for (size_t j = i + 1; j < lines.size() && j <= i + 2 && kept.size() < max_lines; ++j) {
+      if (lines[j].empty() || lines[j][0] != ' ' || ContainsError(lines[j])) break;
+      kept.push_back(lines[j]);
+    }
+  }
+  if (kept.empty()) {
+    for (const auto& l : lines) {
+      if (kept.size() >= max_lines) break;
+      if (l.empty() || l.rfind("ptxas info", 0) == 0) continue;
+      kept.push_back(l);
+    }
+  }
+  if (kept.empty()) return;
+  *out += "\n## Compiler errors\n```text\n";
+  for (const auto& l : kept) *out += Cap(l, 300) + "\n";
+  *out += "```\n";
+  if (error_lines > error_lines_kept)
+    *out += "[" + std::to_string(error_lines - error_lines_kept) +
+            " more error lines not shown; fix the first ones first]\n";
+}
+
+std::string OutputLine(const json& o) {
+  std::string summary = Str(o, "summary");
+  if (!summary.empty()) return OneLine(summary, 400);
+  // The same facts, from the fields, when the record has no summary.
+  std::string name = Str(o, "name");
+  std::string s = (name.empty() ? std::string("output") : name) + ": ";
+  std::string verdict = Str(o, "verdict");
+  long long elements = static_cast<long long>(Num(o, "elements").value_or(0));
+  auto n = [&](const char* key) {
+    return std::to_string(static_cast<long long>(Num(o, key).value_or(0)));
+  };
+  std::string errors = "max abs " + G3(Num(o, "max_abs_error").value_or(0)) + ", max rel " +
+                       G3(Num(o, "max_rel_error").value_or(0));
+  if (verdict == "match")
+    return s + "all " + std::to_string(elements) + " elements within tolerance (" + errors + ")";
+  if (verdict == "unwritten")
+    s += n("unwritten") + " of " + std::to_string(elements) + " elements never written";
+  else if (verdict == "non_finite")
+    s += n("non_finite") + " of " + std::to_string(elements) + " elements NaN or Inf";
+  else if (verdict == "numerical")
+    s += n("mismatched") + " of " + std::to_string(elements) + " elements outside tolerance (" +
+         errors + ")";
+  else
+    s += verdict.empty() ? "no verdict" : verdict;
+  const json& fb = Field(o, "first_bad");
+  if (auto idx = Num(fb, "index")) {
+    s += "; first at flat index " + std::to_string(static_cast<long long>(*idx));
+    const json& got = Field(fb, "got");
+    if (got.is_number()) s += ": got " + G3(got.get<double>());
+    if (got.is_null() && fb.is_object() && fb.contains("got")) s += ": got NaN or Inf";
+    if (auto e = Num(fb, "expected")) s += ", expected " + G3(*e);
+  }
+  return s;
+}
+
+void Correctness(const json& record, const std::string& status, std::string* out) {
+  const json& c = Field(record, "correctness");
+  if (Str(c, "state") != "ran") return;
+  const json& trials = Arr(c, "trial_results");
+  std::string section;
+  const json& tol = Field(c, "tolerance");
+  if (tol.is_object() && status != "PASSED") {
+    section += "Tolerance: rule " + Str(tol, "rule");
+    if (auto a = Num(tol, "atol")) section += ", atol " + G3(*a);
+    if (auto r = Num(tol, "rtol")) section += ", rtol " + G3(*r);
+    section += "\n";
+  }
+  if (status == "PASSED") {
+    // Per output, the largest errors over the trials.
+    std::vector<std::string> names;
+    std::vector<double> abs_err, rel_err;
+    for (const auto& t : trials)
+      for (const auto& o : Arr(t, "outputs")) {
+        std::string name = Str(o, "name");
+        size_t k = std::find(names.begin(), names.end(), name) - names.begin();
+        if (k == names.size()) {
+          names.push_back(name);
+          abs_err.push_back(0);
+          rel_err.push_back(0);
+        }
+        abs_err[k] = std::max(abs_err[k], Num(o, "max_abs_error").value_or(0));
+        rel_err[k] = std::max(rel_err[k], Num(o, "max_rel_error").value_or(0));
+      }
+    for (size_t k = 0; k < names.size(); ++k)
+      section += names[k] + ": correct on " + std::to_string(trials.size()) +
+                 " trials, max abs error " + G3(abs_err[k]) + ", max rel error " + G3(rel_err[k]) +
+                 "\n";
+  } else {
+    size_t shown = 0, bad_trials = 0;
+    for (const auto& t : trials) {
+      bool bad = !Bool(t, "inputs_unchanged", true);
+      for (const auto& o : Arr(t, "outputs")) bad |= Str(o, "verdict") != "match";
+      if (!bad) continue;
+      ++bad_trials;
+      if (shown == 4) continue;
+      ++shown;
+      std::string seed = Field(t, "seed").is_number() ? JsonScalar(Field(t, "seed")) : "?";
+      section += "Trial (seed " + seed + "):\n";
+      if (!Bool(t, "inputs_unchanged", true))
+        section += "  your kernel modified its inputs (they are read-only)\n";
+      for (const auto& o : Arr(t, "outputs")) section += "  " + OutputLine(o) + "\n";
+    }
+    if (bad_trials > shown)
+      section += "[" + std::to_string(bad_trials - shown) + " more failing trials not shown]\n";
+    if (!trials.empty())
+      section += bad_trials == 0
+                     ? "All " + std::to_string(trials.size()) + " trials matched the reference\n"
+                     : std::to_string(bad_trials) + " of " + std::to_string(trials.size()) +
+                           " trials failed\n";
+  }
+  const json& libs = Arr(c, "new_vendor_libraries");
+  if (!libs.empty()) {
+    std::string list;
+    for (const auto& l : libs) list += (list.empty() ? "" : ", ") + JsonScalar(l);
+    section += "Loaded at run time (forbidden): " + list + "\n";
+  }
+  if (!section.empty()) *out += "\n## Correctness\n" + section;
+}
+
+// How the process ended and what it printed last: for crashes, CUDA errors and hangs.
+void ProcessDetails(const json& record, std::string* out) {
+  std::string section;
+  for (const char* layer : {"correctness", "performance"}) {
+    const json& l = Field(record, layer);
+    std::string exit = Str(l, "child_exit");
+    if (exit == "exit code 0") exit.clear();  // says nothing about the failure
+    std::string tail = Str(l, "child_log_tail");
+    if (exit.empty() && tail.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    std::string what = std::string(layer) == "correctness" ? "correctness run" : "timed run";
+    if (!exit.empty()) section += "Process (" + what + "): " + OneLine(exit, 200) + "\n";
+    std::vector<std::string> lines = SplitLinesOf(tail);
+    while (!lines.empty() && lines.back().find_first_not_of(" \t") == std::string::npos)
+      lines.pop_back();
+    if (lines.empty()) continue;
+    size_t first = lines.size() > 15 ? lines.size() - 15 : 0;
+    section += "Its last output:\n```text\n";
+    for (size_t i = first; i < lines.size(); ++i) section += Cap(lines[i], 300) + "\n";
+    section += "```\n";
+  }
+  if (!section.empty()) *out += "\n## Run\n" + section;
+}
+
+void Memcheck(const json& record, const std::string& status, std::string* out) {
+  const json& m = Field(record, "memcheck");
+  std::string state = Str(m, "state");
+  if (state != "ran" && state != "timed_out" && state != "failed") return;
+  const json& errors = Arr(m, "errors");
+  long long count = static_cast<long long>(Num(m, "error_count").value_or(0));
+  std::string section;
+  if (state == "timed_out") section += "The memory check timed out; its report is incomplete.\n";
+  if (state == "failed")
+    section += "compute-sanitizer did not produce a report (a harness problem, not yours).\n";
+  if (count == 0 && errors.empty()) {
+    if (state == "ran") section += "No memory error found.\n";
+  } else {
+    section += std::to_string(std::max<long long>(count, static_cast<long long>(errors.size()))) +
+               " errors in all" + (errors.empty() ? "" : "; the first:") + "\n";
+    size_t shown = 0;
+    for (const auto& e : errors) {
+      if (shown == 5) break;
+      ++shown;
+      std::string s = Str(e, "summary");
+      if (s.empty()) {
+        for (const char* k : {"kind", "location", "thread", "address"}) {
+          std::string v = Str(e, k);
+          if (!v.empty()) s += (s.empty() ? "" : "; ") + v;
+        }
+      }
+      section += "- " + OneLine(s, 400) + "\n";
+    }
+    if (errors.size() > shown)
+      section += "[" + std::to_string(errors.size() - shown) + " more not shown]\n";
+    if (errors.empty()) {
+      std::string first = Str(m, "first_error");
+      if (!first.empty()) section += "- " + OneLine(first, 400) + "\n";
+    }
+  }
+  if (section.empty()) return;
+  if (status == "PASSED" && section == "No memory error found.\n") {
+    *out += "Memory check (compute-sanitizer): no error found.\n";
+    return;
+  }
+  *out += "\n## Memory check (compute-sanitizer)\n" + section;
+}
+
+std::string VerificationText(const std::string& v, const std::string& credit) {
+  if (v == "dynamic_present") return "verified: " + credit + " is earned";
+  if (v == "sass_absent") return "not verified: a required family is absent from the SASS";
+  if (v == "dynamic_not_executed")
+    return "not verified: a required family is in the SASS but never executed";
+  if (v == "profile_error") return "not verified: the profiler failed (a harness problem)";
+  if (v == "not_requested") return "not requested";
+  if (v == "not_correct") return "not attempted: the kernel is not correct";
+  return v;
+}
+
+void Instructions(const json& record, const std::string& status, std::string* out) {
+  const json& ins = Field(record, "instructions");
+  if (!ins.is_object() || ins.empty()) return;
+  const std::string tag = ArchTagOf(record), credit = CreditName(tag);
+  std::string section;
+  std::vector<std::string> required;
+  for (const auto& f : Arr(ins, "required_families"))
+    if (f.is_string()) required.push_back(f.get<std::string>());
+  if (required.empty())
+    for (const auto& f : Arr(Field(record, "task"), "required_families"))
+      if (f.is_string()) required.push_back(f.get<std::string>());
+  std::string arch = Str(record, "arch");
+  if (!required.empty()) {
+    std::string list;
+    for (const auto& f : required) list += (list.empty() ? "" : ", ") + f;
+    section += "Required for " + credit + (arch.empty() ? "" : " on " + arch) + ": " + list + "\n";
+  }
+  const json& st = Field(ins, "static");
+  const json& totals = Field(st, "totals");
+  if (st.is_object()) {
+    if (Str(st, "state") == "ran" && totals.is_object()) {
+      std::string list;
+      for (const auto& [name, n] : totals.items()) {
+        double v = n.is_number() ? n.get<double>() : 0;
+        list += (list.empty() ? "" : ", ") + name + " " + (v > 0 ? Count(v) : "absent");
+      }
+      section +=
+          "SASS of your shared object: " + (list.empty() ? "no instruction family" : list) + "\n";
+    } else {
+      std::string why = Str(st, "message");
+      section += "SASS: not inspected (" + (Str(st, "state").empty() ? "?" : Str(st, "state")) +
+                 (why.empty() ? "" : ": " + OneLine(why, 200)) + ")\n";
+    }
+  }
+  const json& dyn = Field(Field(ins, "dynamic"), "families");
+  if (dyn.is_object() && !dyn.empty()) {
+    std::string list;
+    for (const auto& [name, e] : dyn.items()) {
+      double v = Num(e, "thread_executions_true").value_or(0);
+      list += (list.empty() ? "" : ", ") + name + " " + (v > 0 ? Count(v) : "not executed");
+    }
+    section +=
+        "Executed at run time (ncu, thread instructions with a true predicate): " + list + "\n";
+  }
+  if (auto f = Num(ins, "tensor_core_work_fraction"))
+    section += "Tensor-core work fraction: " + G3(100 * *f) +
+               "% of the task's FLOPs done by GMMA (wgmma)\n";
+  std::string verification = Str(ins, "verification");
+  std::string message = Str(ins, "message");
+  if (verification == "not_correct") message.clear();  // says the same as the text
+  if (!verification.empty())
+    section += "Verification: " + VerificationText(verification, credit) +
+               (message.empty() ? "" : " (" + OneLine(message, 300) + ")") + "\n";
+  else if (!message.empty())
+    section += OneLine(message, 300) + "\n";
+  if (verification != "dynamic_present" && !required.empty() && verification != "not_requested") {
+    std::vector<std::string> missing;
+    if (status != "PASSED" || verification == "not_correct") missing.push_back("a correct kernel");
+    for (const auto& f : required) {
+      const json& n = Field(totals, f.c_str());
+      bool in_sass = n.is_number() && n.get<double>() > 0;
+      const json& e = Field(dyn, f.c_str());
+      if (totals.is_object() && !in_sass)
+        missing.push_back(f + " (absent from the SASS)");
+      else if (dyn.is_object() && Num(e, "thread_executions_true").value_or(0) <= 0)
+        missing.push_back(f + " (in the SASS, never executed)");
+    }
+    if (verification == "profile_error") missing.push_back("a profile (a harness problem)");
+    if (!missing.empty()) {
+      std::string list;
+      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+      section += "Missing for " + credit + ": " + list + "\n";
+    }
+  }
+  if (!section.empty()) *out += "\n## Instructions\n" + section;
+}
+
+std::string Spread(const json& s) {
+  std::string out;
+  auto p10 = Num(s, "p10"), p90 = Num(s, "p90");
+  if (p10 && p90) out = "p10 " + Duration(*p10) + ", p90 " + Duration(*p90);
+  return out;
+}
+
+void Performance(const json& record, std::string* out) {
+  const json& p = Field(record, "performance");
+  std::string state = Str(p, "state");
+  std::string section;
+  if (state != "ran") {
+    std::string why = Str(p, "reason");
+    section += "Not timed" + (state.empty() ? "" : " (" + state + ")") +
+               (why.empty() ? "" : ": " + OneLine(why, 300)) + "\n";
+  } else {
+    const json& c = Field(p, "candidate");
+    if (auto med = Num(c, "median")) {
+      std::string spread = Spread(c);
+      auto count = Num(c, "count");
+      std::string extra = spread;
+      if (count)
+        extra += (extra.empty() ? "" : ", ") + std::to_string(static_cast<long long>(*count)) +
+                 " timed calls";
+      section += "Your kernel: " + Duration(*med) + " median" +
+                 (extra.empty() ? "" : " (" + extra + ")") + "\n";
+    } else {
+      section += "Your kernel: no time recorded\n";
+    }
+    const json& b = Field(p, "baseline");
+    std::string bname = Str(b, "name");
+    if (bname.empty()) bname = "the baseline";
+    std::string bstate = Str(b, "state");
+    if (bstate == "ran" && Num(b, "median")) {
+      std::string spread = Spread(b);
+      section += "Baseline " + bname + ": " + Duration(*Num(b, "median")) + " median" +
+                 (spread.empty() ? "" : " (" + spread + ")");
+      if (auto t = Num(b, "tflops")) section += ", " + G3(*t) + " TFLOP/s";
+      section += "\n";
+      if (Bool(b, "drift_flagged", false))
+        section += "Note: the baseline's time drifted by " + G3(100 * Num(b, "drift").value_or(0)) +
+                   "% between before and after your kernel; the speedup is less certain.\n";
+    } else if (b.is_object()) {
+      std::string why = Str(b, "reason");
+      section += "Baseline " + (Str(b, "name").empty() ? std::string("") : bname + " ") +
+                 "not timed" + (bstate.empty() ? "" : " (" + bstate + ")") +
+                 (why.empty() ? "" : ": " + OneLine(why, 300)) + "; no speedup\n";
+    }
+    if (auto s = Num(p, "speedup")) {
+      section += "Speedup: " + G3(*s) + "x the baseline";
+      const json& r = Field(p, "speedup_range");
+      if (r.is_array() && r.size() == 2 && r[0].is_number() && r[1].is_number())
+        section += " (range " + G3(r[0].get<double>()) + "x to " + G3(r[1].get<double>()) + "x)";
+      section += "\n";
+    }
+    if (auto t = Num(p, "tflops")) {
+      section += "Throughput: " + G3(*t) + " TFLOP/s";
+      if (auto pct = Num(p, "percent_of_peak")) {
+        section += ", " + G3(*pct) + "% of the GPU's bf16 dense peak";
+        if (auto peak = Num(p, "peak_tflops")) section += " (" + G3(*peak) + " TFLOP/s)";
+      }
+      section += "\n";
+    }
+  }
+  *out += "\n## Performance\n" + section;
+}
+
+std::string BestSection(const std::optional<BestSoFar>& best, const std::string& tag) {
+  std::string s = "\n## Best so far\n";
+  if (!best) return s + "No correct kernel yet.\n";
+  s += "turn " + std::to_string(best->turn) + ": correct";
+  s += best->speedup > 0 ? ", speedup " + G3(best->speedup) + "x" : ", not timed";
+  if (best->tflops > 0) s += ", " + G3(best->tflops) + " TFLOP/s";
+  s += best->verified
+           ? ", " + (tag.empty() ? std::string("architecture credit") : tag) + " verified"
+           : ", " + (tag.empty() ? std::string("architecture credit") : tag) + " not verified";
+  return s + "\n";
+}
+
+// The length of the longest prefix of `s` within `n` bytes that does not split a UTF-8
+// sequence.
+size_t Utf8Prefix(std::string_view s, size_t n) {
+  if (n >= s.size()) return s.size();
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+// `head` and `tail` within `max_chars`: the head cut at a line break, with a note saying so;
+// the tail (the best kernel so far) always kept whole.
+std::string Fit(const std::string& head, const std::string& tail, size_t max_chars) {
+  if (head.size() + tail.size() <= max_chars) return head + tail;
+  const char* kNote = "[feedback truncated: %zu of %zu characters shown]\n";
+  // Room for the note with its numbers and for a closing fence.
+  const size_t reserve = tail.size() + std::strlen(kNote) + 48;
+  size_t budget = max_chars > reserve ? max_chars - reserve : 0;
+  std::string cut = head.substr(0, Utf8Prefix(head, budget));
+  size_t nl = cut.rfind('\n');
+  if (nl != std::string::npos && nl + 1 > budget / 2)
+    cut.resize(nl + 1);
+  else if (!cut.empty())
+    cut += "\n";
+  // A fenced block cut open is closed, so that the note is not read as its content.
+  size_t fences = 0;
+  for (size_t pos = cut.find("```"); pos != std::string::npos; pos = cut.find("```", pos + 3))
+    ++fences;
+  if (fences % 2) cut += "```\n";
+  char note[128];
+  std::snprintf(note, sizeof note, kNote, cut.size(), head.size());
+  return cut + note + tail;
+}
+
+}  // namespace
+
+std::string RenderFeedback(const json& record, const std::optional<BestSoFar>& best,
+                           const FeedbackOptions& options) {
+  std::string out;
+  const std::string status = Str(record, "status");
+  Header(record, &out);
+  if (status == "REJECTED") Screening(record, &out);
+  if (status == "COMPILE_ERROR") CompilerErrors(record, options, &out);
+  if (status == "RUNTIME_ERROR" || status == "TIMEOUT") ProcessDetails(record, &out);
+  if (status == "INCORRECT" || status == "RULE_VIOLATION" || status == "PASSED" ||
+      status == "MEMORY_ERROR")
+    Correctness(record, status, &out);
+  Memcheck(record, status, &out);
+  Instructions(record, status, &out);
+  if (status == "PASSED") Performance(record, &out);
+  std::string tail = BestSection(best, ArchTagOf(record));
+  return Fit(out, tail, static_cast<size_t>(std::max(0, options.max_chars)));
+}
+
+std::string SummarizeTurn(int turn, const json& record) {
+  std::string status = Str(record, "status");
+  std::string s = "turn " + std::to_string(turn) + ": " + (status.empty() ? "UNKNOWN" : status);
+  std::string detail;
+  if (status == "PASSED") {
+    const json& p = Field(record, "performance");
+    if (auto sp = Num(p, "speedup"))
+      detail = "speedup " + G3(*sp) + "x";
+    else
+      detail = "not timed";
+    if (auto t = Num(p, "tflops")) detail += ", " + G3(*t) + " TFLOP/s";
+    const json& ins = Field(record, "instructions");
+    std::string tag = ArchTagOf(record);
+    std::string v = Str(ins, "verification");
+    if (v == "dynamic_present")
+      detail += ", " + (tag.empty() ? std::string("credit") : tag) + " verified";
+    else if (!v.empty() && v != "not_requested")
+      detail += ", " + (tag.empty() ? std::string("credit") : tag) + " not verified (" + v + ")";
+  } else if (status == "INCORRECT") {
+    // The first failing output, without its detail after ';'.
+    for (const auto& t : Arr(Field(record, "correctness"), "trial_results")) {
+      for (const auto& o : Arr(t, "outputs"))
+        if (Str(o, "verdict") != "match") {
+          detail = OutputLine(o);
+          break;
+        }
+      if (!detail.empty()) break;
+    }
+    if (detail.empty()) detail = Str(record, "message");
+    detail = detail.substr(0, detail.find(';'));
+    size_t paren = detail.find(" (max abs");
+    if (paren != std::string::npos) detail.resize(paren);
+  } else {
+    detail = Str(record, "message");
+  }
+  std::string reason = Str(record, "reason");
+  if (!reason.empty() && status != "INCORRECT")
+    detail = reason + (detail.empty() ? "" : ": " + detail);
+  if (!detail.empty()) s += " (" + OneLine(detail, 160) + ")";
+  return OneLine(s, 240);
+}
+
+}  // namespace ptxbench

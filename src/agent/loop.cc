@@ -1,0 +1,329 @@
+#include "agent/loop.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "agent/extract.h"
+#include "agent/feedback.h"
+#include "agent/prompt.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "record/record.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// One per GPU: evaluations wait here, so timed evaluations never share the GPU.
+class GpuQueue {
+ public:
+  json Evaluate(const Evaluator& evaluate, const std::string& path, const Definition& def,
+                const Workload& wl) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return evaluate(path, def, wl);
+  }
+
+ private:
+  std::mutex mu_;
+};
+
+class Runner {
+ public:
+  Runner(const AgentOptions& o, ChatProvider& model, const Evaluator& evaluate)
+      : o_(o), model_(model), evaluate_(evaluate) {}
+
+  RunSummary Run() {
+    MakeDirs(o_.run_dir + "/trajectories");
+    json info = o_.run_info;
+    info["schema"] = "ptxbench.run/1";
+    std::string run_json = o_.run_dir + "/run.json";
+    if (o_.resume && FileExists(run_json)) {
+      json before = json::parse(ReadFile(run_json));
+      info["started_at"] = before.value("started_at", NowUtcIso8601());
+      json resumed = before.value("resumed_at", json::array());
+      resumed.push_back(NowUtcIso8601());
+      info["resumed_at"] = resumed;
+    } else {
+      info["started_at"] = NowUtcIso8601();
+    }
+    WriteFileAtomic(run_json, info.dump(2) + "\n");
+
+    std::vector<std::pair<const RunTask*, int>> jobs;
+    for (const RunTask& t : o_.tasks)
+      for (int k = 0; k < o_.trajectories; ++k) jobs.push_back({&t, k});
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i; (i = next++) < jobs.size();) RunTrajectory(*jobs[i].first, jobs[i].second);
+    };
+    std::vector<std::thread> pool;
+    int n = std::max(1, std::min<int>(o_.concurrency, static_cast<int>(jobs.size())));
+    for (int i = 0; i < n; ++i) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+    if (overhead_n_) summary_.mean_overhead_s = overhead_sum_ / overhead_n_;
+    return summary_;
+  }
+
+ private:
+  std::string TrajectoryPath(const std::string& id) const {
+    return o_.run_dir + "/trajectories/" + id + ".json";
+  }
+
+  void Save(const Trajectory& t) {
+    WriteFileAtomic(TrajectoryPath(t.id), ToJson(t).dump(1) + "\n");
+  }
+
+  void Progress(const Trajectory& t, const std::string& line) {
+    if (!o_.progress) return;
+    std::lock_guard<std::mutex> lock(print_mu_);
+    std::fprintf(stderr, "[%s] %s\n", t.id.c_str(), line.c_str());
+  }
+
+  // Resumes from the file when there is one: finished trajectories are left alone; turns lost
+  // to infrastructure (and anything after them) are dropped and run again.
+  Trajectory Start(const RunTask& task, int index, int* reused) {
+    Trajectory t;
+    t.task = task.definition->name;
+    t.workload = task.workload->id;
+    t.index = index;
+    t.id = t.task + "-" + std::to_string(index);
+    if (o_.resume && FileExists(TrajectoryPath(t.id))) {
+      Trajectory old = TrajectoryFromJson(json::parse(ReadFile(TrajectoryPath(t.id))));
+      if (old.Finished()) {
+        *reused = -1;
+        return old;
+      }
+      size_t keep = 0;
+      while (keep < old.turns.size() && old.turns[keep].spent) ++keep;
+      for (size_t k = keep; k < old.turns.size(); ++k) {
+        // Kept for the record; its evaluation file moves aside (the retried turn takes the
+        // name).
+        TurnRecord lost = old.turns[k];
+        if (!lost.evaluation_file.empty() && FileExists(o_.run_dir + "/" + lost.evaluation_file)) {
+          std::string aside = lost.evaluation_file;
+          aside.insert(aside.size() - 5, ".infra" + std::to_string(old.infra_events.size() + 1));
+          std::filesystem::rename(o_.run_dir + "/" + lost.evaluation_file,
+                                  o_.run_dir + "/" + aside);
+          lost.evaluation_file = aside;
+          lost.evaluation_id += ".infra" + std::to_string(old.infra_events.size() + 1);
+        }
+        old.infra_events.push_back(lost);
+      }
+      old.turns.resize(keep);
+      old.messages.resize(std::min(old.messages.size(), 2 + 2 * keep));
+      old.exit_status = "running";
+      *reused = static_cast<int>(keep);
+      return old;
+    }
+    Prompts p =
+        RenderPrompts(o_.prompts_dir, *task.definition, *task.workload, o_.arch, o_.pack_text);
+    t.prompt_version = p.version;
+    t.messages = {{"system", p.system}, {"user", p.task}};
+    *reused = 0;
+    return t;
+  }
+
+  std::optional<BestSoFar> Best(const Trajectory& t) const {
+    std::optional<BestSoFar> best;
+    for (const auto& turn : t.turns) {
+      if (turn.outcome != "correct" && turn.outcome != "verified") continue;
+      double s = turn.speedup.value_or(0);
+      if (!best || s > best->speedup || (s == best->speedup && turn.verified && !best->verified))
+        best = BestSoFar{turn.turn, s, turn.tflops.value_or(0), turn.verified};
+    }
+    return best;
+  }
+
+  void RunTrajectory(const RunTask& task, int index) {
+    int reused = 0;
+    Trajectory t = Start(task, index, &reused);
+    if (reused < 0) {
+      Progress(t, "finished earlier (" + t.exit_status + "), kept");
+      Count(t, 0, true);
+      return;
+    }
+    if (reused > 0) Progress(t, "resumed after " + std::to_string(reused) + " turns");
+    std::string kernel_dir = "kernels/" + t.id, eval_dir = "evaluations/" + t.id;
+    MakeDirs(o_.run_dir + "/" + kernel_dir);
+    MakeDirs(o_.run_dir + "/" + eval_dir);
+    int ran = 0;
+    while (t.SpentTurns() < o_.turns) {
+      auto t0 = Clock::now();
+      TurnRecord turn;
+      turn.turn = t.SpentTurns() + 1;
+      std::vector<ChatMessage> context = ContextFor(t, o_.context);
+      auto tm = Clock::now();
+      ChatReply reply = model_.Complete(context);
+      turn.model_seconds = Since(tm);
+      turn.usage = reply.usage;
+      turn.attempts = reply.attempts;
+      ++ran;
+      if (reply.outcome == ChatOutcome::kInfraError) {
+        turn.outcome = "infra";
+        turn.spent = false;
+        turn.error = reply.error;
+        t.turns.push_back(turn);
+        t.exit_status = "infra_error";
+        Save(t);
+        Progress(t, "turn " + std::to_string(turn.turn) + ": model endpoint failed (" +
+                        reply.error + "); --resume retries it");
+        break;
+      }
+      if (reply.outcome == ChatOutcome::kModelError) {
+        turn.outcome = "model_error";
+        turn.error = reply.error;
+        t.turns.push_back(turn);
+        t.exit_status = "model_error";
+        Save(t);
+        Progress(t,
+                 "turn " + std::to_string(turn.turn) + ": the model refused (" + reply.error + ")");
+        break;
+      }
+      std::string feedback;
+      Extraction ex = ExtractKernel(reply.text);
+      json record;
+      double eval_s = 0;
+      if (!ex.found) {
+        turn.outcome = "extraction";
+        turn.summary = "no kernel in the reply";
+        feedback = "## Turn " + std::to_string(turn.turn) + ": no kernel\n" + ex.message;
+      } else {
+        turn.kernel_file = kernel_dir + "/turn" + std::to_string(turn.turn) + ".cu";
+        std::string kernel_path = o_.run_dir + "/" + turn.kernel_file;
+        WriteFileAtomic(kernel_path, ex.code);
+        auto te = Clock::now();
+        try {
+          record = queue_.Evaluate(evaluate_, kernel_path, *task.definition, *task.workload);
+        } catch (const std::exception& e) {
+          record = {{"status", "INFRA_ERROR"}, {"message", std::string("evaluator: ") + e.what()}};
+        }
+        eval_s = Since(te);
+        turn.evaluation_seconds = eval_s;
+        turn.evaluation_file = eval_dir + "/turn" + std::to_string(turn.turn) + ".json";
+        turn.evaluation_id = t.id + "/turn" + std::to_string(turn.turn);
+        record["evaluation_id"] = turn.evaluation_id;
+        WriteFileAtomic(o_.run_dir + "/" + turn.evaluation_file, record.dump(1) + "\n");
+        turn.outcome = OutcomeOf(record);
+        turn.status = record.value("status", "");
+        turn.reason =
+            record.is_object() && record.contains("reason") && record["reason"].is_string()
+                ? record["reason"].get<std::string>()
+                : "";
+        turn.summary = SummarizeTurn(turn.turn, record);
+        const json perf = record.value("performance", json::object());
+        if (perf.contains("speedup") && perf["speedup"].is_number())
+          turn.speedup = perf["speedup"].get<double>();
+        if (perf.contains("tflops") && perf["tflops"].is_number())
+          turn.tflops = perf["tflops"].get<double>();
+        turn.verified = turn.outcome == "verified";
+        if (turn.outcome == "infra") {
+          // The harness could not judge (no GPU, a tool missing): not the model's turn.
+          turn.spent = false;
+          turn.error = record.value("message", "");
+          t.turns.push_back(turn);
+          t.exit_status = "infra_error";
+          Save(t);
+          Progress(t, "turn " + std::to_string(turn.turn) + ": the harness could not judge (" +
+                          turn.error + "); --resume retries it");
+          break;
+        }
+      }
+      std::optional<BestSoFar> best = Best(t);
+      if (ex.found) feedback = RenderFeedback(record, best);
+      t.messages.push_back({"assistant", reply.text});
+      t.messages.push_back({"user", feedback});
+      turn.overhead_seconds = std::max(0.0, Since(t0) - turn.model_seconds - eval_s);
+      t.turns.push_back(turn);
+      bool reached = o_.target_speedup &&
+                     (turn.outcome == "correct" || turn.outcome == "verified") && turn.speedup &&
+                     *turn.speedup >= *o_.target_speedup;
+      if (reached)
+        t.exit_status = "target_reached";
+      else if (t.SpentTurns() >= o_.turns)
+        t.exit_status = "turn_limit";
+      Save(t);
+      NoteOverhead(turn.overhead_seconds);
+      Progress(t, turn.summary.empty() ? "turn " + std::to_string(turn.turn) + ": " + turn.outcome
+                                       : turn.summary);
+      if (reached) break;
+    }
+    if (t.exit_status == "running") {  // zero turns asked for, or resumed at the limit
+      t.exit_status = "turn_limit";
+      Save(t);
+    }
+    Count(t, ran, false);
+    std::lock_guard<std::mutex> lock(sum_mu_);
+    summary_.turns_reused += reused;
+  }
+
+  void NoteOverhead(double s) {
+    std::lock_guard<std::mutex> lock(sum_mu_);
+    summary_.max_overhead_s = std::max(summary_.max_overhead_s, s);
+    overhead_sum_ += s;
+    ++overhead_n_;
+  }
+
+  void Count(const Trajectory& t, int ran, bool kept) {
+    std::lock_guard<std::mutex> lock(sum_mu_);
+    ++summary_.trajectories;
+    summary_.turns_run += ran;
+    if (t.Finished())
+      ++summary_.finished;
+    else
+      ++summary_.interrupted;
+    bool correct = false, verified = false;
+    for (const auto& turn : t.turns) {
+      correct |= turn.outcome == "correct" || turn.outcome == "verified";
+      verified |= turn.outcome == "verified";
+    }
+    summary_.correct += correct;
+    summary_.verified += verified;
+    (void)kept;
+  }
+
+  const AgentOptions& o_;
+  ChatProvider& model_;
+  const Evaluator& evaluate_;
+  GpuQueue queue_;
+  std::mutex print_mu_, sum_mu_;
+  RunSummary summary_;
+  double overhead_sum_ = 0;
+  int overhead_n_ = 0;
+};
+
+}  // namespace
+
+std::vector<ChatMessage> ContextFor(const Trajectory& t, const std::string& policy) {
+  if (policy == "full" || t.messages.size() <= 4) return t.messages;
+  if (policy != "condensed") throw UsageError("unknown --context '" + policy + "'");
+  // System, task (with a note per older turn), then the last turn's reply and feedback.
+  std::vector<ChatMessage> out = {t.messages[0], t.messages[1]};
+  std::string notes = "\n\nYour earlier attempts (condensed):";
+  size_t turns = (t.messages.size() - 2) / 2;
+  for (size_t k = 0; k + 1 < turns; ++k) {
+    const TurnRecord* rec = k < t.turns.size() ? &t.turns[k] : nullptr;
+    notes += "\n- " + (rec && !rec->summary.empty()
+                           ? rec->summary
+                           : "turn " + std::to_string(k + 1) + ": " + (rec ? rec->outcome : "?"));
+  }
+  out[1].content += notes;
+  out.push_back(t.messages[t.messages.size() - 2]);
+  out.push_back(t.messages.back());
+  return out;
+}
+
+RunSummary RunAgent(const AgentOptions& options, ChatProvider& model, const Evaluator& evaluate) {
+  if (options.run_dir.empty()) throw UsageError("a run needs an output folder");
+  return Runner(options, model, evaluate).Run();
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,65 @@
+// The agent loop: for each (task, trajectory index) a model writes a kernel, the harness
+// evaluates it, the model reads the feedback and tries again, until the turn limit or a
+// correct kernel at the target speedup. Trajectories run concurrently against the model;
+// evaluations go through one queue (one evaluation at a time on the GPU). Every turn is
+// persisted as it happens, so an interrupted run resumes where it stopped.
+//
+// Run folder:
+//   run.json                                  the run: model (no secrets), tasks, options
+//   trajectories/<task>-<k>.json              one per trajectory (trajectory.h)
+//   kernels/<task>-<k>/turn<N>.cu             every extracted kernel
+//   evaluations/<task>-<k>/turn<N>.json       every evaluation record
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/chat.h"
+#include "agent/trajectory.h"
+#include "task/definition.h"
+
+namespace ptxbench {
+
+// Evaluates one kernel file on a task's workload; returns the record's JSON. Must not throw
+// for a bad kernel (the record says what is wrong); a throw counts as infra.
+using Evaluator = std::function<nlohmann::json(const std::string& kernel_path,
+                                               const Definition& def, const Workload& wl)>;
+
+struct RunTask {
+  const Definition* definition = nullptr;
+  const Workload* workload = nullptr;
+};
+
+struct AgentOptions {
+  std::vector<RunTask> tasks;
+  int trajectories = 1;  // per task
+  int turns = 8;
+  std::optional<double> target_speedup;  // stop a trajectory at a correct kernel this fast
+  std::string arch = "sm_90a";
+  std::string pack_text;  // rendered into the system message
+  std::string prompts_dir;
+  std::string context = "full";  // full: every turn; condensed: older turns as one-line notes
+  int concurrency = 4;           // trajectories in flight
+  std::string run_dir;
+  bool resume = false;
+  nlohmann::json run_info = nlohmann::json::object();  // model and options, for run.json
+  bool progress = true;                                // a line per turn on stderr
+};
+
+struct RunSummary {
+  int trajectories = 0, finished = 0, interrupted = 0, turns_run = 0, turns_reused = 0;
+  int correct = 0, verified = 0;  // trajectories with such a turn
+  double max_overhead_s = 0, mean_overhead_s = 0;
+};
+
+// The messages sent for the next turn: the full history, or (condensed) the system and task
+// messages, one note per older turn, and the last turn in full.
+std::vector<ChatMessage> ContextFor(const Trajectory& t, const std::string& policy);
+
+RunSummary RunAgent(const AgentOptions& options, ChatProvider& model, const Evaluator& evaluate);
+
+}  // namespace ptxbench

@@ -1,0 +1,58 @@
+#include "agent/replay.h"
+
+#include <memory>
+
+#include "common/error.h"
+#include "common/files.h"
+
+namespace ptxbench {
+
+using nlohmann::json;
+
+std::string DefaultReplayFile() {
+  return std::string(PTXBENCH_SOURCE_DIR) + "/agent/replay/default.json";
+}
+
+std::unique_ptr<ReplayProvider> ReplayProvider::Load(const std::string& path,
+                                                     const std::string& source_dir) {
+  auto p = std::make_unique<ReplayProvider>();
+  p->path_ = path;
+  json j;
+  try {
+    j = json::parse(ReadFile(path));
+  } catch (const json::exception& e) {
+    throw InputError(path + ": not JSON: " + e.what());
+  }
+  p->task_ = j.value("task", "");
+  if (!j.contains("turns") || !j["turns"].is_array() || j["turns"].empty())
+    throw InputError(path + ": needs a non-empty \"turns\" array");
+  for (const auto& t : j["turns"]) {
+    std::string reply = t.value("text", "");
+    if (t.contains("kernel")) {
+      std::string k = source_dir + "/" + t["kernel"].get<std::string>();
+      if (!FileExists(k)) throw InputError(path + ": no kernel file " + k);
+      reply += "\n\n```cuda\n" + ReadFile(k) + "```\n";
+    }
+    p->replies_.push_back(reply);
+  }
+  return p;
+}
+
+ChatReply ReplayProvider::Complete(const std::vector<ChatMessage>& messages) {
+  size_t turn = 0;
+  for (const auto& m : messages) turn += m.role == "assistant";
+  ChatReply r;
+  r.attempts = 1;
+  r.finish_reason = "stop";
+  r.text = turn < replies_.size()
+               ? replies_[turn]
+               : "The replay has no reply for turn " + std::to_string(turn + 1) + ".";
+  r.usage.completion_tokens = static_cast<int64_t>(r.text.size() / 4);  // no tokenizer: an estimate
+  for (const auto& m : messages)
+    r.usage.prompt_tokens += static_cast<int64_t>(m.content.size() / 4);
+  return r;
+}
+
+std::string ReplayProvider::Describe() const { return "replay of " + path_; }
+
+}  // namespace ptxbench

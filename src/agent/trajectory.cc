@@ -1,0 +1,144 @@
+#include "agent/trajectory.h"
+
+#include "common/error.h"
+
+namespace ptxbench {
+
+using nlohmann::json;
+
+std::string OutcomeOf(const json& r) {
+  std::string s = r.value("status", "");
+  if (s == "PASSED") {
+    const json ins = r.value("instructions", json::object());
+    bool credit = ins.value("verification", "") == "dynamic_present" && ins.contains("arch_tag") &&
+                  ins["arch_tag"].is_string() && !ins["arch_tag"].get<std::string>().empty();
+    return credit ? "verified" : "correct";
+  }
+  if (s == "REJECTED") return "rejected";
+  if (s == "COMPILE_ERROR") return "compile";
+  if (s == "RUNTIME_ERROR" || s == "TIMEOUT") return "runtime";
+  if (s == "MEMORY_ERROR") return "memory";
+  if (s == "INCORRECT") return "incorrect";
+  if (s == "RULE_VIOLATION") return "rule_violation";
+  return "infra";  // INFRA_ERROR, or a record we cannot read: never the model's fault
+}
+
+int Trajectory::SpentTurns() const {
+  int n = 0;
+  for (const auto& t : turns) n += t.spent;
+  return n;
+}
+
+namespace {
+
+json TurnJson(const TurnRecord& t) {
+  json j = {{"turn", t.turn},
+            {"outcome", t.outcome},
+            {"status", t.status},
+            {"reason", t.reason},
+            {"summary", t.summary},
+            {"kernel_file", t.kernel_file},
+            {"evaluation_file", t.evaluation_file},
+            {"evaluation_id", t.evaluation_id},
+            {"usage",
+             {{"prompt_tokens", t.usage.prompt_tokens},
+              {"completion_tokens", t.usage.completion_tokens},
+              {"reasoning_tokens", t.usage.reasoning_tokens}}},
+            {"attempts", t.attempts},
+            {"model_seconds", t.model_seconds},
+            {"evaluation_seconds", t.evaluation_seconds},
+            {"overhead_seconds", t.overhead_seconds},
+            {"verified", t.verified},
+            {"spent", t.spent}};
+  if (t.speedup) j["speedup"] = *t.speedup;
+  if (t.tflops) j["tflops"] = *t.tflops;
+  if (!t.error.empty()) j["error"] = t.error;
+  return j;
+}
+
+TurnRecord TurnFromJson(const json& j) {
+  TurnRecord t;
+  t.turn = j.at("turn");
+  t.outcome = j.at("outcome");
+  t.status = j.value("status", "");
+  t.reason = j.value("reason", "");
+  t.summary = j.value("summary", "");
+  t.kernel_file = j.value("kernel_file", "");
+  t.evaluation_file = j.value("evaluation_file", "");
+  t.evaluation_id = j.value("evaluation_id", "");
+  const json u = j.value("usage", json::object());
+  t.usage.prompt_tokens = u.value("prompt_tokens", int64_t{0});
+  t.usage.completion_tokens = u.value("completion_tokens", int64_t{0});
+  t.usage.reasoning_tokens = u.value("reasoning_tokens", int64_t{0});
+  t.attempts = j.value("attempts", 0);
+  t.model_seconds = j.value("model_seconds", 0.0);
+  t.evaluation_seconds = j.value("evaluation_seconds", 0.0);
+  t.overhead_seconds = j.value("overhead_seconds", 0.0);
+  if (j.contains("speedup")) t.speedup = j["speedup"].get<double>();
+  if (j.contains("tflops")) t.tflops = j["tflops"].get<double>();
+  t.verified = j.value("verified", false);
+  t.spent = j.value("spent", true);
+  t.error = j.value("error", "");
+  return t;
+}
+
+}  // namespace
+
+json ToJson(const Trajectory& t) {
+  json messages = json::array();
+  // Message k ≥ 2 belongs to turn (k − 2) / 2 + 1: an assistant reply, then its feedback.
+  for (size_t k = 0; k < t.messages.size(); ++k) {
+    json m = {{"role", t.messages[k].role}, {"content", t.messages[k].content}};
+    if (k >= 2) m["extra"] = {{"turn", int(k - 2) / 2 + 1}};
+    messages.push_back(m);
+  }
+  json turns = json::array(), infra = json::array();
+  for (const auto& e : t.infra_events) infra.push_back(TurnJson(e));
+  Usage total;
+  for (const auto& turn : t.turns) turns.push_back(TurnJson(turn));
+  for (const auto* list : {&t.turns, &t.infra_events})  // what the run cost, lost turns too
+    for (const auto& turn : *list) {
+      total.prompt_tokens += turn.usage.prompt_tokens;
+      total.completion_tokens += turn.usage.completion_tokens;
+      total.reasoning_tokens += turn.usage.reasoning_tokens;
+    }
+  return {{"trajectory_format", "mini-swe-agent-1"},
+          {"info",
+           {{"exit_status", t.exit_status},
+            {"ptxbench", "ptxbench.trajectory/1"},
+            {"id", t.id},
+            {"task", t.task},
+            {"workload", t.workload},
+            {"index", t.index},
+            {"prompt_version", t.prompt_version},
+            {"model_stats",
+             {{"api_calls", t.turns.size() + t.infra_events.size()},
+              {"prompt_tokens", total.prompt_tokens},
+              {"completion_tokens", total.completion_tokens},
+              {"reasoning_tokens", total.reasoning_tokens}}},
+            {"turns", turns},
+            {"infra_events", infra}}},
+          {"messages", messages}};
+}
+
+Trajectory TrajectoryFromJson(const json& j) {
+  try {
+    Trajectory t;
+    const json& info = j.at("info");
+    t.exit_status = info.at("exit_status");
+    t.id = info.at("id");
+    t.task = info.at("task");
+    t.workload = info.value("workload", "");
+    t.index = info.value("index", 0);
+    t.prompt_version = info.value("prompt_version", "");
+    for (const auto& m : j.at("messages")) t.messages.push_back({m.at("role"), m.at("content")});
+    for (const auto& turn : info.at("turns")) t.turns.push_back(TurnFromJson(turn));
+    for (const auto& e : info.value("infra_events", json::array()))
+      t.infra_events.push_back(TurnFromJson(e));
+    return t;
+  } catch (const json::exception& e) {
+    throw InputError(std::string("malformed trajectory: ") + e.what());
+  }
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,60 @@
+// One trajectory: a model's attempts at one task, turn by turn, as a JSON file in the layout
+// of mini-swe-agent's trajectories ({"info", "messages", "trajectory_format"}) so its viewers
+// open them; ptxbench's own per-turn data sits in each message's "extra" and in info.turns.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/chat.h"
+
+namespace ptxbench {
+
+// A turn's outcome, for the reports' per-turn distribution:
+//   extraction, rejected, compile, runtime, memory, incorrect, rule_violation,
+//   correct (passed, no architecture credit), verified (passed with it),
+//   model_error (the endpoint refused; spent), infra (not the model's: not spent).
+std::string OutcomeOf(const nlohmann::json& record);
+
+struct TurnRecord {
+  int turn = 0;  // 1-based, counting spent turns only
+  std::string outcome;
+  std::string status, reason, summary;
+  std::string kernel_file;      // relative to the run folder; empty without a kernel
+  std::string evaluation_file;  // relative to the run folder; empty without an evaluation
+  std::string evaluation_id;
+  Usage usage;
+  int attempts = 0;
+  double model_seconds = 0, evaluation_seconds = 0, overhead_seconds = 0;
+  std::optional<double> speedup, tflops;
+  bool verified = false;
+  bool spent = true;  // infra turns are not
+  std::string error;  // the provider's, for model_error and infra
+};
+
+struct Trajectory {
+  std::string id;  // "<task>-<index>"
+  std::string task, workload;
+  int index = 0;
+  std::vector<ChatMessage> messages;  // system, task, then assistant/feedback per turn
+  std::vector<TurnRecord> turns;
+  // Turns lost to infrastructure in earlier sessions of a resumed run, kept for the record
+  // (their turn numbers were run again).
+  std::vector<TurnRecord> infra_events;
+  // running, turn_limit, target_reached, model_error, infra_error (resume retries it)
+  std::string exit_status = "running";
+  std::string prompt_version;
+  bool Finished() const {
+    return exit_status == "turn_limit" || exit_status == "target_reached" ||
+           exit_status == "model_error";
+  }
+  int SpentTurns() const;
+};
+
+nlohmann::json ToJson(const Trajectory& t);
+Trajectory TrajectoryFromJson(const nlohmann::json& j);  // throws InputError when malformed
+
+}  // namespace ptxbench

@@ -1,0 +1,205 @@
+// `ptxbench run [--model NAME] --task T [...]`: the agent loop (agent/loop.h). With no model
+// named it replays the bundled trajectory (agent/replay/default.json) on its task.
+#include <ctime>
+#include <iostream>
+#include <memory>
+
+#include "agent/loop.h"
+#include "agent/model_config.h"
+#include "agent/prompt.h"
+#include "agent/provider.h"
+#include "agent/replay.h"
+#include "build/nvcc.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "evaluate/evaluate.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+std::string Stamp() {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&now));
+  return buf;
+}
+
+json PublicConfig(const ModelConfig& m) {  // what run.json may say about the model: no key
+  return {{"name", m.name},
+          {"provider", m.provider},
+          {"model", m.model},
+          {"base_url", m.base_url},
+          {"api_key_env", m.api_key_env},
+          {"sampling", m.sampling},
+          {"reasoning", m.reasoning},
+          {"context_window", m.context_window},
+          {"stream", m.stream},
+          {"timeout_s", m.timeout_s},
+          {"max_retries", m.max_retries},
+          {"file", m.file}};
+}
+
+// A replay file named relatively: as given when it exists (the caller's folder), else in the
+// source tree (models.json names agent/replay/default.json that way).
+std::string ResolveReplayFile(const std::string& file) {
+  if (file.empty() || file[0] == '/' || FileExists(file)) return file;
+  std::string in_tree = std::string(PTXBENCH_SOURCE_DIR) + "/" + file;
+  return FileExists(in_tree) ? in_tree : file;
+}
+
+}  // namespace
+
+CommandRunner AddRunCommand(CLI::App& app) {
+  struct Options {
+    std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
+    std::string sanitize = "always", tasks_dir, replay_file;
+    std::vector<std::string> tasks;
+    int trajectories = 1, turns = 0, concurrency = 4, timeout = 60;
+    double target_speedup = 0, timing_budget = 8;
+    bool resume = false, no_timing = false, quiet = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "The agent loop: a model writes kernels, reads the evaluations, tries again");
+  cmd->add_option("--model", o->model,
+                  "A model of the models file (default: replay the bundled trajectory)");
+  cmd->add_option("--models", o->models_file, "Models file (default: agent/models.json)");
+  cmd->add_option("--replay", o->replay_file, "Replay this trajectory file instead of a model");
+  cmd->add_option("--task", o->tasks, "Task definitions (repeatable; default: the replay's)");
+  cmd->add_option("--workload", o->workload, "Workload (default: each task's headline)");
+  cmd->add_option("--trajectories", o->trajectories, "Trajectories per task")
+      ->capture_default_str();
+  cmd->add_option("--turns", o->turns, "Turn limit (default 8; a replay: its length)");
+  cmd->add_option("--target-speedup", o->target_speedup,
+                  "Stop a trajectory at a correct kernel this much faster than the baseline");
+  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
+  cmd->add_option("--pack", o->pack,
+                  "Knowledge pack: full or none (default: full for a model, none for a replay)");
+  cmd->add_option("--context", o->context, "History sent to the model: full or condensed")
+      ->capture_default_str();
+  cmd->add_option("--concurrency", o->concurrency, "Trajectories in flight")->capture_default_str();
+  cmd->add_option("--out", o->out, "Run folder (default runs/<time>-<model>)");
+  cmd->add_flag("--resume", o->resume, "Continue the run in --out: finished turns are kept");
+  cmd->add_option("--sanitize", o->sanitize, "Memory check: always, on-failure, never")
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout, "Seconds for a candidate's run")->capture_default_str();
+  cmd->add_option("--timing-budget", o->timing_budget, "Seconds of timed candidate calls")
+      ->capture_default_str();
+  cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
+  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
+      ->envname("PTXBENCH_TASKS");
+  cmd->add_flag("--quiet", o->quiet, "No progress lines");
+
+  return [o]() {
+    Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
+    std::unique_ptr<ChatProvider> provider;
+    json model_info;
+    std::string default_task, model_name;
+    bool replay = o->model.empty();
+    if (!o->model.empty() && !o->replay_file.empty())
+      throw UsageError("--model and --replay exclude each other");
+    if (o->model.empty()) {
+      std::string file =
+          o->replay_file.empty() ? DefaultReplayFile() : ResolveReplayFile(o->replay_file);
+      auto r = ReplayProvider::Load(file, PTXBENCH_SOURCE_DIR);
+      default_task = r->task();
+      if (o->turns == 0) o->turns = static_cast<int>(r->turns());
+      model_info = {{"name", "replay"}, {"provider", "replay"}, {"file", file}};
+      model_name = "replay";
+      provider = std::move(r);
+    } else {
+      std::string file = o->models_file.empty()
+                             ? std::string(PTXBENCH_SOURCE_DIR) + "/agent/models.json"
+                             : o->models_file;
+      std::vector<ModelConfig> models = LoadModelConfigs(file);
+      const ModelConfig* m = nullptr;
+      for (const auto& c : models)
+        if (c.name == o->model) m = &c;
+      if (!m) throw UsageError("no model '" + o->model + "' in " + file);
+      if (m->provider == "replay") {
+        auto r = ReplayProvider::Load(ResolveReplayFile(m->file), PTXBENCH_SOURCE_DIR);
+        default_task = r->task();
+        if (o->turns == 0) o->turns = static_cast<int>(r->turns());
+        provider = std::move(r);
+        replay = true;  // a replay reads no prompt: no pack by default
+      } else {
+        provider = MakeHttpProvider(*m);
+      }
+      model_info = PublicConfig(*m);
+      model_name = m->name;
+    }
+    if (o->turns == 0) o->turns = 8;
+    if (o->turns < 1 || o->turns > 100) throw UsageError("--turns must be between 1 and 100");
+    if (o->trajectories < 1 || o->trajectories > 10000)
+      throw UsageError("--trajectories must be between 1 and 10000");
+    if (o->concurrency < 1 || o->concurrency > 1024)
+      throw UsageError("--concurrency must be between 1 and 1024");
+    if (o->context != "full" && o->context != "condensed")
+      throw UsageError("unknown --context '" + o->context + "' (full or condensed)");
+    RequireSupportedArch(o->arch);
+    std::string pack = o->pack.empty() ? (replay ? "none" : "full") : o->pack;
+    if (o->tasks.empty() && !default_task.empty()) o->tasks.push_back(default_task);
+    if (o->tasks.empty()) throw UsageError("--task is required");
+    if (o->resume && o->out.empty()) throw UsageError("--resume needs --out (the run to continue)");
+    SanitizeMode sanitize = ParseSanitizeMode(o->sanitize);
+    FindNvcc("");
+
+    AgentOptions a;
+    for (const std::string& name : o->tasks) {
+      const Definition& d = catalog.Find(name);
+      a.tasks.push_back(
+          {&d, o->workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o->workload)});
+    }
+    a.trajectories = o->trajectories;
+    a.turns = o->turns;
+    if (o->target_speedup > 0) a.target_speedup = o->target_speedup;
+    a.arch = o->arch;
+    a.pack_text = LoadPack(DefaultPacksDir(), o->arch, pack);
+    a.prompts_dir = DefaultPromptsDir();
+    a.context = o->context;
+    a.concurrency = o->concurrency;
+    a.resume = o->resume;
+    a.progress = !o->quiet;
+    a.run_dir = o->out.empty() ? "runs/" + Stamp() + "-" + model_name : o->out;
+    a.run_info = {{"model", model_info},
+                  {"tasks", o->tasks},
+                  {"workload", o->workload},
+                  {"trajectories", o->trajectories},
+                  {"turns", o->turns},
+                  {"target_speedup", o->target_speedup > 0 ? json(o->target_speedup) : json()},
+                  {"arch", o->arch},
+                  {"pack", pack},
+                  {"context", o->context},
+                  {"concurrency", o->concurrency},
+                  {"sanitize", o->sanitize},
+                  {"timing", !o->no_timing},
+                  {"ptxbench_version", PTXBENCH_VERSION}};
+
+    Evaluator evaluate = [&, sanitize](const std::string& path, const Definition& def,
+                                       const Workload& wl) {
+      EvalRequest req;
+      req.kernel_path = path;
+      req.definition = &def;
+      req.workload = &wl;
+      req.arch = o->arch;
+      req.sanitize = sanitize;
+      req.timeout = std::chrono::seconds(o->timeout);
+      req.timing = !o->no_timing;
+      req.timing_budget_s = o->timing_budget;
+      return Evaluate(req).ToJson();
+    };
+    RunSummary s = RunAgent(a, *provider, evaluate);
+    std::printf(
+        "run %s: %d trajectories (%d finished, %d interrupted), %d turns run, %d reused; "
+        "correct in %d, verified in %d; agent overhead per turn max %.1f ms, mean %.1f ms\n",
+        a.run_dir.c_str(), s.trajectories, s.finished, s.interrupted, s.turns_run, s.turns_reused,
+        s.correct, s.verified, s.max_overhead_s * 1e3, s.mean_overhead_s * 1e3);
+    return s.interrupted ? 3 : 0;
+  };
+}
+
+}  // namespace ptxbench
