@@ -8,6 +8,8 @@
 #   scripts/gpu_suite.sh measure    only the measurements (builds when needed)
 #   scripts/gpu_suite.sh baselines  the vendor baseline tables (cuDNN SDPA at every published
 #                                   attention shape), against the published H100 figures
+#   scripts/gpu_suite.sh agent      the agent loop: the default replay run and a scripted
+#                                   multi-trajectory run over HTTP, with their trajectories
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-suite-out}
@@ -26,6 +28,53 @@ if [[ "${1:-}" == "baselines" ]]; then
   "$bin" baseline --task 'mha_*' --published-shapes --warmup 3 --iterations 20 --buffer-sets 1 \
     --timeout 300 --csv "$out/attention-baselines.csv" --json "$out/attention-baselines.json"
   exit $?
+fi
+
+if [[ "${1:-}" == "agent" ]]; then
+  # The agent loop on the GPU: the bundled default (the replay, as the README's first command
+  # runs it), then a scripted multi-trajectory run over real HTTP (scripts/
+  # scripted_model_server.py; a 429 every 3rd request) on the headline GEMM and attention.
+  scripts/setup.sh --no-run >/dev/null || exit 1
+  export PTXBENCH_CACHE="$out/cache"
+  t0=$(date +%s.%N)
+  "$bin" run --out "$out/agent-replay"
+  echo "== replay run: exit $?, $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s wall"
+  python3 scripts/scripted_model_server.py --replay agent/replay/default.json \
+    --replay agent/replay/attention.json --port-file "$out/server.port" --fault-every 3 \
+    > "$out/scripted-server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 50); do [[ -s "$out/server.port" ]] && break; sleep 0.1; done
+  cat > "$out/models.json" <<JSON
+{"models": [{"name": "scripted", "provider": "openai", "model": "scripted-model",
+             "base_url": "http://127.0.0.1:$(cat "$out/server.port")/v1", "stream": true,
+             "timeout_s": 120, "max_retries": 6}]}
+JSON
+  t0=$(date +%s.%N)
+  "$bin" run --model scripted --models "$out/models.json" --task gemm_n7168_k5120 \
+    --task mha_with_lse_d128 --trajectories 2 --concurrency 4 --pack none \
+    --sanitize on-failure --out "$out/agent-scripted"
+  echo "== scripted run: exit $?, $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s wall"
+  kill -INT $server; wait $server 2>/dev/null; cat "$out/scripted-server.log"
+  python3 - "$out" <<'PY'
+import glob, json, sys
+out = sys.argv[1]
+print("== trajectories (turn: outcome, status, speedup vs the vendor baseline, TFLOP/s, attempts)")
+for run in ["agent-replay", "agent-scripted"]:
+    for f in sorted(glob.glob(f"{out}/{run}/trajectories/*.json")):
+        t = json.load(open(f))
+        print(f"{run}/{t['info']['id']}: {t['info']['exit_status']}")
+        for x in t["info"]["turns"]:
+            rec = json.load(open(f"{out}/{run}/{x['evaluation_file']}")) if x["evaluation_file"] else {}
+            ins = rec.get("instructions") or {}
+            perf = rec.get("performance") or {}
+            print(f"  turn {x['turn']}: {x['outcome']:<10} {x['status']:<14} "
+                  f"speedup {perf.get('speedup', '-')!s:<8.6} TFLOP/s {perf.get('tflops', '-')!s:<8.6} "
+                  f"instructions {ins.get('verification', '-')}/{ins.get('arch_tag') or '-'} "
+                  f"attempts {x['attempts']} model {x['model_seconds']:.2f} s eval {x['evaluation_seconds']:.1f} s "
+                  f"overhead {x['overhead_seconds'] * 1e3:.2f} ms")
+PY
+  rm -rf "$out/cache"
+  exit 0
 fi
 
 if [[ "${1:-}" != "measure" ]]; then
