@@ -51,8 +51,8 @@ if [[ "${1:-}" == "agent" ]]; then
 JSON
   t0=$(date +%s.%N)
   "$bin" run --model scripted --models "$out/models.json" --task gemm_n7168_k5120 \
-    --task mha_with_lse_d128 --trajectories 2 --concurrency 4 --pack none \
-    --sanitize on-failure --out "$out/agent-scripted"
+    --task mha_with_lse_d128 --trajectories 2 --concurrency 4 --turns 3 --target-speedup 0.5 \
+    --pack none --sanitize on-failure --out "$out/agent-scripted"
   echo "== scripted run: exit $?, $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s wall"
   kill -INT $server; wait $server 2>/dev/null; cat "$out/scripted-server.log"
   python3 - "$out" <<'PY'
@@ -74,6 +74,8 @@ for run in ["agent-replay", "agent-scripted"]:
                   f"overhead {x['overhead_seconds'] * 1e3:.2f} ms")
 PY
   rm -rf "$out/cache"
+  # One archive: the run folders are deeper than what a device call brings back.
+  tar czf "$out/agent-runs.tar.gz" -C "$out" agent-replay agent-scripted && rm -rf "$out"/agent-*/
   exit 0
 fi
 

@@ -132,9 +132,14 @@ class Runner {
     return t;
   }
 
-  std::optional<BestSoFar> Best(const Trajectory& t) const {
+  // The best correct kernel among the earlier turns and `current` (the one being fed back).
+  static std::optional<BestSoFar> Best(const Trajectory& t, const TurnRecord& current) {
     std::optional<BestSoFar> best;
-    for (const auto& turn : t.turns) {
+    std::vector<const TurnRecord*> all;
+    for (const auto& turn : t.turns) all.push_back(&turn);
+    all.push_back(&current);
+    for (const TurnRecord* p : all) {
+      const TurnRecord& turn = *p;
       if (turn.outcome != "correct" && turn.outcome != "verified") continue;
       double s = turn.speedup.value_or(0);
       if (!best || s > best->speedup || (s == best->speedup && turn.verified && !best->verified))
@@ -237,7 +242,7 @@ class Runner {
           break;
         }
       }
-      std::optional<BestSoFar> best = Best(t);
+      std::optional<BestSoFar> best = Best(t, turn);
       if (ex.found) feedback = RenderFeedback(record, best);
       t.messages.push_back({"assistant", reply.text});
       t.messages.push_back({"user", feedback});

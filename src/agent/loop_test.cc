@@ -153,8 +153,13 @@ TEST_F(AgentLoop, StopsWhenACorrectKernelReachesTheTarget) {
   EXPECT_TRUE(FileExists(dir_.File("run") + "/" + turns[3]["evaluation_file"].get<std::string>()));
   EXPECT_EQ(turns[1]["kernel_file"], "");
   EXPECT_TRUE(FileExists(dir_.File("run") + "/run.json"));
-  // The model read the best kernel so far in the feedback of turn 4.
-  EXPECT_NE(t["messages"][9]["content"].get<std::string>().find("1.3"), std::string::npos);
+  // The feedback names the best kernel so far, the turn it answers included.
+  EXPECT_NE(t["messages"][7]["content"].get<std::string>().find("## Best so far\nturn 3: correct"),
+            std::string::npos)
+      << t["messages"][7]["content"];
+  EXPECT_NE(t["messages"][9]["content"].get<std::string>().find("## Best so far\nturn 4: correct"),
+            std::string::npos)
+      << t["messages"][9]["content"];
 }
 
 TEST_F(AgentLoop, ATurnLostToTheEndpointIsNotSpentAndResumeRetriesOnlyIt) {
