@@ -54,7 +54,7 @@ JSON
     --task mha_with_lse_d128 --trajectories 2 --concurrency 4 --turns 3 --target-speedup 0.5 \
     --pack none --sanitize on-failure --out "$out/agent-scripted"
   echo "== scripted run: exit $?, $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s wall"
-  kill -INT $server; wait $server 2>/dev/null; cat "$out/scripted-server.log"
+  kill -TERM $server; wait $server 2>/dev/null; cat "$out/scripted-server.log"
   python3 - "$out" <<'PY'
 import glob, json, sys
 out = sys.argv[1]

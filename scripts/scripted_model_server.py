@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -151,6 +152,10 @@ def main():
             f.write(str(port))
         os.replace(a.port_file + ".tmp", a.port_file)
     print(f"scripted model server on 127.0.0.1:{port} for {sorted(replays)}", flush=True)
+    def stop(*_):  # SIGTERM too: a background job of a script ignores SIGINT
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
