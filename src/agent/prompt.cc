@@ -1,5 +1,7 @@
 #include "agent/prompt.h"
 
+#include "agent/pack.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -101,20 +103,7 @@ std::string RenderTemplate(const std::string& text,
 std::string LoadPack(const std::string& packs_dir, const std::string& arch,
                      const std::string& variant) {
   if (variant == "none") return "";
-  if (variant != "full") throw UsageError("unknown --pack '" + variant + "' (full or none)");
-  fs::path dir = fs::path(packs_dir) / arch;
-  std::vector<fs::path> parts;
-  std::error_code ec;
-  if (fs::is_directory(dir, ec))
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".md") parts.push_back(e.path());
-  if (parts.empty())
-    throw UsageError("no knowledge pack for " + arch + " (no " + dir.string() +
-                     "/*.md); use --pack none for a run without one");
-  std::sort(parts.begin(), parts.end());
-  std::string text;
-  for (const auto& p : parts) text += ReadFile(p.string()) + "\n";
-  return text;
+  return LoadPackManifest(packs_dir, arch).Render(variant);
 }
 
 Prompts RenderPrompts(const std::string& prompts_dir, const Definition& def, const Workload& wl,

@@ -21,8 +21,9 @@ std::string DefaultPacksDir();
 std::string RenderTemplate(const std::string& text,
                            const std::map<std::string, std::string>& values);
 
-// The pack for `arch`: "none" gives ""; "full" concatenates packs/<arch>/*.md in name order
-// and throws UsageError when there is none (no silent run without the pack asked for).
+// The pack for `arch` in `variant` (agent/pack.h): "none" gives ""; any other variant needs
+// packs/<arch>/manifest.json and throws UsageError without it or for an unknown variant (no
+// silent run without the pack asked for).
 std::string LoadPack(const std::string& packs_dir, const std::string& arch,
                      const std::string& variant);
 

@@ -6,6 +6,7 @@
 
 #include "agent/loop.h"
 #include "agent/model_config.h"
+#include "agent/pack.h"
 #include "agent/prompt.h"
 #include "agent/provider.h"
 #include "agent/replay.h"
@@ -13,6 +14,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/sha256.h"
 #include "common/strings.h"
 #include "evaluate/evaluate.h"
 
@@ -51,6 +53,15 @@ std::string ResolveReplayFile(const std::string& file) {
   return FileExists(in_tree) ? in_tree : file;
 }
 
+// What run.json records of the pack: the variant, the exact text's hash and size, and
+// whether the pack was proven on the chip (a report marks runs with unproven packs).
+json PackInfo(const std::string& arch, const std::string& variant, const std::string& text) {
+  json j = {{"variant", variant}, {"characters", text.size()}, {"sha256", Sha256Hex(text)}};
+  if (variant != "none")
+    j["hardware_verified"] = LoadPackManifest(DefaultPacksDir(), arch).hardware_verified;
+  return j;
+}
+
 }  // namespace
 
 CommandRunner AddRunCommand(CLI::App& app) {
@@ -77,8 +88,10 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_option("--target-speedup", o->target_speedup,
                   "Stop a trajectory at a correct kernel this much faster than the baseline");
   cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
-  cmd->add_option("--pack", o->pack,
-                  "Knowledge pack: full or none (default: full for a model, none for a replay)");
+  cmd->add_option(
+      "--pack", o->pack,
+      "Knowledge pack variant: none, base, base+gemm, base+attention-fwd, base+attention-bwd, full "
+      "(default: full for a model, none for a replay; `ptxbench pack list`)");
   cmd->add_option("--context", o->context, "History sent to the model: full or condensed")
       ->capture_default_str();
   cmd->add_option("--concurrency", o->concurrency, "Trajectories in flight")->capture_default_str();
@@ -173,6 +186,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
                   {"target_speedup", o->target_speedup > 0 ? json(o->target_speedup) : json()},
                   {"arch", o->arch},
                   {"pack", pack},
+                  {"pack_info", PackInfo(o->arch, pack, a.pack_text)},
                   {"context", o->context},
                   {"concurrency", o->concurrency},
                   {"sanitize", o->sanitize},

@@ -15,5 +15,6 @@ CommandRunner AddDoctorCommand(CLI::App& app);
 CommandRunner AddInspectCommand(CLI::App& app);
 CommandRunner AddBaselineCommand(CLI::App& app);
 CommandRunner AddRunCommand(CLI::App& app);
+CommandRunner AddPackCommand(CLI::App& app);
 
 }  // namespace ptxbench
