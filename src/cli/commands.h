@@ -16,5 +16,6 @@ CommandRunner AddInspectCommand(CLI::App& app);
 CommandRunner AddBaselineCommand(CLI::App& app);
 CommandRunner AddRunCommand(CLI::App& app);
 CommandRunner AddPackCommand(CLI::App& app);
+CommandRunner AddReportCommand(CLI::App& app);
 
 }  // namespace ptxbench

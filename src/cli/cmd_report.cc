@@ -1,0 +1,125 @@
+// `ptxbench report`: the metrics of trajectories (from run folders; the store when given) as
+// terminal tables, CSV, JSONL, the upstream per-turn layout and JSON, next to the published
+// figures where model, arch, task and turn limit match.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "report/from_runs.h"
+#include "report/metrics.h"
+#include "report/tables.h"
+
+namespace ptxbench {
+namespace {
+
+std::vector<int> ParseInts(const std::string& list, const char* what) {
+  std::vector<int> out;
+  for (const std::string& s : Split(list, ',')) {
+    try {
+      size_t used = 0;
+      int v = std::stoi(Trim(s), &used);
+      if (used != Trim(s).size() || v < 1) throw std::invalid_argument(s);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw UsageError(std::string("malformed ") + what + " '" + list +
+                       "' (positive integers separated by commas)");
+    }
+  }
+  return out;
+}
+
+bool Keep(const TrajectoryRow& t, const std::vector<std::string>& models,
+          const std::vector<std::string>& tasks) {
+  auto in = [](const std::vector<std::string>& v, const std::string& s) {
+    return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
+  };
+  return in(models, t.model) && in(tasks, t.task);
+}
+
+}  // namespace
+
+CommandRunner AddReportCommand(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> runs, models, tasks;
+    std::string turns = "1,4,8", pass_k = "1,4", csv, jsonl, upstream_csv, json, published;
+    int resamples = 2000;
+    bool no_published = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("report", "Metrics of agent runs: tables and exports");
+  cmd->add_option("--runs", o->runs, "Run folders, or folders of them (default: runs)");
+  cmd->add_option("--model", o->models, "Only these models (repeatable)");
+  cmd->add_option("--task", o->tasks, "Only these tasks (repeatable)");
+  cmd->add_option("--turns", o->turns, "Turn limits T")->capture_default_str();
+  cmd->add_option("--pass-k", o->pass_k, "k of pass@k")->capture_default_str();
+  cmd->add_option("--resamples", o->resamples, "Bootstrap resamples (0: no intervals)")
+      ->capture_default_str();
+  cmd->add_option("--csv", o->csv, "Write the metrics as CSV");
+  cmd->add_option("--jsonl", o->jsonl, "Write every turn as JSON lines");
+  cmd->add_option("--upstream-csv", o->upstream_csv, "Write the upstream per-turn layout");
+  cmd->add_option("--json", o->json, "Write the metrics as JSON");
+  cmd->add_option("--published", o->published,
+                  "Published results to compare with (default: ../shared/reference/"
+                  "published-results.csv beside the source tree, when there)");
+  cmd->add_flag("--no-published", o->no_published, "No comparison with published figures");
+
+  return [o]() {
+    auto start = std::chrono::steady_clock::now();
+    MetricOptions mo;
+    mo.turn_limits = ParseInts(o->turns, "--turns");
+    mo.pass_k = ParseInts(o->pass_k, "--pass-k");
+    if (o->resamples < 0) throw UsageError("--resamples must be 0 or more");
+    mo.bootstrap_resamples = o->resamples;
+    RunFolderLoad load =
+        LoadRunFolders(o->runs.empty() ? std::vector<std::string>{"runs"} : o->runs);
+    for (const std::string& s : load.skipped)
+      std::fprintf(stderr, "report: skipped %s\n", s.c_str());
+    Dataset data;
+    int unfinished = 0;
+    for (auto& t : load.dataset.trajectories) {
+      if (!Keep(t, o->models, o->tasks)) continue;
+      // An interrupted trajectory would count as a failure it has not had yet.
+      if (t.exit_status == "running" || t.exit_status == "infra_error") {
+        ++unfinished;
+        continue;
+      }
+      data.trajectories.push_back(std::move(t));
+    }
+    if (unfinished)
+      std::fprintf(stderr,
+                   "report: %d unfinished trajectories left out (`ptxbench run --resume` "
+                   "finishes them)\n",
+                   unfinished);
+    std::vector<GroupMetrics> groups = ComputeMetrics(data, mo);
+    if (groups.empty()) {
+      std::printf("no trajectories matched\n");
+      return 0;
+    }
+    std::cout << MetricsTable(groups);
+    if (!o->csv.empty()) WriteFileAtomic(o->csv, MetricsCsv(groups));
+    if (!o->jsonl.empty()) WriteFileAtomic(o->jsonl, TurnsJsonl(data));
+    if (!o->upstream_csv.empty()) WriteFileAtomic(o->upstream_csv, UpstreamTurnsCsv(data));
+    if (!o->json.empty()) WriteFileAtomic(o->json, ToJson(groups).dump(1) + "\n");
+    std::string published = o->published.empty() ? std::string(PTXBENCH_SOURCE_DIR) +
+                                                       "/../shared/reference/published-results.csv"
+                                                 : o->published;
+    if (!o->no_published && (FileExists(published) || !o->published.empty())) {
+      std::string table = ComparisonTable(groups, LoadPublishedResults(published));
+      std::cout << (table.empty() ? "no published figures for these models and tasks\n"
+                                  : "\npublished (" + published + "):\n" + table);
+    }
+    size_t turns = 0;
+    for (const auto& t : data.trajectories) turns += t.turns.size();
+    std::fprintf(stderr, "report: %zu trajectories, %zu turns in %.2f s\n",
+                 data.trajectories.size(), turns,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return 0;
+  };
+}
+
+}  // namespace ptxbench

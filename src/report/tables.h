@@ -1,0 +1,41 @@
+// Reports as text: the terminal tables, CSV and JSONL exports, the upstream per-turn layout,
+// and the comparison with the published figures (../shared/reference/published-results.csv).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "report/dataset.h"
+#include "report/metrics.h"
+
+namespace ptxbench {
+
+// One table row per group and turn limit: correct@T and verified@T (count/n, share, CI),
+// best speedup@T (the paper's max), median per-trajectory best, pass@k; then each group's
+// outcome distribution per turn and first-correct turns.
+std::string MetricsTable(const std::vector<GroupMetrics>& groups);
+
+// A row per group and turn limit, every figure of MetricsTable, intervals as low/high columns.
+std::string MetricsCsv(const std::vector<GroupMetrics>& groups);
+
+// A JSON object per turn (the trajectory's keys and the turn's).
+std::string TurnsJsonl(const Dataset& data);
+
+// The upstream per-turn layout: trajectory,turn,correctness,speedup,sass_tag,verification
+// (correctness 0/1; speedup empty when not timed; sass_tag "H"/"B" or empty).
+std::string UpstreamTurnsCsv(const Dataset& data);
+
+struct PublishedResult {
+  std::string model, arch, definition, run;  // arch as published: hopper, blackwell
+  int turn_limit = 0, trajectories = 0, correct = 0, verified = 0;
+  double best_speedup = 0;
+};
+std::vector<PublishedResult> LoadPublishedResults(const std::string& path);  // throws InputError
+std::string PublishedArch(const std::string& arch);  // sm_90a → hopper, sm_100a → blackwell
+
+// Ours next to the published figure wherever model (case-insensitive), arch, task and turn
+// limit match; "" when nothing matches.
+std::string ComparisonTable(const std::vector<GroupMetrics>& groups,
+                            const std::vector<PublishedResult>& published);
+
+}  // namespace ptxbench

@@ -1,0 +1,163 @@
+// Reports from run folders: the loader, the exports' exact contents on a fixture, the
+// comparison with published figures, and `ptxbench report` end to end.
+#include "report/tables.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "common/subprocess.h"
+#include "report/from_runs.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+json Turn(int n, const std::string& outcome, std::optional<double> speedup = {},
+          bool spent = true) {
+  json t = {
+      {"turn", n},
+      {"outcome", outcome},
+      {"status", outcome == "correct" || outcome == "verified" ? "PASSED" : "X"},
+      {"spent", spent},
+      {"usage", {{"prompt_tokens", 100 * n}, {"completion_tokens", 10}, {"reasoning_tokens", 0}}},
+      {"evaluation_file", ""},
+      {"kernel_file", ""}};
+  if (speedup) t["speedup"] = *speedup;
+  return t;
+}
+
+// A run of model "Fixture Model" on gemm_n7168_k5120, three trajectories:
+//   0: compile, correct 0.5, verified 0.8        → correct@1 no, @4 yes; verified@4 yes
+//   1: verified 1.2                              → correct@1 yes, verified@1 yes
+//   2: incorrect, (infra, not spent), incorrect  → never correct
+void WriteFixtureRun(const std::string& dir) {
+  MakeDirs(dir + "/trajectories");
+  MakeDirs(dir + "/evaluations/gemm_n7168_k5120-1");
+  WriteFileAtomic(dir + "/run.json",
+                  json{{"model", {{"name", "Fixture Model"}, {"provider", "openai"}}},
+                       {"arch", "sm_90a"},
+                       {"pack", "full"}}
+                      .dump());
+  std::vector<json> turns = {
+      json::array({Turn(1, "compile"), Turn(2, "correct", 0.5), Turn(3, "verified", 0.8)}),
+      json::array({Turn(1, "verified", 1.2)}),
+      json::array({Turn(1, "incorrect"), Turn(2, "infra", {}, false), Turn(2, "incorrect")})};
+  turns[1][0]["evaluation_file"] = "evaluations/gemm_n7168_k5120-1/turn1.json";
+  WriteFileAtomic(dir + "/evaluations/gemm_n7168_k5120-1/turn1.json",
+                  json{{"status", "PASSED"},
+                       {"instructions", {{"verification", "dynamic_present"}, {"arch_tag", "H"}}}}
+                      .dump());
+  for (int k = 0; k < 3; ++k) {
+    std::string id = "gemm_n7168_k5120-" + std::to_string(k);
+    WriteFileAtomic(dir + "/trajectories/" + id + ".json", json{{"info",
+                                                                 {{"id", id},
+                                                                  {"task", "gemm_n7168_k5120"},
+                                                                  {"index", k},
+                                                                  {"exit_status", "turn_limit"},
+                                                                  {"turns", turns[k]}}},
+                                                                {"messages", json::array()}}
+                                                               .dump());
+  }
+}
+
+TEST(Report, LoadsSpentTurnsWithTheInstructionVerdict) {
+  ScratchDir dir("report-test");
+  WriteFixtureRun(dir.File("runs/r1"));
+  WriteFileAtomic(dir.File("runs/broken/run.json"), "{not json");
+  RunFolderLoad load = LoadRunFolders({dir.File("runs")});
+  ASSERT_EQ(load.dataset.trajectories.size(), 3u);
+  EXPECT_EQ(load.skipped.size(), 1u);  // the broken run, named
+  const auto& t2 = load.dataset.trajectories[2];
+  ASSERT_EQ(t2.turns.size(), 2u);  // the infra turn is not in reports
+  EXPECT_EQ(t2.turns[1].turn, 2);
+  EXPECT_EQ(load.dataset.trajectories[1].turns[0].arch_tag, "H");
+  EXPECT_EQ(load.dataset.trajectories[1].turns[0].verification, "dynamic_present");
+  EXPECT_EQ(load.dataset.trajectories[0].model, "Fixture Model");
+  EXPECT_EQ(load.dataset.trajectories[0].pack, "full");
+}
+
+TEST(Report, ExportsCarryTheHandComputedFigures) {
+  ScratchDir dir("report-test");
+  WriteFixtureRun(dir.File("r1"));
+  Dataset d = LoadRunFolders({dir.File("r1")}).dataset;
+  MetricOptions mo;
+  mo.turn_limits = {1, 4};
+  mo.pass_k = {1, 2};
+  mo.bootstrap_resamples = 0;
+  auto groups = ComputeMetrics(d, mo);
+  ASSERT_EQ(groups.size(), 1u);
+  std::string csv = MetricsCsv(groups);
+  // T=1: correct 1/3 (trajectory 1), verified 1/3, best 1.2; T=4: correct 2/3, verified 2/3,
+  // best 1.2, per-trajectory bests {0.8, 1.2}: median 1, mean 1; pass@1 = 2/3, pass@2 =
+  // 1 - C(1,2)/C(3,2) = 1.
+  EXPECT_NE(csv.find("Fixture Model,sm_90a,gemm_n7168_k5120,full,1,3,1,0.333333,,,1,0.333333,,,1.2,"
+                     "1,1.2,,,1.2,1:0.333333;2:0.666667\n"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("Fixture Model,sm_90a,gemm_n7168_k5120,full,4,3,2,0.666667,,,2,0.666667,,,1.2,"
+                     "2,1,,,1,1:0.666667;2:1\n"),
+            std::string::npos)
+      << csv;
+  std::string up = UpstreamTurnsCsv(d);
+  EXPECT_NE(up.find("r1/gemm_n7168_k5120-0,2,1,0.5,,\n"), std::string::npos) << up;
+  EXPECT_NE(up.find("r1/gemm_n7168_k5120-1,1,1,1.2,H,dynamic_present\n"), std::string::npos) << up;
+  EXPECT_NE(up.find("r1/gemm_n7168_k5120-2,1,0,,,\n"), std::string::npos) << up;
+  std::string jsonl = TurnsJsonl(d);
+  EXPECT_EQ(std::count(jsonl.begin(), jsonl.end(), '\n'), 6);  // 3 + 1 + 2 spent turns
+  std::string table = MetricsTable(groups);
+  EXPECT_NE(table.find("first correct turn: 1:1 2:1 never:1"), std::string::npos) << table;
+
+  WriteFileAtomic(dir.File("pub.csv"),
+                  "model,arch,definition,run,turn_limit,trajectories,correct,"
+                  "correct_with_verified_arch_instructions,best_speedup\n"
+                  "fixture model,hopper,gemm_n7168_k5120,paper-run,4,12,9,5,0.95\n"
+                  "fixture model,blackwell,gemm_n7168_k5120,other,4,12,1,1,0.1\n");
+  std::string cmp = ComparisonTable(groups, LoadPublishedResults(dir.File("pub.csv")));
+  EXPECT_NE(cmp.find("2/3 vs 9/12"), std::string::npos) << cmp;
+  EXPECT_NE(cmp.find("1.200 vs 0.950  (paper-run)"), std::string::npos) << cmp;
+  EXPECT_EQ(cmp.find("other"), std::string::npos) << cmp;  // arch must match
+  WriteFileAtomic(dir.File("bad.csv"), "a,b\n");
+  EXPECT_THROW(LoadPublishedResults(dir.File("bad.csv")), Error);
+}
+
+TEST(Report, TheCommandWritesEveryExport) {
+  ScratchDir dir("report-test");
+  WriteFixtureRun(dir.File("runs/r1"));
+  // An interrupted trajectory is left out, and said so: it has not failed yet.
+  WriteFileAtomic(dir.File("runs/r1/trajectories/gemm_n7168_k5120-3.json"),
+                  json{{"info",
+                        {{"id", "gemm_n7168_k5120-3"},
+                         {"task", "gemm_n7168_k5120"},
+                         {"exit_status", "infra_error"},
+                         {"turns", json::array({Turn(1, "compile")})}}}}
+                      .dump());
+  CommandResult r = RunCommand(
+      {std::getenv("PTXBENCH_BIN"), "report", "--runs", dir.File("runs"), "--turns", "1,4", "--csv",
+       dir.File("m.csv"), "--jsonl", dir.File("t.jsonl"), "--upstream-csv", dir.File("u.csv"),
+       "--json", dir.File("m.json"), "--no-published"},
+      std::chrono::seconds(60));
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("Fixture Model | sm_90a | gemm_n7168_k5120 | pack full | 3 trajectories"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("1 unfinished trajectories left out"), std::string::npos) << r.output;
+  for (const char* f : {"m.csv", "t.jsonl", "u.csv", "m.json"})
+    EXPECT_TRUE(FileExists(dir.File(f)));
+  json m = json::parse(ReadFile(dir.File("m.json")));
+  ASSERT_TRUE(m.is_array());
+  EXPECT_EQ(m.size(), 1u);
+  r = RunCommand(
+      {std::getenv("PTXBENCH_BIN"), "report", "--runs", dir.File("runs"), "--turns", "0"},
+      std::chrono::seconds(60));
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("malformed --turns"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace ptxbench
