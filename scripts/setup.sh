@@ -14,9 +14,12 @@ run_default=1
 
 # --- dependencies (Debian/Ubuntu packages) ---
 packages=(cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
-          libcpp-httplib-dev)
-# Wanted but not needed: where it cannot be installed, the build goes on without what needs it.
-optional_packages=(libcpp-httplib-dev)
+          libcpp-httplib-dev libsqlite3-dev)
+# Wanted but not needed: where it cannot be installed, the build goes on without what needs it
+# (the GPU image has no package registry: no cpp-httplib, no SQLite headers, no Chromium).
+optional_packages=(libcpp-httplib-dev libsqlite3-dev)
+# CI runs the report's browser test, so there Chromium is required.
+[[ "${CI:-}" == "true" ]] && packages+=(chromium)
 have_header() { [[ -e "/usr/include/$1" || -e "/usr/local/include/$1" ]]; }
 missing=()
 for p in "${packages[@]}"; do
@@ -30,6 +33,9 @@ for p in "${packages[@]}"; do
     libcurl4-openssl-dev) { have_header curl/curl.h || have_header x86_64-linux-gnu/curl/curl.h ||
                             have_header aarch64-linux-gnu/curl/curl.h; } && continue ;;
     libcpp-httplib-dev) have_header httplib.h && continue ;;
+    # SQLite: the results store (without it ptxbench builds, and --db says it cannot).
+    libsqlite3-dev) have_header sqlite3.h && continue ;;
+    chromium) command -v chromium >/dev/null && continue ;;
     cmake) command -v cmake >/dev/null && continue ;;
     ninja-build) command -v ninja >/dev/null && continue ;;
     g++) command -v g++ >/dev/null && continue ;;
@@ -53,7 +59,7 @@ if ((${#missing[@]})); then
     { ((${#required[@]})) || "${sudo_cmd[@]}" apt-get update -qq; } &&
       DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${optional[@]}" \
         >/dev/null ||
-      echo "setup: could not install ${optional[*]}; building without (provider_test skipped)"
+      echo "setup: could not install ${optional[*]}; building without (the tests and commands that need them say so)"
   fi
 fi
 

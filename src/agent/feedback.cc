@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/strings.h"
+
 namespace ptxbench {
 
 using nlohmann::json;
@@ -65,19 +67,7 @@ std::string Duration(double s) {
   return buf;
 }
 
-// 1234567 → "1.23M".
-std::string Count(double v) {
-  char buf[48];
-  if (v >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
-  else if (v >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
-  else if (v >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
+std::string Count(double v) { return HumanCount(v); }
 
 std::string JsonScalar(const json& v) {
   if (v.is_string()) return v.get<std::string>();

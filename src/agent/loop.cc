@@ -78,8 +78,12 @@ class Runner {
     return o_.run_dir + "/trajectories/" + id + ".json";
   }
 
-  void Save(const Trajectory& t) {
-    WriteFileAtomic(TrajectoryPath(t.id), ToJson(t).dump(1) + "\n");
+  // The file first (the truth a resume reads), then the results store when there is one;
+  // `record` is the evaluation of the turn just added, or null.
+  void Save(const Trajectory& t, const json& record = json()) {
+    json j = ToJson(t);
+    WriteFileAtomic(TrajectoryPath(t.id), j.dump(1) + "\n");
+    if (o_.on_save) o_.on_save(j, record);
   }
 
   void Progress(const Trajectory& t, const std::string& line) {
@@ -236,7 +240,7 @@ class Runner {
           turn.error = record.value("message", "");
           t.turns.push_back(turn);
           t.exit_status = "infra_error";
-          Save(t);
+          Save(t, record);
           Progress(t, "turn " + std::to_string(turn.turn) + ": the harness could not judge (" +
                           turn.error + "); --resume retries it");
           break;
@@ -255,7 +259,7 @@ class Runner {
         t.exit_status = "target_reached";
       else if (t.SpentTurns() >= o_.turns)
         t.exit_status = "turn_limit";
-      Save(t);
+      Save(t, record);
       NoteOverhead(turn.overhead_seconds);
       Progress(t, turn.summary.empty() ? "turn " + std::to_string(turn.turn) + ": " + turn.outcome
                                        : turn.summary);

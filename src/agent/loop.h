@@ -48,6 +48,10 @@ struct AgentOptions {
   bool resume = false;
   nlohmann::json run_info = nlohmann::json::object();  // model and options, for run.json
   bool progress = true;                                // a line per turn on stderr
+  // Called after each trajectory file is written, with its JSON and the evaluation record of
+  // the turn just added (null when none): where the results store is written. Thread-safe
+  // (trajectories call it concurrently); must not throw.
+  std::function<void(const nlohmann::json& trajectory, const nlohmann::json& record)> on_save;
 };
 
 struct RunSummary {

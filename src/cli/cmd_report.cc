@@ -3,6 +3,7 @@
 // figures where model, arch, task and turn limit match.
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <memory>
 
@@ -11,8 +12,12 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "report/from_runs.h"
+#include "report/html.h"
 #include "report/metrics.h"
 #include "report/tables.h"
+#ifdef PTXBENCH_HAVE_SQLITE
+#include "store/store.h"
+#endif
 
 namespace ptxbench {
 namespace {
@@ -46,13 +51,16 @@ bool Keep(const TrajectoryRow& t, const std::vector<std::string>& models,
 CommandRunner AddReportCommand(CLI::App& app) {
   struct Options {
     std::vector<std::string> runs, models, tasks;
-    std::string turns = "1,4,8", pass_k = "1,4", csv, jsonl, upstream_csv, json, published;
+    std::string db;
+    std::string turns = "1,4,8", pass_k = "1,4", csv, jsonl, upstream_csv, json, published, html;
     int resamples = 2000;
     bool no_published = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("report", "Metrics of agent runs: tables and exports");
   cmd->add_option("--runs", o->runs, "Run folders, or folders of them (default: runs)");
+  cmd->add_option("--db", o->db, "Read the results store instead of run folders ($PTXBENCH_DB)")
+      ->envname("PTXBENCH_DB");
   cmd->add_option("--model", o->models, "Only these models (repeatable)");
   cmd->add_option("--task", o->tasks, "Only these tasks (repeatable)");
   cmd->add_option("--turns", o->turns, "Turn limits T")->capture_default_str();
@@ -63,6 +71,7 @@ CommandRunner AddReportCommand(CLI::App& app) {
   cmd->add_option("--jsonl", o->jsonl, "Write every turn as JSON lines");
   cmd->add_option("--upstream-csv", o->upstream_csv, "Write the upstream per-turn layout");
   cmd->add_option("--json", o->json, "Write the metrics as JSON");
+  cmd->add_option("--html", o->html, "Write a self-contained HTML report (one file, no network)");
   cmd->add_option("--published", o->published,
                   "Published results to compare with (default: ../shared/reference/"
                   "published-results.csv beside the source tree, when there)");
@@ -75,8 +84,21 @@ CommandRunner AddReportCommand(CLI::App& app) {
     mo.pass_k = ParseInts(o->pass_k, "--pass-k");
     if (o->resamples < 0) throw UsageError("--resamples must be 0 or more");
     mo.bootstrap_resamples = o->resamples;
-    RunFolderLoad load =
-        LoadRunFolders(o->runs.empty() ? std::vector<std::string>{"runs"} : o->runs);
+    if (!o->db.empty() && !o->runs.empty()) throw UsageError("--db and --runs exclude each other");
+    RunFolderLoad load;
+    if (!o->db.empty()) {
+#ifndef PTXBENCH_HAVE_SQLITE
+      throw EnvironmentError("this ptxbench was built without SQLite: no results store");
+#else
+      if (!FileExists(o->db)) throw InputError(o->db + ": no such results store");
+      StoreFilter f;
+      f.models = o->models;
+      f.tasks = o->tasks;
+      load.dataset = ResultsStore::Open(o->db)->Load(f);
+#endif
+    } else {
+      load = LoadRunFolders(o->runs.empty() ? std::vector<std::string>{"runs"} : o->runs);
+    }
     for (const std::string& s : load.skipped)
       std::fprintf(stderr, "report: skipped %s\n", s.c_str());
     Dataset data;
@@ -105,6 +127,14 @@ CommandRunner AddReportCommand(CLI::App& app) {
     if (!o->jsonl.empty()) WriteFileAtomic(o->jsonl, TurnsJsonl(data));
     if (!o->upstream_csv.empty()) WriteFileAtomic(o->upstream_csv, UpstreamTurnsCsv(data));
     if (!o->json.empty()) WriteFileAtomic(o->json, ToJson(groups).dump(1) + "\n");
+    if (!o->html.empty()) {
+      HtmlOptions ho;
+      std::time_t now = std::time(nullptr);
+      char stamp[32];
+      std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+      ho.generated_at = stamp;
+      WriteFileAtomic(o->html, HtmlReport(data, groups, ho));
+    }
     std::string published = o->published.empty() ? std::string(PTXBENCH_SOURCE_DIR) +
                                                        "/../shared/reference/published-results.csv"
                                                  : o->published;

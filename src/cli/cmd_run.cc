@@ -17,6 +17,11 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "evaluate/evaluate.h"
+#ifdef PTXBENCH_HAVE_SQLITE
+#include <mutex>
+
+#include "store/store.h"
+#endif
 
 namespace ptxbench {
 namespace {
@@ -67,7 +72,7 @@ json PackInfo(const std::string& arch, const std::string& variant, const std::st
 CommandRunner AddRunCommand(CLI::App& app) {
   struct Options {
     std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
-    std::string sanitize = "always", tasks_dir, replay_file;
+    std::string sanitize = "always", tasks_dir, replay_file, db;
     std::vector<std::string> tasks;
     int trajectories = 1, turns = 0, concurrency = 4, timeout = 60;
     double target_speedup = 0, timing_budget = 8;
@@ -106,6 +111,8 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
       ->envname("PTXBENCH_TASKS");
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
+  cmd->add_option("--db", o->db, "Also write every turn to this results store ($PTXBENCH_DB)")
+      ->envname("PTXBENCH_DB");
 
   return [o]() {
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
@@ -206,6 +213,39 @@ CommandRunner AddRunCommand(CLI::App& app) {
       req.timing_budget_s = o->timing_budget;
       return Evaluate(req).ToJson();
     };
+#ifdef PTXBENCH_HAVE_SQLITE
+    // The store follows the files turn by turn. A failed store write does not stop the run:
+    // the run folder has everything, and `ptxbench import` puts it in later.
+    std::unique_ptr<ResultsStore> store;
+    std::mutex store_mu;
+    std::string store_run;
+    bool store_failed = false;
+    if (!o->db.empty()) {
+      store = ResultsStore::Open(o->db);
+      a.on_save = [&](const json& trajectory, const json& record) {
+        std::lock_guard<std::mutex> lock(store_mu);
+        if (store_failed) return;
+        try {
+          if (store_run.empty())
+            store_run = store->PutRun(json::parse(ReadFile(a.run_dir + "/run.json")), a.run_dir);
+          std::vector<StoredEvaluation> evals;
+          const json& turns = trajectory["info"]["turns"];
+          if (record.is_object() && !turns.empty())
+            evals.push_back({ResultsStore::TurnEvaluationKey(store_run, turns.back()), record});
+          store->PutTrajectory(store_run, trajectory, evals);
+        } catch (const std::exception& e) {
+          store_failed = true;
+          std::fprintf(stderr,
+                       "run: the store %s failed (%s); the run folder keeps everything: "
+                       "`ptxbench import %s --db %s` later\n",
+                       o->db.c_str(), e.what(), a.run_dir.c_str(), o->db.c_str());
+        }
+      };
+    }
+#else
+    if (!o->db.empty())
+      throw EnvironmentError("this ptxbench was built without SQLite: no results store (--db)");
+#endif
     RunSummary s = RunAgent(a, *provider, evaluate);
     std::printf(
         "run %s: %d trajectories (%d finished, %d interrupted), %d turns run, %d reused; "

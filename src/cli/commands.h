@@ -17,5 +17,8 @@ CommandRunner AddBaselineCommand(CLI::App& app);
 CommandRunner AddRunCommand(CLI::App& app);
 CommandRunner AddPackCommand(CLI::App& app);
 CommandRunner AddReportCommand(CLI::App& app);
+CommandRunner AddImportCommand(CLI::App& app);
+// The store's default file: results/ptxbench.db under the current folder ($PTXBENCH_DB).
+std::string DefaultStorePath();
 
 }  // namespace ptxbench

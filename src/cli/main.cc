@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       {"run", ptxbench::AddRunCommand(app)},
       {"pack", ptxbench::AddPackCommand(app)},
       {"report", ptxbench::AddReportCommand(app)},
+      {"import", ptxbench::AddImportCommand(app)},
   };
   // An unknown subcommand gets a "did you mean" instead of CLI11's generic message.
   if (argc >= 2 && argv[1][0] != '-' && !runners.count(argv[1])) {

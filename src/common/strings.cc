@@ -1,6 +1,7 @@
 #include "common/strings.h"
 
 #include <charconv>
+#include <cstdio>
 
 namespace ptxbench {
 
@@ -67,6 +68,19 @@ bool ParseInt64(std::string_view s, long long* out) {
   if (*b == '+') ++b;
   auto [ptr, ec] = std::from_chars(b, e, *out);
   return ec == std::errc() && ptr == e;
+}
+
+std::string HumanCount(double v) {
+  char buf[48];
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
 }
 
 }  // namespace ptxbench

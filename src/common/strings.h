@@ -18,6 +18,9 @@ bool EndsWith(std::string_view s, std::string_view suffix);
 std::string TailLines(std::string_view s, size_t max_lines);
 // At most `max_chars` characters, with "…" when cut.
 std::string Truncate(std::string_view s, size_t max_chars);
+
+// A count for people, three significant digits: 1234567 → "1.23M", 573412 → "573k", 42 → "42".
+std::string HumanCount(double v);
 // Parses a whole decimal integer; false on anything else (sign allowed, no spaces).
 bool ParseInt64(std::string_view s, long long* out);
 

@@ -31,3 +31,15 @@ TEST(Strings, TailLinesSaysHowManyWereCut) {
 
 }  // namespace
 }  // namespace ptxbench
+
+namespace ptxbench {
+namespace {
+TEST(Strings, HumanCountKeepsThreeDigits) {
+  EXPECT_EQ(HumanCount(42), "42");
+  EXPECT_EQ(HumanCount(1234), "1.23k");
+  EXPECT_EQ(HumanCount(573412), "573k");
+  EXPECT_EQ(HumanCount(294e6), "294M");
+  EXPECT_EQ(HumanCount(1.5e9), "1.5G");
+}
+}  // namespace
+}  // namespace ptxbench

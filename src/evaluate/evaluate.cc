@@ -162,18 +162,7 @@ std::string ArchTag(const std::string& arch) {
   return "";
 }
 
-std::string Count(double v) {
-  char buf[32];
-  if (v >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.1fG", v / 1e9);
-  else if (v >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.1fM", v / 1e6);
-  else if (v >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
+std::string Count(double v) { return HumanCount(v); }
 
 // The second layer: did the architecture's own instructions do the work? Runs only for a
 // correct candidate. Sets rec->instructions' verification status, tag and evidence.

@@ -346,3 +346,46 @@ TEST(RunEndToEnd, SixtyFourConcurrentTrajectories) {
 
 }  // namespace
 }  // namespace ptxbench
+
+namespace ptxbench {
+namespace {
+
+// The store follows the run turn by turn; the report reads it; importing the run folder into
+// a fresh store gives the same figures.
+TEST(RunEndToEnd, TurnsLandInTheStoreAndTheReportReadsThem) {
+  ScratchDir dir("run-e2e-store");
+  ScriptedModelServer server;
+  TurnScript script({
+      {1, {ScriptStep::Reply("No code this time.")}},
+      {2, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
+  });
+  server.SetResponder(script.Responder());
+  std::string models = ModelsFile(dir, server, ScriptedWire::kOpenAi, /*stream=*/false, 60);
+  std::string run = dir.File("run"), db = dir.File("store.db");
+  CommandResult r = RunPtxbench({"--model", "scripted", "--models", models, "--task", kTask,
+                                 "--turns", "2", "--trajectories", "3", "--pack", "none",
+                                 "--quiet", "--out", run, "--db", db});
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  auto report = [&](std::vector<std::string> source, const std::string& out) {
+    std::vector<std::string> args = {Bin(), "report", "--json", out, "--no-published",
+                                     "--resamples", "0"};
+    args.insert(args.end(), source.begin(), source.end());
+    CommandResult rr = RunCommand(args, 60s);
+    EXPECT_EQ(rr.exit.code, 0) << rr.output;
+    return json::parse(ReadFile(out));
+  };
+  json from_store = report({"--db", db}, dir.File("a.json"));
+  ASSERT_EQ(from_store.size(), 1u) << from_store.dump(1);
+  EXPECT_EQ(from_store[0]["trajectories"], 3);
+  EXPECT_EQ(from_store[0]["outcomes_by_turn"][1]["counts"]["rejected"], 3)
+      << from_store[0]["outcomes_by_turn"].dump();
+  json from_files = report({"--runs", run}, dir.File("b.json"));
+  EXPECT_EQ(from_files, from_store);
+  CommandResult imp = RunCommand({Bin(), "import", run, "--db", dir.File("second.db")}, 60s);
+  ASSERT_EQ(imp.exit.code, 0) << imp.output;
+  EXPECT_TRUE(Contains(imp.output, "3 trajectories, 6 turns")) << imp.output;
+  EXPECT_EQ(report({"--db", dir.File("second.db")}, dir.File("c.json")), from_store);
+}
+
+}  // namespace
+}  // namespace ptxbench

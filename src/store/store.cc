@@ -1,0 +1,852 @@
+#include "store/store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <utility>
+
+#include "common/error.h"
+#include "common/sha256.h"
+
+namespace ptxbench {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// "PTXB": marks a file as a ptxbench store, so that Open refuses to add tables to some other
+// program's database that happens to be at the path.
+constexpr int kApplicationId = 0x50545842;
+
+// A writer waits this long for another process's transaction before giving up. Transactions
+// here are short (one trajectory), so only a stuck process makes anyone wait this long.
+constexpr int kBusyTimeoutMs = 60000;
+
+// Migration k (0-based) brings the schema from version k to k + 1. Append only: a file records
+// how many have been applied (PRAGMA user_version) and the rest run, in one transaction, the
+// next time the file is opened. Never edit a migration that has shipped.
+const char* const kMigrations[] = {
+    // 1: the initial schema.
+    R"sql(
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  run_key TEXT NOT NULL UNIQUE,  -- what makes two writes the same run (see PutRun)
+  model_name TEXT NOT NULL DEFAULT '',
+  provider TEXT NOT NULL DEFAULT '',
+  model_id TEXT NOT NULL DEFAULT '',
+  base_url TEXT NOT NULL DEFAULT '',
+  sampling_json TEXT,
+  reasoning_json TEXT,
+  pack_variant TEXT NOT NULL DEFAULT '',
+  pack_sha256 TEXT NOT NULL DEFAULT '',
+  arch TEXT NOT NULL DEFAULT '',
+  ptxbench_version TEXT NOT NULL DEFAULT '',
+  git_commit TEXT,
+  gpu_name TEXT,
+  toolchain_json TEXT,
+  started_at TEXT NOT NULL DEFAULT '',
+  run_dir TEXT NOT NULL DEFAULT '',
+  ingested_at TEXT NOT NULL,
+  run_json TEXT NOT NULL
+);
+CREATE INDEX runs_model_name ON runs(model_name);
+CREATE INDEX runs_model_id ON runs(model_id);
+CREATE INDEX runs_arch ON runs(arch);
+CREATE INDEX runs_pack ON runs(pack_variant);
+CREATE INDEX runs_started ON runs(started_at);
+
+CREATE TABLE trajectories (
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  trajectory_id TEXT NOT NULL,
+  task TEXT NOT NULL,
+  workload TEXT NOT NULL DEFAULT '',
+  idx INTEGER NOT NULL DEFAULT 0,
+  exit_status TEXT NOT NULL,
+  prompt_version TEXT NOT NULL DEFAULT '',
+  model_stats_json TEXT,
+  infra_events_json TEXT,
+  ingested_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, trajectory_id)
+) WITHOUT ROWID;
+CREATE INDEX trajectories_task ON trajectories(task);
+CREATE INDEX trajectories_exit ON trajectories(exit_status);
+
+CREATE TABLE turns (
+  run_id TEXT NOT NULL,
+  trajectory_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,  -- position in the file's info.turns (an infra turn shares its number)
+  turn INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  spent INTEGER NOT NULL,
+  speedup REAL,
+  tflops REAL,
+  verified INTEGER NOT NULL DEFAULT 0,
+  evaluation_id TEXT NOT NULL DEFAULT '',  -- as the trajectory names it
+  evaluation_key TEXT,                     -- evaluations.evaluation_id
+  kernel_file TEXT NOT NULL DEFAULT '',
+  evaluation_file TEXT NOT NULL DEFAULT '',
+  prompt_tokens INTEGER NOT NULL DEFAULT 0,
+  completion_tokens INTEGER NOT NULL DEFAULT 0,
+  reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+  model_seconds REAL NOT NULL DEFAULT 0,
+  evaluation_seconds REAL NOT NULL DEFAULT 0,
+  overhead_seconds REAL NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  summary TEXT NOT NULL DEFAULT '',
+  error TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (run_id, trajectory_id, seq),
+  FOREIGN KEY (run_id, trajectory_id) REFERENCES trajectories(run_id, trajectory_id)
+    ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX turns_outcome ON turns(outcome);
+CREATE INDEX turns_status ON turns(status);
+CREATE INDEX turns_evaluation ON turns(evaluation_key);
+
+CREATE TABLE evaluations (
+  evaluation_id TEXT NOT NULL UNIQUE,
+  run_id TEXT,  -- the run whose turn it judged; NULL for a lone record
+  schema TEXT NOT NULL DEFAULT '',
+  task TEXT NOT NULL DEFAULT '',
+  workload_id TEXT NOT NULL DEFAULT '',
+  arch TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  verification TEXT NOT NULL DEFAULT '',
+  arch_tag TEXT NOT NULL DEFAULT '',
+  speedup REAL,
+  tflops REAL,
+  candidate_sha256 TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT '',
+  ingested_at TEXT NOT NULL,
+  record_json TEXT NOT NULL  -- last, so that reading the columns above skips its pages
+);
+-- Covers Load's join (named there with INDEXED BY: the planner would take the UNIQUE one), so
+-- that Load never reads the (large) rows themselves.
+CREATE INDEX evaluations_join ON evaluations(evaluation_id, verification, arch_tag);
+CREATE INDEX evaluations_run ON evaluations(run_id);
+CREATE INDEX evaluations_task ON evaluations(task, workload_id);
+CREATE INDEX evaluations_workload ON evaluations(workload_id);
+CREATE INDEX evaluations_arch ON evaluations(arch);
+CREATE INDEX evaluations_status ON evaluations(status, reason);
+CREATE INDEX evaluations_verification ON evaluations(verification, arch_tag);
+CREATE INDEX evaluations_arch_tag ON evaluations(arch_tag);
+CREATE INDEX evaluations_speedup ON evaluations(speedup);
+CREATE INDEX evaluations_tflops ON evaluations(tflops);
+CREATE INDEX evaluations_candidate ON evaluations(candidate_sha256);
+CREATE INDEX evaluations_created ON evaluations(created_at);
+)sql",
+};
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+constexpr const char* kNow = "strftime('%Y-%m-%dT%H:%M:%SZ','now')";
+
+[[noreturn]] void Fail(sqlite3* db, const std::string& path, const std::string& what) {
+  throw EnvironmentError(path + ": " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+void Exec(sqlite3* db, const std::string& path, const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db);
+    sqlite3_free(err);
+    throw EnvironmentError(path + ": " + msg + " (in: " + sql.substr(0, 60) + ")");
+  }
+}
+
+// A prepared statement, finalized when it goes away (also when a throw unwinds past it).
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& path, const std::string& sql) : db_(db), path_(path) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
+      Fail(db, path, "cannot prepare a statement");
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  void Text(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void TextOrNull(int i, const std::string& v) {  // "" is stored as NULL (COALESCE keeps old)
+    if (v.empty())
+      sqlite3_bind_null(s_, i);
+    else
+      Text(i, v);
+  }
+  void Int(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void Real(int i, double v) { sqlite3_bind_double(s_, i, v); }
+  void Real(int i, const std::optional<double>& v) {
+    if (v)
+      Real(i, *v);
+    else
+      sqlite3_bind_null(s_, i);
+  }
+
+  // True with a row to read, false when done.
+  bool Step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    Fail(db_, path_, "statement failed");
+  }
+  // Runs a statement that returns no rows, and readies it for the next bindings.
+  void Run() {
+    Step();
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+
+  std::string ColText(int c) const {
+    const unsigned char* p = sqlite3_column_text(s_, c);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<size_t>(sqlite3_column_bytes(s_, c)))
+             : std::string();
+  }
+  int64_t ColInt(int c) const { return sqlite3_column_int64(s_, c); }
+  double ColReal(int c) const { return sqlite3_column_double(s_, c); }
+  bool ColNull(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  std::optional<double> ColOptReal(int c) const {
+    return ColNull(c) ? std::nullopt : std::optional<double>(ColReal(c));
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+// BEGIN IMMEDIATE takes the write lock at the start (waiting through the busy timeout), so a
+// transaction never fails half-way because another writer got in first; whatever does not
+// reach Commit() is rolled back.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) {
+    Exec(db, path, "BEGIN IMMEDIATE");
+  }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void Commit() {
+    Exec(db_, path_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  bool done_ = false;
+};
+
+// The first column of the first row of `sql` (0 without a row); the statement is finalized
+// before returning, so that it holds no read transaction open.
+int64_t QueryInt(sqlite3* db, const std::string& path, const std::string& sql) {
+  Stmt s(db, path, sql);
+  return s.Step() ? s.ColInt(0) : 0;
+}
+
+// WAL: readers do not block the writer nor it them, and a commit is one append. The mode is
+// a property of the file, so only the first open converts it; that conversion needs the file
+// to itself and SQLite does not run the busy handler for it, so processes that create a store
+// at once retry here instead of failing with "database is locked".
+void SetWalMode(sqlite3* db, const std::string& path) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (int attempt = 0;; ++attempt) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &s, nullptr) != SQLITE_OK)
+      Fail(db, path, "cannot set the journal mode");
+    int rc = sqlite3_step(s);
+    std::string mode;
+    if (rc == SQLITE_ROW && sqlite3_column_text(s, 0))
+      mode = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);  // before the migration's transaction, which must find none open
+    if (rc == SQLITE_ROW && mode == "wal") return;
+    if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
+      if (std::chrono::steady_clock::now() > deadline) Fail(db, path, "cannot set WAL mode");
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5 + 5 * attempt, 100)));
+      continue;
+    }
+    if (rc != SQLITE_ROW) Fail(db, path, "cannot set WAL mode");
+    throw EnvironmentError(path + ": cannot put the results store in WAL mode (got \"" + mode +
+                           "\"; a network file system?)");
+  }
+}
+
+// --- reading JSON leniently: optional fields of the wrong type count as missing ---
+
+const json* Field(const json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+std::string Str(const json& j, const char* key) {
+  const json* f = Field(j, key);
+  return f && f->is_string() ? f->get<std::string>() : std::string();
+}
+std::optional<double> Num(const json& j, const char* key) {
+  const json* f = Field(j, key);
+  return f && f->is_number() ? std::optional<double>(f->get<double>()) : std::nullopt;
+}
+int64_t Int(const json& j, const char* key) {
+  const json* f = Field(j, key);
+  return f && f->is_number() ? f->get<int64_t>() : 0;
+}
+const json& Obj(const json& j, const char* key) {
+  static const json empty = json::object();
+  const json* f = Field(j, key);
+  return f && f->is_object() ? *f : empty;
+}
+// JSON text for a column; invalid UTF-8 (model output) is replaced rather than refused.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string DumpOrEmpty(const json* j) { return j && !j->is_null() ? Dump(*j) : std::string(); }
+
+const std::string& RequireStr(const json& j, const char* key, const std::string& what) {
+  const json* f = Field(j, key);
+  if (!f || !f->is_string())
+    throw InputError(what + ": \"" + key + "\" is missing or not a string");
+  return f->get_ref<const std::string&>();
+}
+
+// The columns of an evaluation record that reports filter on.
+struct EvaluationColumns {
+  std::string schema, task, workload_id, arch, status, reason, verification, arch_tag, sha256,
+      created_at;
+  std::optional<double> speedup, tflops;
+  std::string gpu_name, toolchain;  // for the run's row, when it has none
+};
+
+EvaluationColumns ReadEvaluation(const json& r, const std::string& id) {
+  std::string what = "evaluation " + id;
+  if (!r.is_object()) throw InputError(what + ": not a JSON object");
+  EvaluationColumns c;
+  c.status = RequireStr(r, "status", what);
+  c.schema = Str(r, "schema");
+  if (!c.schema.empty() && c.schema.rfind("ptxbench.evaluation/", 0) != 0)
+    throw InputError(what + ": schema \"" + c.schema + "\" is not ptxbench.evaluation/N");
+  const json& task = Obj(r, "task");
+  c.task = Str(task, "definition");
+  c.workload_id = Str(task, "workload_id");
+  c.arch = Str(r, "arch");
+  c.reason = Str(r, "reason");  // null when there is none
+  const json& ins = Obj(r, "instructions");
+  c.verification = Str(ins, "verification");
+  c.arch_tag = Str(ins, "arch_tag");
+  const json& perf = Obj(r, "performance");
+  c.speedup = Num(perf, "speedup");
+  c.tflops = Num(perf, "tflops");
+  c.sha256 = Str(Obj(r, "candidate"), "sha256");
+  c.created_at = Str(r, "created_at");
+  const json& tc = Obj(r, "toolchain");
+  c.gpu_name = Str(Obj(tc, "gpu"), "name");
+  if (!tc.empty()) c.toolchain = Dump(tc);
+  return c;
+}
+
+// Prepared once per write and run per record: parsing this statement costs more than running it.
+std::string UpsertEvaluationSql() {
+  return std::string(
+             "INSERT INTO evaluations (evaluation_id, run_id, schema, task, workload_id, "
+             "arch, status, reason, verification, arch_tag, speedup, tflops, "
+             "candidate_sha256, created_at, ingested_at, record_json) VALUES "
+             "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,") +
+         kNow +
+         ",?15) ON CONFLICT(evaluation_id) DO UPDATE SET "
+         "run_id=COALESCE(excluded.run_id, run_id), schema=excluded.schema, "
+         "task=excluded.task, workload_id=excluded.workload_id, arch=excluded.arch, "
+         "status=excluded.status, reason=excluded.reason, "
+         "verification=excluded.verification, arch_tag=excluded.arch_tag, "
+         "speedup=excluded.speedup, tflops=excluded.tflops, "
+         "candidate_sha256=excluded.candidate_sha256, created_at=excluded.created_at, "
+         "ingested_at=excluded.ingested_at, record_json=excluded.record_json";
+}
+
+void UpsertEvaluation(Stmt& s, const json& record, const std::string& id,
+                      const std::string& run_id) {
+  if (id.empty()) throw InputError("an evaluation record needs an id");
+  EvaluationColumns c = ReadEvaluation(record, id);
+  s.Text(1, id);
+  s.TextOrNull(2, run_id);
+  s.Text(3, c.schema);
+  s.Text(4, c.task);
+  s.Text(5, c.workload_id);
+  s.Text(6, c.arch);
+  s.Text(7, c.status);
+  s.Text(8, c.reason);
+  s.Text(9, c.verification);
+  s.Text(10, c.arch_tag);
+  s.Real(11, c.speedup);
+  s.Real(12, c.tflops);
+  s.Text(13, c.sha256);
+  s.Text(14, c.created_at);
+  s.Text(15, Dump(record));
+  s.Run();
+}
+
+std::string Placeholders(size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += i ? ",?" : "?";
+  return s;
+}
+
+}  // namespace
+
+// --- connections ---
+
+class ResultsStore::Reader {
+ public:
+  explicit Reader(const ResultsStore& s) : s_(s) {
+    {
+      std::lock_guard<std::mutex> lock(s.pool_mu_);
+      if (!s.idle_readers_.empty()) {
+        db_ = s.idle_readers_.back();
+        s.idle_readers_.pop_back();
+      }
+    }
+    if (!db_) db_ = s.Connect();
+  }
+  ~Reader() {
+    std::lock_guard<std::mutex> lock(s_.pool_mu_);
+    s_.idle_readers_.push_back(db_);
+  }
+  sqlite3* db() const { return db_; }
+
+ private:
+  const ResultsStore& s_;
+  sqlite3* db_ = nullptr;
+};
+
+ResultsStore::ResultsStore(std::string path) : path_(std::move(path)) {}
+
+ResultsStore::~ResultsStore() {
+  for (sqlite3* db : idle_readers_) sqlite3_close_v2(db);
+  if (writer_) sqlite3_close_v2(writer_);
+}
+
+int ResultsStore::CodeSchemaVersion() { return kSchemaVersion; }
+
+sqlite3* ResultsStore::Connect() const {
+  sqlite3* db = nullptr;
+  // NOMUTEX: a connection is only ever used by one thread at a time (the writer under
+  // write_mu_, a reader while borrowed), so SQLite's own per-connection lock is not needed.
+  int rc =
+      sqlite3_open_v2(path_.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close_v2(db);
+    throw EnvironmentError(path_ + ": cannot open the results store: " + msg);
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  try {
+    // NORMAL is durable against a killed process (every commit is in the WAL file) and only
+    // risks the last commits, never consistency, on a power loss; FULL would fsync per turn.
+    Exec(db, path_, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL");
+  } catch (...) {
+    sqlite3_close_v2(db);
+    throw;
+  }
+  return db;
+}
+
+std::unique_ptr<ResultsStore> ResultsStore::Open(const std::string& path) {
+  if (path.empty()) throw EnvironmentError("the results store needs a path (--db or $PTXBENCH_DB)");
+  if (!sqlite3_threadsafe())
+    throw EnvironmentError(path + ": this SQLite library is built without thread support");
+  std::unique_ptr<ResultsStore> s(new ResultsStore(path));
+  s->writer_ = s->Connect();
+  sqlite3* db = s->writer_;
+  try {
+    // Refuse a database that is not ours before changing anything in it.
+    int64_t n_objects = QueryInt(db, path, "SELECT count(*) FROM sqlite_master");
+    if (n_objects > 0 && QueryInt(db, path, "PRAGMA application_id") != kApplicationId)
+      throw EnvironmentError(path + ": not a ptxbench results store (another program's database)");
+    int64_t version = QueryInt(db, path, "PRAGMA user_version");
+    auto refuse_newer = [&](int64_t v) {
+      if (v > kSchemaVersion)
+        throw EnvironmentError(path + ": the results store has schema version " +
+                               std::to_string(v) + ", newer than this ptxbench knows (" +
+                               std::to_string(kSchemaVersion) + "); use a newer ptxbench");
+    };
+    refuse_newer(version);
+
+    SetWalMode(db, path);
+
+    if (version < kSchemaVersion) {
+      Transaction txn(db, path);
+      // Another process may have migrated while this one waited for the lock.
+      version = QueryInt(db, path, "PRAGMA user_version");
+      refuse_newer(version);
+      for (int64_t k = version; k < kSchemaVersion; ++k) Exec(db, path, kMigrations[k]);
+      Exec(db, path,
+           "PRAGMA application_id=" + std::to_string(kApplicationId) +
+               "; PRAGMA user_version=" + std::to_string(kSchemaVersion));
+      txn.Commit();
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kEnvironment) throw;
+    throw EnvironmentError(std::string(e.what()));
+  }
+  return s;
+}
+
+std::string ResultsStore::EvaluationKey(const std::string& run_id,
+                                        const std::string& evaluation_id) {
+  return run_id + "/" + evaluation_id;
+}
+
+// --- writes ---
+
+std::string ResultsStore::PutRun(const json& run, const std::string& run_dir) {
+  if (!run.is_object()) throw InputError("run.json in " + run_dir + ": not a JSON object");
+  std::string schema = Str(run, "schema");
+  if (!schema.empty() && schema.rfind("ptxbench.run/", 0) != 0)
+    throw InputError("run.json in " + run_dir + ": schema \"" + schema +
+                     "\" is not ptxbench.run/N");
+  std::error_code ec;
+  fs::path dir = run_dir.empty() ? fs::path() : fs::absolute(run_dir, ec).lexically_normal();
+  std::string dir_text = dir.string();
+  while (dir_text.size() > 1 && dir_text.back() == '/') dir_text.pop_back();
+  std::string name = fs::path(dir_text).filename().string();
+  if (name.empty() || name == "/") name = "run";
+
+  const json& model = Obj(run, "model");
+  const json& pack_info = Obj(run, "pack_info");
+  std::string pack = Str(pack_info, "variant");
+  if (pack.empty()) pack = Str(run, "pack");
+  std::string git = Str(run, "git_commit");
+  if (git.empty()) git = Str(Obj(run, "git"), "commit");
+  const json& toolchain = Obj(run, "toolchain");
+  std::string gpu = Str(run, "gpu");
+  if (gpu.empty()) gpu = Str(Obj(run, "gpu"), "name");
+  if (gpu.empty()) gpu = Str(Obj(toolchain, "gpu"), "name");
+  std::string started = Str(run, "started_at");
+
+  // A run is the same run when it started at the same time in a folder of the same name with
+  // the same model and tasks: all of that survives --resume (which rewrites the options) and
+  // a move of the folder, and two runs that differ in it are different runs.
+  // A stand-in run.json (import.h) has no started_at: its folder and content tell it apart.
+  std::string key = started.empty() ? "dir:" + dir_text + "\n" + Dump(run)
+                                    : Sha256Hex(started + "\n" + name + "\n" + Str(model, "name") +
+                                                "\n" + Str(model, "model") + "\n" +
+                                                Dump(run.value("tasks", json::array())));
+
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Transaction txn(writer_, path_);
+  std::string id;
+  {
+    Stmt find(writer_, path_, "SELECT id FROM runs WHERE run_key=?1");
+    find.Text(1, key);
+    if (find.Step()) id = find.ColText(0);
+  }
+  bool exists = !id.empty();
+  if (!exists) {
+    // The folder's name is the id people know the run by; a clash gets the key's prefix.
+    id = name;
+    Stmt taken(writer_, path_, "SELECT 1 FROM runs WHERE id=?1");
+    taken.Text(1, id);
+    if (taken.Step()) id = name + "-" + Sha256Hex(key).substr(0, 8);
+  }
+  Stmt s(writer_, path_,
+         exists
+             ? std::string("UPDATE runs SET model_name=?2, provider=?3, model_id=?4, base_url=?5, "
+                           "sampling_json=?6, reasoning_json=?7, pack_variant=?8, pack_sha256=?9, "
+                           "arch=?10, ptxbench_version=?11, git_commit=COALESCE(?12, git_commit), "
+                           "gpu_name=COALESCE(?13, gpu_name), "
+                           "toolchain_json=COALESCE(?14, toolchain_json), started_at=?15, "
+                           "run_dir=?16, run_json=?17, ingested_at=") +
+                   kNow + " WHERE id=?1"
+             : std::string("INSERT INTO runs (id, model_name, provider, model_id, base_url, "
+                           "sampling_json, reasoning_json, pack_variant, pack_sha256, arch, "
+                           "ptxbench_version, git_commit, gpu_name, toolchain_json, "
+                           "started_at, run_dir, run_json, run_key, ingested_at) VALUES "
+                           "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,") +
+                   kNow + ")");
+  s.Text(1, id);
+  s.Text(2, Str(model, "name"));
+  s.Text(3, Str(model, "provider"));
+  s.Text(4, Str(model, "model"));
+  s.Text(5, Str(model, "base_url"));
+  s.TextOrNull(6, DumpOrEmpty(Field(model, "sampling")));
+  s.TextOrNull(7, DumpOrEmpty(Field(model, "reasoning")));
+  s.Text(8, pack);
+  s.Text(9, Str(pack_info, "sha256"));
+  s.Text(10, Str(run, "arch"));
+  s.Text(11, Str(run, "ptxbench_version"));
+  s.TextOrNull(12, git);
+  s.TextOrNull(13, gpu);
+  s.TextOrNull(14, toolchain.empty() ? std::string() : Dump(toolchain));
+  s.Text(15, started);
+  s.Text(16, dir_text);
+  s.Text(17, Dump(run));
+  if (!exists) s.Text(18, key);
+  s.Run();
+  txn.Commit();
+  return id;
+}
+
+void ResultsStore::PutTrajectory(const std::string& run_id, const json& traj,
+                                 const std::vector<StoredEvaluation>& evaluations) {
+  // What the trajectory must have (as TrajectoryFromJson requires), checked before anything
+  // is written; a malformed turn found later still rolls everything back.
+  if (!traj.is_object()) throw InputError("trajectory: not a JSON object");
+  const json* info_p = Field(traj, "info");
+  if (!info_p || !info_p->is_object()) throw InputError("trajectory: no \"info\" object");
+  const json& info = *info_p;
+  const std::string& id = RequireStr(info, "id", "trajectory");
+  std::string what = "trajectory " + id;
+  const std::string& task = RequireStr(info, "task", what);
+  const std::string& exit_status = RequireStr(info, "exit_status", what);
+  std::string format = Str(info, "ptxbench");
+  if (!format.empty() && format.rfind("ptxbench.trajectory/", 0) != 0)
+    throw InputError(what + ": format \"" + format + "\" is not ptxbench.trajectory/N");
+  const json* turns = Field(info, "turns");
+  if (!turns || !turns->is_array()) throw InputError(what + ": no \"turns\" array");
+
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Transaction txn(writer_, path_);
+  {
+    Stmt run(writer_, path_, "SELECT 1 FROM runs WHERE id=?1");
+    run.Text(1, run_id);
+    if (!run.Step()) throw InputError(what + ": unknown run \"" + run_id + "\" (PutRun first)");
+  }
+  std::string gpu, toolchain;
+  Stmt upsert(writer_, path_, UpsertEvaluationSql());
+  for (const StoredEvaluation& e : evaluations) {
+    UpsertEvaluation(upsert, e.record, e.id, run_id);
+    if (gpu.empty()) {
+      const json& tc = Obj(e.record, "toolchain");
+      gpu = Str(Obj(tc, "gpu"), "name");
+      if (!gpu.empty()) toolchain = Dump(tc);
+    }
+  }
+  if (!gpu.empty()) {  // a run.json does not say which GPU ran it; its records do
+    Stmt s(writer_, path_,
+           "UPDATE runs SET gpu_name=COALESCE(gpu_name, ?2), "
+           "toolchain_json=COALESCE(toolchain_json, ?3) WHERE id=?1");
+    s.Text(1, run_id);
+    s.Text(2, gpu);
+    s.Text(3, toolchain);
+    s.Run();
+  }
+  {
+    Stmt s(writer_, path_,
+           std::string("INSERT INTO trajectories (run_id, trajectory_id, task, workload, idx, "
+                       "exit_status, prompt_version, model_stats_json, infra_events_json, "
+                       "ingested_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,") +
+               kNow +
+               ") ON CONFLICT(run_id, trajectory_id) DO UPDATE SET task=excluded.task, "
+               "workload=excluded.workload, idx=excluded.idx, exit_status=excluded.exit_status, "
+               "prompt_version=excluded.prompt_version, "
+               "model_stats_json=excluded.model_stats_json, "
+               "infra_events_json=excluded.infra_events_json, ingested_at=excluded.ingested_at");
+    s.Text(1, run_id);
+    s.Text(2, id);
+    s.Text(3, task);
+    s.Text(4, Str(info, "workload"));
+    s.Int(5, Int(info, "index"));
+    s.Text(6, exit_status);
+    s.Text(7, Str(info, "prompt_version"));
+    s.TextOrNull(8, DumpOrEmpty(Field(info, "model_stats")));
+    s.TextOrNull(9, DumpOrEmpty(Field(info, "infra_events")));
+    s.Run();
+  }
+  {
+    // The file is the whole truth about its turns: replace, so that a turn that a resumed
+    // run dropped or renumbered does not linger.
+    Stmt del(writer_, path_, "DELETE FROM turns WHERE run_id=?1 AND trajectory_id=?2");
+    del.Text(1, run_id);
+    del.Text(2, id);
+    del.Run();
+  }
+  Stmt ins(writer_, path_,
+           "INSERT INTO turns (run_id, trajectory_id, seq, turn, outcome, status, reason, "
+           "spent, speedup, tflops, verified, evaluation_id, evaluation_key, kernel_file, "
+           "evaluation_file, prompt_tokens, completion_tokens, reasoning_tokens, "
+           "model_seconds, evaluation_seconds, overhead_seconds, attempts, summary, error) "
+           "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
+           "?21,?22,?23,?24)");
+  int64_t seq = 0;
+  for (const json& t : *turns) {
+    std::string where = what + " turn #" + std::to_string(seq + 1);
+    const json* n = Field(t, "turn");
+    if (!n || !n->is_number_integer())
+      throw InputError(where + ": \"turn\" is missing or not an integer");
+    const std::string& outcome = RequireStr(t, "outcome", where);
+    std::string eval_id = Str(t, "evaluation_id"), eval_file = Str(t, "evaluation_file");
+    const json& usage = Obj(t, "usage");
+    const json* spent = Field(t, "spent");
+    const json* verified = Field(t, "verified");
+    ins.Text(1, run_id);
+    ins.Text(2, id);
+    ins.Int(3, seq++);
+    ins.Int(4, n->get<int64_t>());
+    ins.Text(5, outcome);
+    ins.Text(6, Str(t, "status"));
+    ins.Text(7, Str(t, "reason"));
+    ins.Int(8, spent && spent->is_boolean() ? spent->get<bool>() : true);
+    ins.Real(9, Num(t, "speedup"));
+    ins.Real(10, Num(t, "tflops"));
+    ins.Int(11, verified && verified->is_boolean() && verified->get<bool>());
+    ins.Text(12, eval_id);
+    ins.TextOrNull(13, TurnEvaluationKey(run_id, t));
+    ins.Text(14, Str(t, "kernel_file"));
+    ins.Text(15, eval_file);
+    ins.Int(16, Int(usage, "prompt_tokens"));
+    ins.Int(17, Int(usage, "completion_tokens"));
+    ins.Int(18, Int(usage, "reasoning_tokens"));
+    ins.Real(19, Num(t, "model_seconds").value_or(0));
+    ins.Real(20, Num(t, "evaluation_seconds").value_or(0));
+    ins.Real(21, Num(t, "overhead_seconds").value_or(0));
+    ins.Int(22, Int(t, "attempts"));
+    ins.Text(23, Str(t, "summary"));
+    ins.Text(24, Str(t, "error"));
+    ins.Run();
+  }
+  txn.Commit();
+}
+
+std::string ResultsStore::TurnEvaluationKey(const std::string& run_id, const json& turn) {
+  std::string id = Str(turn, "evaluation_id");
+  if (id.empty()) id = Str(turn, "evaluation_file");  // older files may name only the file
+  return id.empty() ? std::string() : EvaluationKey(run_id, id);
+}
+
+void ResultsStore::CheckEvaluation(const json& record, const std::string& what) {
+  ReadEvaluation(record, what);
+}
+
+void ResultsStore::PutEvaluation(const json& record, const std::string& evaluation_id) {
+  ReadEvaluation(record, evaluation_id);  // refuse bad input before taking the write lock
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Transaction txn(writer_, path_);
+  Stmt upsert(writer_, path_, UpsertEvaluationSql());
+  UpsertEvaluation(upsert, record, evaluation_id, "");
+  txn.Commit();
+}
+
+// --- reads ---
+
+Dataset ResultsStore::Load(const StoreFilter& f) const {
+  std::string sql =
+      "SELECT t.run_id, t.trajectory_id, r.model_name, r.provider, t.task, t.workload, r.arch, "
+      "r.pack_variant, t.idx, t.exit_status, r.run_dir, "
+      "u.turn, u.outcome, u.status, u.reason, u.speedup, u.tflops, e.verification, e.arch_tag, "
+      "u.evaluation_id, u.kernel_file, u.evaluation_file, u.prompt_tokens, "
+      "u.completion_tokens, u.reasoning_tokens, u.model_seconds, u.evaluation_seconds "
+      "FROM trajectories t JOIN runs r ON r.id = t.run_id "
+      "LEFT JOIN turns u ON u.run_id = t.run_id AND u.trajectory_id = t.trajectory_id "
+      "AND u.spent = 1 "
+      "LEFT JOIN evaluations e INDEXED BY evaluations_join "
+      "ON e.evaluation_id = u.evaluation_key WHERE 1";
+  std::vector<const std::string*> params;
+  auto in = [&](const std::vector<std::string>& values, const std::string& clause) {
+    if (values.empty()) return;
+    std::string list = "(" + Placeholders(values.size()) + ")";
+    std::string c = clause;
+    for (size_t p; (p = c.find("@")) != std::string::npos;) {
+      c.replace(p, 1, list);
+      for (const std::string& v : values) params.push_back(&v);
+    }
+    sql += " AND (" + c + ")";
+  };
+  in(f.models, "r.model_name IN @ OR r.model_id IN @");
+  in(f.tasks, "t.task IN @");
+  in(f.archs, "r.arch IN @");
+  in(f.packs, "r.pack_variant IN @");
+  in(f.runs, "t.run_id IN @");
+  sql += " ORDER BY t.run_id, t.trajectory_id, u.seq";
+
+  Reader reader(*this);
+  Stmt s(reader.db(), path_, sql);
+  for (size_t i = 0; i < params.size(); ++i) s.Text(static_cast<int>(i + 1), *params[i]);
+  Dataset d;
+  while (s.Step()) {
+    std::string run_id = s.ColText(0), id = s.ColText(1);
+    if (d.trajectories.empty() || d.trajectories.back().id != id ||
+        d.trajectories.back().run_id != run_id) {
+      TrajectoryRow& t = d.trajectories.emplace_back();
+      t.run_id = std::move(run_id);
+      t.id = std::move(id);
+      t.model = s.ColText(2);
+      t.provider = s.ColText(3);
+      t.task = s.ColText(4);
+      t.workload = s.ColText(5);
+      t.arch = s.ColText(6);
+      t.pack = s.ColText(7);
+      t.index = static_cast<int>(s.ColInt(8));
+      t.exit_status = s.ColText(9);
+      t.run_dir = s.ColText(10);
+    }
+    if (s.ColNull(11)) continue;  // a trajectory without a spent turn
+    TurnRow& u = d.trajectories.back().turns.emplace_back();
+    u.turn = static_cast<int>(s.ColInt(11));
+    u.outcome = s.ColText(12);
+    u.status = s.ColText(13);
+    u.reason = s.ColText(14);
+    u.speedup = s.ColOptReal(15);
+    u.tflops = s.ColOptReal(16);
+    u.verification = s.ColText(17);
+    u.arch_tag = s.ColText(18);
+    u.evaluation_id = s.ColText(19);
+    u.kernel_file = s.ColText(20);
+    u.evaluation_file = s.ColText(21);
+    u.prompt_tokens = s.ColInt(22);
+    u.completion_tokens = s.ColInt(23);
+    u.reasoning_tokens = s.ColInt(24);
+    u.model_seconds = s.ColReal(25);
+    u.evaluation_seconds = s.ColReal(26);
+  }
+  return d;
+}
+
+std::optional<json> ResultsStore::GetEvaluation(const std::string& evaluation_id) const {
+  Reader reader(*this);
+  Stmt s(reader.db(), path_, "SELECT record_json FROM evaluations WHERE evaluation_id=?1");
+  s.Text(1, evaluation_id);
+  if (!s.Step()) return std::nullopt;
+  return json::parse(s.ColText(0));
+}
+
+std::optional<json> ResultsStore::GetRun(const std::string& run_id) const {
+  Reader reader(*this);
+  Stmt s(reader.db(), path_, "SELECT run_json FROM runs WHERE id=?1");
+  s.Text(1, run_id);
+  if (!s.Step()) return std::nullopt;
+  return json::parse(s.ColText(0));
+}
+
+StoreCounts ResultsStore::Counts() const {
+  Reader reader(*this);
+  Stmt s(reader.db(), path_,
+         "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM trajectories), "
+         "(SELECT count(*) FROM turns), (SELECT count(*) FROM evaluations)");
+  StoreCounts c;
+  if (s.Step()) {
+    c.runs = s.ColInt(0);
+    c.trajectories = s.ColInt(1);
+    c.turns = s.ColInt(2);
+    c.evaluations = s.ColInt(3);
+  }
+  return c;
+}
+
+int ResultsStore::SchemaVersion() const {
+  Reader reader(*this);
+  return static_cast<int>(QueryInt(reader.db(), path_, "PRAGMA user_version"));
+}
+
+std::string ResultsStore::IntegrityCheck() const {
+  Reader reader(*this);
+  Stmt s(reader.db(), path_, "PRAGMA integrity_check");
+  std::string out;
+  while (s.Step()) out += (out.empty() ? "" : "\n") + s.ColText(0);
+  return out;
+}
+
+}  // namespace ptxbench
