@@ -353,6 +353,9 @@ namespace {
 // The store follows the run turn by turn; the report reads it; importing the run folder into
 // a fresh store gives the same figures.
 TEST(RunEndToEnd, TurnsLandInTheStoreAndTheReportReadsThem) {
+#ifndef PTXBENCH_HAVE_SQLITE
+  GTEST_SKIP() << "built without SQLite: no results store";
+#endif
   ScratchDir dir("run-e2e-store");
   ScriptedModelServer server;
   TurnScript script({
