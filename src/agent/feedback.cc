@@ -49,11 +49,7 @@ const json& Arr(const json& j, const char* key) {
 
 // --- formatting ---
 
-std::string G3(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string G3(double v) { return FormatNumber("%.3g", v); }
 
 // Seconds as s, ms or us with three significant digits.
 std::string Duration(double s) {

@@ -10,6 +10,7 @@
 #include "agent/extract.h"
 #include "agent/feedback.h"
 #include "agent/prompt.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "record/record.h"
@@ -19,10 +20,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // One per GPU: evaluations wait here, so timed evaluations never share the GPU.
 class GpuQueue {
@@ -172,7 +169,7 @@ class Runner {
       std::vector<ChatMessage> context = ContextFor(t, o_.context);
       auto tm = Clock::now();
       ChatReply reply = model_.Complete(context);
-      turn.model_seconds = Since(tm);
+      turn.model_seconds = SecondsSince(tm);
       turn.usage = reply.usage;
       turn.attempts = reply.attempts;
       ++ran;
@@ -215,7 +212,7 @@ class Runner {
         } catch (const std::exception& e) {
           record = {{"status", "INFRA_ERROR"}, {"message", std::string("evaluator: ") + e.what()}};
         }
-        eval_s = Since(te);
+        eval_s = SecondsSince(te);
         turn.evaluation_seconds = eval_s;
         turn.evaluation_file = eval_dir + "/turn" + std::to_string(turn.turn) + ".json";
         turn.evaluation_id = t.id + "/turn" + std::to_string(turn.turn);
@@ -250,7 +247,7 @@ class Runner {
       if (ex.found) feedback = RenderFeedback(record, best);
       t.messages.push_back({"assistant", reply.text});
       t.messages.push_back({"user", feedback});
-      turn.overhead_seconds = std::max(0.0, Since(t0) - turn.model_seconds - eval_s);
+      turn.overhead_seconds = std::max(0.0, SecondsSince(t0) - turn.model_seconds - eval_s);
       t.turns.push_back(turn);
       bool reached = o_.target_speedup &&
                      (turn.outcome == "correct" || turn.outcome == "verified") && turn.speedup &&

@@ -70,6 +70,12 @@ bool ParseInt64(std::string_view s, long long* out) {
   return ec == std::errc() && ptr == e;
 }
 
+std::string FormatNumber(const char* printf_format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, printf_format, v);
+  return buf;
+}
+
 std::string HumanCount(double v) {
   char buf[48];
   if (v >= 1e9)

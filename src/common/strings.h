@@ -19,6 +19,9 @@ std::string TailLines(std::string_view s, size_t max_lines);
 // At most `max_chars` characters, with "…" when cut.
 std::string Truncate(std::string_view s, size_t max_chars);
 
+// One number through a printf format ("%.3g", "%.1f%%"): the formatters of reports and
+// feedback, in one place.
+std::string FormatNumber(const char* printf_format, double v);
 // A count for people, three significant digits: 1234567 → "1.23M", 573412 → "573k", 42 → "42".
 std::string HumanCount(double v);
 // Parses a whole decimal integer; false on anything else (sign allowed, no spaces).

@@ -12,6 +12,7 @@
 
 #include "build/elf.h"
 #include "build/nvcc.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
@@ -31,10 +32,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // A read-only view of a whole file, for outputs far larger than we want to copy.
 class MappedFile {
@@ -366,7 +363,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
              {"pci_bus_id", gpu.value("pci_bus_id", "")}};
   tc.timeout = req.timing_timeout;
   ChildOutcome to = RunChild(tc);
-  rec->stage_seconds["timing"] = Since(t);
+  rec->stage_seconds["timing"] = SecondsSince(t);
 
   TimingContext ctx;
   ctx.flops = def.Flops(wl);
@@ -427,7 +424,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
       for (const auto& o : m->at("outputs")) e.output_files.push_back(o.at("file"));
       refs[e.seed] = e;
     }
-    rec->stage_seconds["timing_reference"] = Since(t);
+    rec->stage_seconds["timing_reference"] = SecondsSince(t);
     if (refs.size() != check_seeds.size() && !v->decided) {
       v->Set(Status::kInfraError, "",
              "the reference for the timed calls failed: " + ReferenceFailure(ro));
@@ -468,7 +465,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     v->Set(Status::kInfraError, "",
            "the timing child returned " + std::to_string(checks.size()) + " of " +
                std::to_string(check_calls.size()) + " outputs to re-check");
-  rec->stage_seconds["timing_revalidate"] = Since(t);
+  rec->stage_seconds["timing_revalidate"] = SecondsSince(t);
 }
 
 }  // namespace
@@ -509,7 +506,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     rec.status = v.status;
     rec.reason = v.reason;
     rec.message = v.message;
-    rec.stage_seconds["total"] = Since(t_total);
+    rec.stage_seconds["total"] = SecondsSince(t_total);
     return rec;
   };
 
@@ -522,7 +519,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   auto t = Clock::now();
   ScreenResult screen = ScreenSource(source);
   rec.screening = ToJson(screen);
-  rec.stage_seconds["screen"] = Since(t);
+  rec.stage_seconds["screen"] = SecondsSince(t);
   if (!screen.passed()) {
     v.Set(Status::kRejected, "", screen.message());
     return finish();
@@ -538,12 +535,12 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     bo.cache_dir = cache_root + "/build";
     build = BuildCandidate(source, bo);
   } catch (const Error& e) {
-    rec.stage_seconds["build"] = Since(t);
+    rec.stage_seconds["build"] = SecondsSince(t);
     if (e.kind() == ErrorKind::kUsage) throw;
     v.Set(Status::kInfraError, "", std::string("cannot build: ") + e.what());
     return finish();
   }
-  rec.stage_seconds["build"] = Since(t);
+  rec.stage_seconds["build"] = SecondsSince(t);
   rec.build = ToJson(build);
   rec.toolchain["nvcc"] = build.nvcc_version;
   if (build.outcome != BuildOutcome::kBuilt) {
@@ -579,7 +576,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   ScratchDir scratch("ptxbench-eval");
   t = Clock::now();
   StaticInspection sass = InspectSharedObject(build.shared_object, scratch.path());
-  rec.stage_seconds["inspect"] = Since(t);
+  rec.stage_seconds["inspect"] = SecondsSince(t);
   std::vector<std::string> required = def.required_families.count(req.arch)
                                           ? def.required_families.at(req.arch)
                                           : std::vector<std::string>{};
@@ -626,7 +623,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
       auto done = ro.All("reference");
       if (done.size() != missing.size() || !ro.First("done")) {
         v.Set(Status::kInfraError, "", "the reference failed: " + ReferenceFailure(ro));
-        rec.stage_seconds["reference"] = Since(t);
+        rec.stage_seconds["reference"] = SecondsSince(t);
         return finish();
       }
       for (const json* m : done) {
@@ -639,7 +636,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
       }
     }
   }
-  rec.stage_seconds["reference"] = Since(t);
+  rec.stage_seconds["reference"] = SecondsSince(t);
   auto skip_gpu_layers = [&](const std::string& message) {
     std::string why = "no GPU (" + message + ")";
     rec.correctness = SkippedLayer(why);
@@ -663,7 +660,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   cc.timeout = req.timeout;
   cc.executable = req.executable;
   ChildOutcome co = RunChild(cc);
-  rec.stage_seconds["run"] = Since(t);
+  rec.stage_seconds["run"] = SecondsSince(t);
   NoteDevice(co, &rec);
   if (const json* ng = co.First("no_gpu")) return skip_gpu_layers(ng->value("message", ""));
   JudgeCandidateChild(co, req.timeout, &v);
@@ -728,7 +725,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     trials.push_back(tj);
   }
   correctness["trial_results"] = trials;
-  rec.stage_seconds["compare"] = Since(t);
+  rec.stage_seconds["compare"] = SecondsSince(t);
   if (!v.decided && trials.size() != seeds.size())
     v.Set(Status::kInfraError, "",
           "the candidate child reported " + std::to_string(trials.size()) + " of " +
@@ -760,7 +757,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     // A hang hangs again under the checker: give it the run's deadline, not its own.
     mc.timeout = v.status == Status::kTimeout ? req.timeout : req.memcheck_timeout;
     ChildOutcome mo = RunChild(mc);
-    rec.stage_seconds["memcheck"] = Since(t);
+    rec.stage_seconds["memcheck"] = SecondsSince(t);
     std::string text;
     try {
       text = ReadFile(log);
@@ -838,7 +835,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     t = Clock::now();
     VerifyInstructions(req, fresh_seed ^ kProfileSeedSalt, def, wl, cc, sass, required, scratch,
                        &rec);
-    rec.stage_seconds["profile"] = Since(t);
+    rec.stage_seconds["profile"] = SecondsSince(t);
   }
   return finish();
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/strings.h"
 
 namespace ptxbench {
 namespace {
@@ -21,23 +22,13 @@ using nlohmann::json;
 // Numbers in data-value attributes: %.6g, so a test can write the expected value the same way.
 std::string Num(double v) {
   if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return FormatNumber("%.6g", v);
 }
 
 // SVG coordinates: one decimal is finer than a pixel and keeps the output short.
-std::string Px(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+std::string Px(double v) { return FormatNumber("%.1f", v); }
 
-std::string Pct(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
-  return buf;
-}
+std::string Pct(double share) { return FormatNumber("%.1f%%", 100 * share); }
 
 std::string Attr(const std::string& name, const std::string& value) {
   return " " + name + "=\"" + HtmlEscape(value) + "\"";

@@ -15,11 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string Fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+std::string Fmt(const char* f, double v) { return FormatNumber(f, v); }
 std::string Opt(const std::optional<double>& v, const char* f = "%.3f") {
   return v ? Fmt(f, *v) : "-";
 }

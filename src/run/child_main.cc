@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/files.h"
 #include "measure/activity_timer.h"
@@ -26,10 +27,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // Returns false (after telling the parent) when there is no usable GPU.
 bool ProbeDevice(ChannelWriter& out) {
