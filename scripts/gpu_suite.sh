@@ -10,6 +10,10 @@
 #                                   attention shape), against the published H100 figures
 #   scripts/gpu_suite.sh agent      the agent loop: the default replay run and a scripted
 #                                   multi-trajectory run over HTTP, with their trajectories
+#   scripts/gpu_suite.sh pack       the Hopper pack's proof: its examples through all three
+#                                   layers (pack_gpu_test), and their records
+#   scripts/gpu_suite.sh store      the replay run written to a results store as it happens,
+#                                   then its reports (terminal, CSV, HTML) from that store
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-suite-out}
@@ -28,6 +32,31 @@ if [[ "${1:-}" == "baselines" ]]; then
   "$bin" baseline --task 'mha_*' --published-shapes --warmup 3 --iterations 20 --buffer-sets 1 \
     --timeout 300 --csv "$out/attention-baselines.csv" --json "$out/attention-baselines.json"
   exit $?
+fi
+
+if [[ "${1:-}" == "pack" ]]; then
+  scripts/setup.sh --no-run >/dev/null || exit 1
+  t0=$(date +%s)
+  PTXBENCH_BIN="$bin" PTXBENCH_ARTIFACTS_DIR="$out" \
+    ctest --test-dir "$PTXBENCH_BUILD_DIR" --output-on-failure -V -R pack_gpu_test 2>&1 |
+    grep -vE "^[0-9]+: \[ *(RUN|OK) *\]" | tail -n 200
+  echo "== pack_gpu_test: $(( $(date +%s) - t0 )) s"
+  exit 0
+fi
+
+if [[ "${1:-}" == "store" ]]; then
+  scripts/setup.sh --no-run >/dev/null || exit 1
+  "$bin" doctor | grep -i -E "store|sqlite" || true
+  export PTXBENCH_CACHE="$out/cache"
+  db="$out/store.db"
+  t0=$(date +%s.%N)
+  "$bin" run --db "$db" --out "$out/store-run"
+  echo "== replay run into $db: exit $?, $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s wall"
+  "$bin" report --db "$db" --csv "$out/store-report.csv" --html "$out/store-report.html"
+  echo "== report: exit $?"
+  rm -rf "$out/cache"
+  tar czf "$out/store-run.tar.gz" -C "$out" store-run && rm -rf "$out/store-run"
+  exit 0
 fi
 
 if [[ "${1:-}" == "agent" ]]; then

@@ -82,8 +82,11 @@ fi
 
 # --- build ---
 build_dir=${PTXBENCH_BUILD_DIR:-build}
+# PTXBENCH_CMAKE_ARGS: extra configure arguments, e.g. where a machine without SQLite's
+# headers finds a copy of sqlite3.h (-DSQLite3_INCLUDE_DIR=… -DSQLite3_LIBRARY=…).
 if [[ ! -f "$build_dir/build.ninja" ]]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  # shellcheck disable=SC2086
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PTXBENCH_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$build_dir"
 echo "setup: built $build_dir/src/cli/ptxbench"
