@@ -212,5 +212,19 @@ TEST(ShippedPacks, EachExampleInlinedBuildsWithTheArchitecturesInstructions) {
   EXPECT_GE(examples, 2);
 }
 
+// The Hopper positive control of the GEMM controls is the pack's example, inlined: what the
+// pack teaches is what controls_gpu_test and pack_gpu_test prove on the chip. An edit of the
+// example or the header without regenerating the control
+// (`ptxbench pack inline packs/sm_90a/examples/gemm_ws_tma_wgmma.cu --arch sm_90a
+//  -o controls/gemm/pack_ws_tma_wgmma.cu`) fails here.
+TEST(ShippedPacks, TheHopperGemmControlIsThePacksExampleInlined) {
+  Pack p = LoadPackManifest(DefaultPacksDir(), "sm_90a");
+  std::string example = p.dir + "/examples/gemm_ws_tma_wgmma.cu";
+  std::string control =
+      std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/gemm/pack_ws_tma_wgmma.cu";
+  EXPECT_EQ(InlinePackHeaders(ReadFile(example), p), ReadFile(control))
+      << "regenerate " << control << " from " << example;
+}
+
 }  // namespace
 }  // namespace ptxbench
