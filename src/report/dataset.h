@@ -33,6 +33,9 @@ struct TrajectoryRow {
   std::string run_id;  // the run folder's name or the store's run id
   std::string id;      // "<task>-<k>"
   std::string model, provider, task, workload, arch, pack;
+  // run.json's pack_info.hardware_verified: false for a pack that was compiled but never run
+  // on its chip (Blackwell here); nullopt for pack none and runs that predate the field.
+  std::optional<bool> pack_hardware_verified;
   int index = 0;
   std::string exit_status;
   std::string run_dir;         // where its files are (kernels, evaluations), when known

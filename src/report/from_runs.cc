@@ -46,6 +46,10 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
     row.workload = Str(ti, "workload");
     row.arch = Str(info, "arch");
     row.pack = Str(info, "pack");
+    const json pack_info = info.value("pack_info", json::object());
+    if (pack_info.is_object() && pack_info.contains("hardware_verified") &&
+        pack_info["hardware_verified"].is_boolean())
+      row.pack_hardware_verified = pack_info["hardware_verified"].get<bool>();
     row.index = ti.value("index", 0);
     row.exit_status = Str(ti, "exit_status");
     for (const json& u : ti["turns"]) {

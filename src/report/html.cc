@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/tables.h"
+
 #include "common/files.h"
 #include "common/strings.h"
 
@@ -154,13 +156,18 @@ class Page {
 
 void Page::Group(size_t n, const GroupMetrics& g, const std::vector<const TrajectoryRow*>& trs) {
   std::string gid = "g" + std::to_string(n);
-  out_ += "<section class=\"group\"" + Attr("id", gid) + Attr("data-model", g.key.model) +
-          Attr("data-arch", g.key.arch) + Attr("data-task", g.key.task) +
-          Attr("data-pack", g.key.pack) +
-          Attr("data-trajectories", std::to_string(g.trajectories)) + ">\n<h2>" +
-          HtmlEscape(g.key.task) + " <small>" + HtmlEscape(g.key.model) + " · " +
-          HtmlEscape(g.key.arch) + (g.key.pack.empty() ? "" : " · " + HtmlEscape(g.key.pack)) +
-          " · " + std::to_string(g.trajectories) + " trajectories</small></h2>\n";
+  out_ +=
+      "<section class=\"group\"" + Attr("id", gid) + Attr("data-model", g.key.model) +
+      Attr("data-arch", g.key.arch) + Attr("data-task", g.key.task) +
+      Attr("data-pack", g.key.pack) + Attr("data-trajectories", std::to_string(g.trajectories)) +
+      Attr("data-unproven-pack", std::to_string(g.unproven_pack_trajectories)) + ">\n<h2>" +
+      HtmlEscape(g.key.task) + " <small>" + HtmlEscape(g.key.model) + " · " +
+      HtmlEscape(g.key.arch) + (g.key.pack.empty() ? "" : " · " + HtmlEscape(g.key.pack)) + " · " +
+      std::to_string(g.trajectories) + " trajectories</small>" +
+      (g.unproven_pack_trajectories == 0
+           ? ""
+           : " <span class=\"unproven\">" + HtmlEscape(UnprovenPackNote(g).substr(3)) + "</span>") +
+      "</h2>\n";
   Summary(gid, g);
   out_ += "<div class=\"charts\">\n";
   Curve(gid, trs);
@@ -537,7 +544,8 @@ void Page::Kernels(const std::string& gid, const std::vector<const TrajectoryRow
 constexpr const char* kStyle = R"(
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}
-h2 small{font-weight:normal;color:#666;font-size:13px}h4{margin:10px 0 4px}
+h2 small{font-weight:normal;color:#666;font-size:13px}
+h2 .unproven{font-size:12px;font-weight:normal;color:#8a4b00;background:#fff1dc;padding:1px 6px}h4{margin:10px 0 4px}
 table{border-collapse:collapse;margin:8px 0}caption{text-align:left;color:#555;padding:2px 0}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}th{background:#f3f3f3}
 .ci{color:#777;font-size:12px}.charts{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}

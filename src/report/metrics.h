@@ -107,6 +107,8 @@ struct GroupMetrics {
   int never_correct = 0;
   std::vector<TurnOutcomes> outcomes_by_turn;  // ascending turn
   TokenStats tokens;
+  // Trajectories whose pack was not proven on its hardware: reports mark the group.
+  int unproven_pack_trajectories = 0;
   // The settings the intervals were computed with, so JSON output describes itself.
   double confidence = 0;
   int bootstrap_resamples = 0;

@@ -42,11 +42,17 @@ std::string Pad(const std::string& s, size_t w) {
 
 }  // namespace
 
+std::string UnprovenPackNote(const GroupMetrics& g) {
+  if (g.unproven_pack_trajectories == 0) return "";
+  return " | pack not proven on hardware (" + std::to_string(g.unproven_pack_trajectories) +
+         " of " + std::to_string(g.trajectories) + ")";
+}
+
 std::string MetricsTable(const std::vector<GroupMetrics>& groups) {
   std::string out;
   for (const GroupMetrics& g : groups) {
     out += g.key.model + " | " + g.key.arch + " | " + g.key.task + " | pack " + g.key.pack + " | " +
-           std::to_string(g.trajectories) + " trajectories\n";
+           std::to_string(g.trajectories) + " trajectories" + UnprovenPackNote(g) + "\n";
     out += "  " + Pad("T", 4) + Pad("correct@T [CI]", 26) + Pad("verified@T [CI]", 26) +
            Pad("best", 8) + Pad("median best [CI]", 26) + "pass@k\n";
     for (const TurnLimitMetrics& m : g.by_limit) {

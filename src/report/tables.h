@@ -15,6 +15,9 @@ namespace ptxbench {
 // outcome distribution per turn and first-correct turns.
 std::string MetricsTable(const std::vector<GroupMetrics>& groups);
 
+// " | pack not proven on hardware (N of M)" for a group with such trajectories, else "".
+std::string UnprovenPackNote(const GroupMetrics& g);
+
 // A row per group and turn limit, every figure of MetricsTable, intervals as low/high columns.
 std::string MetricsCsv(const std::vector<GroupMetrics>& groups);
 

@@ -12,6 +12,7 @@
 #include "common/files.h"
 #include "common/subprocess.h"
 #include "report/from_runs.h"
+#include "report/html.h"
 
 namespace ptxbench {
 namespace {
@@ -124,6 +125,37 @@ TEST(Report, ExportsCarryTheHandComputedFigures) {
   EXPECT_EQ(cmp.find("other"), std::string::npos) << cmp;  // arch must match
   WriteFileAtomic(dir.File("bad.csv"), "a,b\n");
   EXPECT_THROW(LoadPublishedResults(dir.File("bad.csv")), Error);
+}
+
+// A run whose pack was never run on its chip (the Blackwell pack) is marked in every report.
+TEST(Report, GroupsWithAPackNotProvenOnHardwareAreMarked) {
+  ScratchDir dir("report-test");
+  WriteFixtureRun(dir.File("r1"));
+  json run = json::parse(ReadFile(dir.File("r1/run.json")));
+  run["arch"] = "sm_100a";
+  run["pack_info"] = {{"variant", "full"}, {"hardware_verified", false}};
+  WriteFileAtomic(dir.File("r1/run.json"), run.dump());
+  WriteFixtureRun(dir.File("r2"));  // Hopper, no flag: not marked
+  Dataset d = LoadRunFolders({dir.File("r1"), dir.File("r2")}).dataset;
+  ASSERT_EQ(d.trajectories.size(), 6u);
+  EXPECT_EQ(d.trajectories[0].pack_hardware_verified, std::optional<bool>(false));
+  EXPECT_EQ(d.trajectories[3].pack_hardware_verified, std::nullopt);
+  MetricOptions mo;
+  mo.bootstrap_resamples = 0;
+  auto groups = ComputeMetrics(d, mo);
+  ASSERT_EQ(groups.size(), 2u);
+  std::string table = MetricsTable(groups);
+  EXPECT_NE(table.find("sm_100a | gemm_n7168_k5120 | pack full | 3 trajectories | pack not proven "
+                       "on hardware (3 of 3)"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("sm_90a | gemm_n7168_k5120 | pack full | 3 trajectories |"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(ToJson(groups)[0]["unproven_pack_trajectories"], 3);
+  std::string html = HtmlReport(d, groups, {});
+  EXPECT_NE(html.find("data-unproven-pack=\"3\""), std::string::npos);
+  EXPECT_NE(html.find("pack not proven on hardware (3 of 3)</span>"), std::string::npos);
 }
 
 TEST(Report, TheCommandWritesEveryExport) {

@@ -738,7 +738,8 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
       "r.pack_variant, t.idx, t.exit_status, r.run_dir, "
       "u.turn, u.outcome, u.status, u.reason, u.speedup, u.tflops, e.verification, e.arch_tag, "
       "u.evaluation_id, u.kernel_file, u.evaluation_file, u.prompt_tokens, "
-      "u.completion_tokens, u.reasoning_tokens, u.model_seconds, u.evaluation_seconds "
+      "u.completion_tokens, u.reasoning_tokens, u.model_seconds, u.evaluation_seconds, "
+      "json_extract(r.run_json, '$.pack_info.hardware_verified') "
       "FROM trajectories t JOIN runs r ON r.id = t.run_id "
       "LEFT JOIN turns u ON u.run_id = t.run_id AND u.trajectory_id = t.trajectory_id "
       "AND u.spent = 1 "
@@ -782,6 +783,7 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
       t.index = static_cast<int>(s.ColInt(8));
       t.exit_status = s.ColText(9);
       t.run_dir = s.ColText(10);
+      if (!s.ColNull(27)) t.pack_hardware_verified = s.ColInt(27) != 0;
     }
     if (s.ColNull(11)) continue;  // a trajectory without a spent turn
     TurnRow& u = d.trajectories.back().turns.emplace_back();

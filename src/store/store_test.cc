@@ -380,6 +380,16 @@ TEST_F(StoreTest, Filters) {
   EXPECT_EQ(d.trajectories[1].pack, "full");
   EXPECT_EQ(d.trajectories[1].turns.size(), 1u);
   EXPECT_EQ(r3, "r3");
+  // A Blackwell pack that never ran on its chip: the store keeps the flag for the reports.
+  json bw = RunJson("alpha", "2026-12-03T00:00:09", "full", "sm_100a", {"gemm"});
+  bw["pack_info"]["hardware_verified"] = false;
+  std::string r4 = store->PutRun(bw, dir_.File("r4"));
+  store->PutTrajectory(
+      r4, Trajectory("gemm", 0, {Turn("gemm-0", 1, "compile", "COMPILE_ERROR", false)}));
+  Dataset b = store->Load(Where().Runs({r4}));
+  ASSERT_EQ(b.trajectories.size(), 1u);
+  EXPECT_EQ(b.trajectories[0].pack_hardware_verified, std::optional<bool>(false));
+  EXPECT_EQ(d.trajectories[0].pack_hardware_verified, std::nullopt);  // no flag recorded
 }
 
 TEST_F(StoreTest, AFailedWriteRollsBackAndUnknownRunsAreRefused) {
