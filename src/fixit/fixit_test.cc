@@ -349,3 +349,20 @@ TEST(SftExport, RowsTrainOnTheLastMessageOnlyAndTheCardCounts) {
 
 }  // namespace
 }  // namespace ptxbench
+
+namespace ptxbench {
+namespace {
+
+// The reasoning the GPU suite's scripted teacher sends (scripts/gpu_suite.sh fixit) must pass
+// the checks against the repair it explains, or the suite's export would be empty.
+TEST(Reasoning, TheGpuSuitesScriptedReasoningPassesAgainstItsRepair) {
+  std::string src = PTXBENCH_SOURCE_DIR;
+  json reason = json::parse(ReadFile(src + "/agent/replay/fixit_reason.json"));
+  json repair = json::parse(ReadFile(src + "/agent/replay/fixit_repair.json"));
+  std::string kernel = ReadFile(src + "/" + repair["turns"][1]["kernel"].get<std::string>());
+  ReasoningCheck c = ValidateReasoning(reason["turns"][0]["text"], kernel, {});
+  EXPECT_TRUE(c.ok) << c.why;
+}
+
+}  // namespace
+}  // namespace ptxbench
