@@ -9,8 +9,10 @@
 //   export/            export: train.jsonl, validation.jsonl, card.json, card.md
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 

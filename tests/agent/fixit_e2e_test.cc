@@ -199,8 +199,13 @@ TEST(FixitEndToEnd, MineRepairReasonExportFromARealFailedTurn) {
   std::string student = dir.File("student"), work = dir.File("fx");
 
   // The student: a compile error, the same kernel again (a near-duplicate), then no code.
-  CommandResult run = Ptxbench({"run", "--model", "student", "--models", models, "--task", kTask,
-                                "--turns", "3", "--pack", "none", "--out", student});
+  std::vector<std::string> student_run = {"run",    "--model", "student", "--models", models,
+                                          "--task", kTask,     "--turns", "3",        "--pack",
+                                          "none",   "--out",   student};
+#ifdef PTXBENCH_HAVE_SQLITE
+  student_run.insert(student_run.end(), {"--db", dir.File("store.db")});
+#endif
+  CommandResult run = Ptxbench(student_run);
   ASSERT_EQ(run.exit.code, 0) << run.output;
 
   CommandResult mine = Ptxbench({"fixit", "mine", "--runs", student, "--dir", work});
@@ -219,6 +224,16 @@ TEST(FixitEndToEnd, MineRepairReasonExportFromARealFailedTurn) {
   EXPECT_EQ(failure["context"][3]["content"], trajectory["messages"][3]["content"]);
   EXPECT_TRUE(Contains(failure["context"][3]["content"], "undeclared_name"));
   EXPECT_TRUE(Contains(mine.output, "1 failures compile=1")) << mine.output;
+#ifdef PTXBENCH_HAVE_SQLITE
+  // The store gives the same failure, with the same conversation, as the run folder.
+  CommandResult from_db =
+      Ptxbench({"fixit", "mine", "--db", dir.File("store.db"), "--dir", dir.File("fx-db")});
+  ASSERT_EQ(from_db.exit.code, 0) << from_db.output;
+  json db_manifest = ReadJson(dir.File("fx-db") + "/manifest.json");
+  ASSERT_EQ(db_manifest["failures"].size(), 1u) << db_manifest.dump(1);
+  EXPECT_EQ(db_manifest["failures"][0]["id"], failure["id"]);
+  EXPECT_EQ(db_manifest["failures"][0]["context_sha256"], failure["context_sha256"]);
+#endif
 
   // Repair: the teacher starts from the failure's exact conversation and sends a real kernel
   // of our controls; the harness judges it as far as this machine can.
