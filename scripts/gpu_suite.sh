@@ -14,6 +14,10 @@
 #                                   layers (pack_gpu_test), and their records
 #   scripts/gpu_suite.sh store      the replay run written to a results store as it happens,
 #                                   then its reports (terminal, CSV, HTML) from that store
+#   scripts/gpu_suite.sh fixit      Fixit end to end: the replay default into a store (its turn 1
+#                                   is a real COMPILE_ERROR), fixit mine, repair (a scripted
+#                                   teacher sends the pack's TMA + wgmma GEMM: all three layers),
+#                                   reason, export and kernelgen export, with the dataset cards
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-suite-out}
@@ -56,6 +60,64 @@ if [[ "${1:-}" == "store" ]]; then
   echo "== report: exit $?"
   rm -rf "$out/cache"
   tar czf "$out/store-run.tar.gz" -C "$out" store-run && rm -rf "$out/store-run"
+  exit 0
+fi
+
+if [[ "${1:-}" == "fixit" ]]; then
+  scripts/setup.sh --no-run >/dev/null || exit 1
+  export PTXBENCH_CACHE="$out/cache"
+  db="$out/fixit.db" work="$out/fixit"
+  rm -rf "$db" "$work" "$out/student"
+  t0=$(date +%s.%N)
+  "$bin" run --db "$db" --out "$out/student" --quiet
+  echo "== student (replay default) into $db: exit $?"
+  "$bin" fixit mine --db "$db" --dir "$work"
+  echo "== mine: exit $?"
+  # Two scripted teachers (scripts/scripted_model_server.py): the repair teacher and the
+  # reasoning teacher, each a replay of agent/replay/fixit_*.json.
+  for who in repair reason; do
+    python3 scripts/scripted_model_server.py --replay "agent/replay/fixit_$who.json" \
+      --port-file "$out/$who.port" > "$out/$who-server.log" 2>&1 &
+    eval "server_$who=$!"
+  done
+  for _ in $(seq 50); do [[ -s "$out/repair.port" && -s "$out/reason.port" ]] && break; sleep 0.1; done
+  cat > "$out/teachers.json" <<JSON
+{"models": [
+  {"name": "repair-teacher", "provider": "openai", "model": "scripted-repair",
+   "base_url": "http://127.0.0.1:$(cat "$out/repair.port")/v1", "stream": true, "timeout_s": 120},
+  {"name": "reason-teacher", "provider": "openai", "model": "scripted-reason",
+   "base_url": "http://127.0.0.1:$(cat "$out/reason.port")/v1", "stream": false, "timeout_s": 120}]}
+JSON
+  "$bin" fixit repair --dir "$work" --teacher repair-teacher --models "$out/teachers.json" \
+    --turns 2 --sanitize on-failure --db "$db"
+  echo "== repair: exit $?"
+  "$bin" fixit reason --dir "$work" --teacher reason-teacher --models "$out/teachers.json"
+  echo "== reason: exit $?"
+  kill -TERM $server_repair $server_reason; wait $server_repair $server_reason 2>/dev/null
+  "$bin" fixit export --dir "$work"
+  echo "== fixit export: exit $?"
+  "$bin" kernelgen export --db "$db" --out "$work/kernelgen"
+  echo "== kernelgen export: exit $?"
+  python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+r = json.load(open(f"{w}/repairs.json"))
+print("== repairs (per attempt: verdict, layers, speedup)")
+for x in r["repairs"]:
+    print(f"{x['failure_id']}: kept={x['kept']} ({x['reason']}) speedup={x.get('speedup')} "
+          f"{x.get('verification')}/{x.get('arch_tag')}")
+    for a in x.get("attempts", []):
+        print(f"  turn {a['turn']}: {a['verdict']}; speedup {a.get('speedup')}; layers {json.dumps(a.get('layers'))}")
+for kind in ["export", "kernelgen"]:
+    c = json.load(open(f"{w}/{kind}/card.json"))
+    print(f"== {kind} card: rows {c['rows']}, dropped {c['dropped']}, by_task {json.dumps(c['counts']['by_task'])}")
+PY
+  cat "$work/export/card.md"
+  echo "== fixit suite: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s wall"
+  rm -rf "$out/cache"
+  cp "$work/export/card.md" "$out/fixit-card.md"; cp "$work/kernelgen/card.md" "$out/kernelgen-card.md"
+  cp "$work/repairs.json" "$out/fixit-repairs.json"
+  tar czf "$out/fixit.tar.gz" -C "$out" fixit student && rm -rf "$work" "$out/student"
   exit 0
 fi
 

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/sha256.h"
 #include "record/record.h"
 
 namespace ptxbench {
@@ -96,7 +97,7 @@ class Runner {
     t.task = task.definition->name;
     t.workload = task.workload->id;
     t.index = index;
-    t.id = t.task + "-" + std::to_string(index);
+    t.id = (task.id.empty() ? t.task : task.id) + "-" + std::to_string(index);
     if (o_.resume && FileExists(TrajectoryPath(t.id))) {
       Trajectory old = TrajectoryFromJson(json::parse(ReadFile(TrajectoryPath(t.id))));
       if (old.Finished()) {
@@ -120,10 +121,21 @@ class Runner {
         old.infra_events.push_back(lost);
       }
       old.turns.resize(keep);
-      old.messages.resize(std::min(old.messages.size(), 2 + 2 * keep));
+      old.messages.resize(std::min(old.messages.size(), old.preamble + 2 * keep));
       old.exit_status = "running";
       *reused = static_cast<int>(keep);
       return old;
+    }
+    if (!task.seed.empty()) {
+      if (task.seed.size() < 2 || task.seed.size() % 2 != 0)
+        throw UsageError("a seeded trajectory starts with system, task, then reply/feedback pairs");
+      std::string all;
+      for (const ChatMessage& m : task.seed) all += m.role + "\n" + m.content + "\n";
+      t.prompt_version = Sha256Hex(all);
+      t.messages = task.seed;
+      t.preamble = task.seed.size();
+      *reused = 0;
+      return t;
     }
     Prompts p =
         RenderPrompts(o_.prompts_dir, *task.definition, *task.workload, o_.arch, o_.pack_text);
@@ -249,9 +261,10 @@ class Runner {
       t.messages.push_back({"user", feedback});
       turn.overhead_seconds = std::max(0.0, SecondsSince(t0) - turn.model_seconds - eval_s);
       t.turns.push_back(turn);
-      bool reached = o_.target_speedup &&
-                     (turn.outcome == "correct" || turn.outcome == "verified") && turn.speedup &&
-                     *turn.speedup >= *o_.target_speedup;
+      bool reached =
+          (o_.target_speedup && (turn.outcome == "correct" || turn.outcome == "verified") &&
+           turn.speedup && *turn.speedup >= *o_.target_speedup) ||
+          (o_.stop_when && record.is_object() && o_.stop_when(record));
       if (reached)
         t.exit_status = "target_reached";
       else if (t.SpentTurns() >= o_.turns)
@@ -309,12 +322,13 @@ class Runner {
 }  // namespace
 
 std::vector<ChatMessage> ContextFor(const Trajectory& t, const std::string& policy) {
-  if (policy == "full" || t.messages.size() <= 4) return t.messages;
+  if (policy == "full" || t.messages.size() <= t.preamble + 2) return t.messages;
   if (policy != "condensed") throw UsageError("unknown --context '" + policy + "'");
-  // System, task (with a note per older turn), then the last turn's reply and feedback.
-  std::vector<ChatMessage> out = {t.messages[0], t.messages[1]};
+  // The preamble (system, task, seeded turns; the task message with a note per older turn),
+  // then the last turn's reply and feedback.
+  std::vector<ChatMessage> out(t.messages.begin(), t.messages.begin() + t.preamble);
   std::string notes = "\n\nYour earlier attempts (condensed):";
-  size_t turns = (t.messages.size() - 2) / 2;
+  size_t turns = (t.messages.size() - t.preamble) / 2;
   for (size_t k = 0; k + 1 < turns; ++k) {
     const TurnRecord* rec = k < t.turns.size() ? &t.turns[k] : nullptr;
     notes += "\n- " + (rec && !rec->summary.empty()

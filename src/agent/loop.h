@@ -32,6 +32,13 @@ using Evaluator = std::function<nlohmann::json(const std::string& kernel_path,
 struct RunTask {
   const Definition* definition = nullptr;
   const Workload* workload = nullptr;
+  // Trajectory ids are "<id>-<k>"; empty: the task's name.
+  std::string id;
+  // Empty: the conversation starts from the rendered system and task messages. Otherwise it
+  // starts from these (system, task, then assistant/feedback pairs of earlier turns that are
+  // not this model's: fixit repair seeds a teacher with a failed turn); the model's own turns
+  // follow and are counted from 1.
+  std::vector<ChatMessage> seed;
 };
 
 struct AgentOptions {
@@ -39,6 +46,9 @@ struct AgentOptions {
   int trajectories = 1;  // per task
   int turns = 8;
   std::optional<double> target_speedup;  // stop a trajectory at a correct kernel this fast
+  // Also stop a trajectory after a turn whose evaluation record this accepts (fixit repair:
+  // the first repair that would be kept). Thread-safe; must not throw.
+  std::function<bool(const nlohmann::json& record)> stop_when;
   std::string arch = "sm_90a";
   std::string pack_text;  // rendered into the system message
   std::string prompts_dir;

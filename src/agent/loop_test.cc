@@ -274,3 +274,48 @@ TEST(AgentPrompts, RenderDeterministicallyWithTheFamilysAbi) {
 
 }  // namespace
 }  // namespace ptxbench
+
+namespace ptxbench {
+namespace {
+
+// A trajectory seeded with another model's failed turn (fixit repair): the seed is sent as
+// is, the teacher's turns count from 1, and a resume keeps the seed while retrying a lost turn.
+TEST_F(AgentLoop, ASeededTrajectoryStartsFromTheSeedAndCountsOnlyItsOwnTurns) {
+  // The model sees one assistant message (the seed's) before its first turn: reply index 1.
+  ScriptedModel model({"unused", "INFRA", Kernel("VERIFIED 1.5")});
+  ScriptedEvaluator ev;
+  AgentOptions o = Options(1, 1);
+  o.tasks[0].id = "fix-abc";
+  o.tasks[0].seed = {{"system", "the original system"},
+                     {"user", "the original task"},
+                     {"assistant", "```cuda\nbroken\n```"},
+                     {"user", "## COMPILE_ERROR\nundeclared"}};
+  RunSummary s = RunAgent(o, model, ev.Fn());
+  EXPECT_EQ(s.interrupted, 1);
+  json t = TrajectoryFile("fix-abc-0");
+  EXPECT_EQ(t["info"]["preamble_messages"], 4);
+  EXPECT_EQ(t["messages"].size(), 4u);
+  EXPECT_EQ(t["messages"][2]["extra"]["seeded"], true);
+  ASSERT_EQ(model.last().size(), 4u);
+  EXPECT_EQ(model.last()[3].content, "## COMPILE_ERROR\nundeclared");
+
+  model.fail_infra_ = false;
+  o.resume = true;
+  RunSummary r = RunAgent(o, model, ev.Fn());
+  EXPECT_EQ(r.finished, 1);
+  t = TrajectoryFile("fix-abc-0");
+  ASSERT_EQ(t["messages"].size(), 6u) << t.dump(1);
+  EXPECT_EQ(t["messages"][0]["content"], "the original system");
+  EXPECT_EQ(t["messages"][4]["extra"]["turn"], 1);
+  ASSERT_EQ(t["info"]["turns"].size(), 1u);
+  EXPECT_EQ(t["info"]["turns"][0]["turn"], 1);
+  EXPECT_EQ(t["info"]["turns"][0]["outcome"], "verified");
+  EXPECT_EQ(t["info"]["turns"][0]["kernel_file"], "kernels/fix-abc-0/turn1.cu");
+  // The condensed context keeps the whole seed too.
+  Trajectory back = TrajectoryFromJson(t);
+  EXPECT_EQ(back.preamble, 4u);
+  EXPECT_EQ(ContextFor(back, "condensed").size(), 6u);
+}
+
+}  // namespace
+}  // namespace ptxbench

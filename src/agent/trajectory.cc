@@ -86,10 +86,14 @@ TurnRecord TurnFromJson(const json& j) {
 
 json ToJson(const Trajectory& t) {
   json messages = json::array();
-  // Message k ≥ 2 belongs to turn (k − 2) / 2 + 1: an assistant reply, then its feedback.
+  // Message k ≥ preamble belongs to turn (k − preamble) / 2 + 1: an assistant reply, then its
+  // feedback. Seeded messages (between the task message and the preamble's end) say so.
   for (size_t k = 0; k < t.messages.size(); ++k) {
     json m = {{"role", t.messages[k].role}, {"content", t.messages[k].content}};
-    if (k >= 2) m["extra"] = {{"turn", int(k - 2) / 2 + 1}};
+    if (k >= t.preamble)
+      m["extra"] = {{"turn", int(k - t.preamble) / 2 + 1}};
+    else if (k >= 2)
+      m["extra"] = {{"seeded", true}};
     messages.push_back(m);
   }
   json turns = json::array(), infra = json::array();
@@ -111,6 +115,7 @@ json ToJson(const Trajectory& t) {
             {"workload", t.workload},
             {"index", t.index},
             {"prompt_version", t.prompt_version},
+            {"preamble_messages", t.preamble},
             {"model_stats",
              {{"api_calls", t.turns.size() + t.infra_events.size()},
               {"prompt_tokens", total.prompt_tokens},
@@ -132,6 +137,10 @@ Trajectory TrajectoryFromJson(const json& j) {
     t.index = info.value("index", 0);
     t.prompt_version = info.value("prompt_version", "");
     for (const auto& m : j.at("messages")) t.messages.push_back({m.at("role"), m.at("content")});
+    t.preamble = info.value("preamble_messages", size_t{2});
+    if (t.preamble < 2 || t.preamble > t.messages.size())
+      throw InputError("malformed trajectory: preamble_messages " + std::to_string(t.preamble) +
+                       " with " + std::to_string(t.messages.size()) + " messages");
     for (const auto& turn : info.at("turns")) t.turns.push_back(TurnFromJson(turn));
     for (const auto& e : info.value("infra_events", json::array()))
       t.infra_events.push_back(TurnFromJson(e));

@@ -40,6 +40,10 @@ struct Trajectory {
   std::string task, workload;
   int index = 0;
   std::vector<ChatMessage> messages;  // system, task, then assistant/feedback per turn
+  // How many messages come before this trajectory's first turn: the system and task messages,
+  // and for a seeded trajectory (fixit repair: a teacher starting from another model's failed
+  // turn) the assistant reply and feedback it was seeded with.
+  size_t preamble = 2;
   std::vector<TurnRecord> turns;
   // Turns lost to infrastructure in earlier sessions of a resumed run, kept for the record
   // (their turn numbers were run again).

@@ -18,6 +18,8 @@ CommandRunner AddRunCommand(CLI::App& app);
 CommandRunner AddPackCommand(CLI::App& app);
 CommandRunner AddReportCommand(CLI::App& app);
 CommandRunner AddImportCommand(CLI::App& app);
+CommandRunner AddFixitCommand(CLI::App& app);
+CommandRunner AddKernelgenCommand(CLI::App& app);
 // The store's default file: results/ptxbench.db under the current folder ($PTXBENCH_DB).
 std::string DefaultStorePath();
 

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       {"pack", ptxbench::AddPackCommand(app)},
       {"report", ptxbench::AddReportCommand(app)},
       {"import", ptxbench::AddImportCommand(app)},
+      {"fixit", ptxbench::AddFixitCommand(app)},
+      {"kernelgen", ptxbench::AddKernelgenCommand(app)},
   };
   // An unknown subcommand gets a "did you mean" instead of CLI11's generic message.
   if (argc >= 2 && argv[1][0] != '-' && !runners.count(argv[1])) {
