@@ -18,6 +18,9 @@ CommandRunner AddRunCommand(CLI::App& app);
 CommandRunner AddPackCommand(CLI::App& app);
 CommandRunner AddReportCommand(CLI::App& app);
 CommandRunner AddImportCommand(CLI::App& app);
+CommandRunner AddServeCommand(CLI::App& app);
+CommandRunner AddWorkerCommand(CLI::App& app);
+CommandRunner AddSubmitCommand(CLI::App& app);
 // The store's default file: results/ptxbench.db under the current folder ($PTXBENCH_DB).
 std::string DefaultStorePath();
 
