@@ -78,6 +78,8 @@ class PgJobQueue final : public JobQueue {
       throw EnvironmentError("cannot connect to PostgreSQL at " + Redacted() + ": " + Trimmed(msg));
     }
     std::lock_guard<std::mutex> lock(mu_);
+    // The schema's IF NOT EXISTS notices are not news for a worker's log.
+    Run("SET client_min_messages TO warning");
     Run("BEGIN");
     Run(kSchemaSql);
     Run("COMMIT");
