@@ -3,6 +3,8 @@
 
   serve_gpu_check.py overhead OUT URL BIN REPS KERNEL...   direct `ptxbench eval` against the
       service (`ptxbench submit`), side by side, REPS times per kernel, alternating the order
+  serve_gpu_check.py throughput URL JOBS                    JOBS distinct kernels that build
+      (nvcc) submitted at once: wall time and builds per second (the CPU stage's throughput)
   serve_gpu_check.py mix OUT URL                            a mix of correct, crashing and
       hanging controls submitted at once to a service whose workers share one GPU; checks that
       no two GPU stages overlapped
@@ -111,9 +113,27 @@ def mix(out, url):
     print(f"GPU stages overlapping: {overlaps} (of {len(jobs) - 1} neighbours); jobs spread over {len(workers)} workers")
 
 
+def throughput(url, jobs):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    base = open(f"{root}/controls/gemm/naive_correct.cu").read()
+    t0 = time.time()
+    ids = []
+    for i in range(jobs):
+        status, body = http(f"{url}/v1/evaluations",
+                            {"task": TASK, "source": base + f"\n// throughput {i} {t0}\n"})
+        ids.append(body["id"])
+    statuses = [wait_record(url, i)["status"] for i in ids]
+    wall = time.time() - t0
+    _, health = http(f"{url}/v1/health")
+    alive = health["workers_alive"]
+    print(f"{alive} workers: {jobs} builds in {wall:.1f} s = {jobs / wall:.3f} per s; statuses {sorted(set(statuses))}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "overhead":
         overhead(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6:])
+    elif sys.argv[1] == "throughput":
+        throughput(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "mix":
         mix(sys.argv[2], sys.argv[3])
     else:

@@ -79,7 +79,8 @@ std::vector<Gpu> SelectGpus(const std::string& spec) {
 // Worker processes: started, watched, started again when they die, stopped with the server.
 class WorkerSupervisor {
  public:
-  explicit WorkerSupervisor(std::vector<std::vector<std::string>> argvs) : argvs_(std::move(argvs)) {
+  explicit WorkerSupervisor(std::vector<std::vector<std::string>> argvs)
+      : argvs_(std::move(argvs)) {
     pids_.assign(argvs_.size(), -1);
   }
   ~WorkerSupervisor() { Stop(); }
@@ -215,7 +216,8 @@ CommandRunner AddServeCommand(CLI::App& app) {
     std::vector<std::vector<std::string>> argvs;
     if (!o->no_workers) {
       std::vector<Gpu> gpus = SelectGpus(o->gpus);
-      for (const Gpu& g : gpus) so.gpus.push_back({{"index", g.index}, {"uuid", g.label}, {"name", g.name}});
+      for (const Gpu& g : gpus)
+        so.gpus.push_back({{"index", g.index}, {"uuid", g.label}, {"name", g.name}});
       std::vector<std::string> labels;
       for (const Gpu& g : gpus)
         for (int k = 0; k < o->workers; ++k) labels.push_back(g.label);
@@ -228,8 +230,8 @@ CommandRunner AddServeCommand(CLI::App& app) {
       }
       std::string self = SelfExecutable();
       for (const std::string& label : labels) {
-        std::vector<std::string> argv = {self, "worker", "--db", db, "--gpu", label,
-                                         "--lease", std::to_string(o->lease)};
+        std::vector<std::string> argv = {self,    "worker", "--db",    db,
+                                         "--gpu", label,    "--lease", std::to_string(o->lease)};
         if (!o->tasks_dir.empty()) argv.insert(argv.end(), {"--tasks-dir", o->tasks_dir});
         if (!o->cache_dir.empty()) argv.insert(argv.end(), {"--cache-dir", o->cache_dir});
         argvs.push_back(argv);

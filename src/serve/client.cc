@@ -120,8 +120,8 @@ json EvaluationClient::Wait(const std::string& id) const {
   for (;;) {
     char wait[32];
     std::snprintf(wait, sizeof wait, "%.3f", o_.poll_s);
-    HttpReply r =
-        Request(o_.url + "/v1/evaluations/" + id + "?wait=" + wait, o_.token, nullptr, o_.poll_s + 30);
+    HttpReply r = Request(o_.url + "/v1/evaluations/" + id + "?wait=" + wait, o_.token, nullptr,
+                          o_.poll_s + 30);
     if (r.status == 200) return ParseOrThrow(r, "evaluation " + id);
     if (r.status != 202)
       throw EnvironmentError("the evaluator failed on evaluation " + id + ": " + ErrorOf(r));

@@ -15,8 +15,8 @@ struct RemoteOptions {
   std::string token;  // bearer token; empty: none (default: $PTXBENCH_SERVE_TOKEN)
   std::string arch = "sm_90a";
   nlohmann::json options = nlohmann::json::object();  // job_request.h's "options"
-  double poll_s = 30;        // one long poll
-  double deadline_s = 7200;  // give up on one evaluation after this long
+  double poll_s = 30;                                 // one long poll
+  double deadline_s = 7200;                           // give up on one evaluation after this long
 };
 
 class EvaluationClient {

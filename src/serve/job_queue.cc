@@ -14,10 +14,14 @@ using nlohmann::json;
 
 std::string ToString(JobState s) {
   switch (s) {
-    case JobState::kQueued: return "queued";
-    case JobState::kRunning: return "running";
-    case JobState::kDone: return "done";
-    case JobState::kFailed: return "failed";
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kDone:
+      return "done";
+    case JobState::kFailed:
+      return "failed";
   }
   return "unknown";
 }
@@ -35,14 +39,13 @@ bool IsPostgresUrl(const std::string& where) {
 }
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string RandomId() {
   // Seeded per thread from the OS: ids from many processes and hosts must not collide.
-  thread_local std::mt19937_64 gen(
-      (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+  thread_local std::mt19937_64 gen((static_cast<uint64_t>(std::random_device{}()) << 32) ^
+                                   std::random_device{}());
   char buf[33];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(gen()),
                 static_cast<unsigned long long>(gen()));
@@ -57,18 +60,19 @@ json WorkerLostRecord(const Job& job) {
     if (!who.empty()) who += ", ";
     who += h.value("worker", "?");
   }
-  json rec = {{"schema", kEvaluationSchema},
-              {"status", ToString(Status::kInfraError)},
-              {"reason", "worker_lost"},
-              {"message", "the evaluation lost its worker " + std::to_string(job.history.size()) +
-                              " times (" + who +
-                              ": killed, or its host lost, before a result); not retried again"},
-              {"task", {{"definition", r.value("task", "")}, {"workload_id", r.value("workload", "")}}},
-              {"arch", r.value("arch", "")},
-              {"candidate", {{"sha256", Sha256Hex(source)}, {"bytes", source.size()}}},
-              {"service", {{"job_id", job.id}, {"attempts", job.attempts}, {"lost", job.history}}},
-              {"created_at", NowUtcIso8601()},
-              {"ptxbench_version", PTXBENCH_VERSION}};
+  json rec = {
+      {"schema", kEvaluationSchema},
+      {"status", ToString(Status::kInfraError)},
+      {"reason", "worker_lost"},
+      {"message", "the evaluation lost its worker " + std::to_string(job.history.size()) +
+                      " times (" + who +
+                      ": killed, or its host lost, before a result); not retried again"},
+      {"task", {{"definition", r.value("task", "")}, {"workload_id", r.value("workload", "")}}},
+      {"arch", r.value("arch", "")},
+      {"candidate", {{"sha256", Sha256Hex(source)}, {"bytes", source.size()}}},
+      {"service", {{"job_id", job.id}, {"attempts", job.attempts}, {"lost", job.history}}},
+      {"created_at", NowUtcIso8601()},
+      {"ptxbench_version", PTXBENCH_VERSION}};
   return rec;
 }
 

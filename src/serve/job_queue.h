@@ -46,7 +46,7 @@ struct Job {
   int attempts = 0;        // claims so far
   std::string worker, gpu, lease_token;
   double lease_until = 0, submitted_at = 0, claimed_at = 0, finished_at = 0;
-  double gpu_started_at = 0, gpu_ended_at = 0;  // the GPU stage of the attempt that completed
+  double gpu_started_at = 0, gpu_ended_at = 0;       // the GPU stage of the attempt that completed
   nlohmann::json history = nlohmann::json::array();  // one entry per lost lease
   std::optional<nlohmann::json> result;              // the evaluation record (done or failed)
 };

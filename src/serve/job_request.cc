@@ -13,8 +13,8 @@ using nlohmann::json;
 namespace {
 
 const std::set<std::string> kTopFields = {"task", "workload", "arch", "source", "options"};
-const std::set<std::string> kOptions = {"trials",  "seed",    "sanitize", "timeout",
-                                        "timing",  "timing_budget", "verify", "warmup",
+const std::set<std::string> kOptions = {"trials",     "seed",          "sanitize", "timeout",
+                                        "timing",     "timing_budget", "verify",   "warmup",
                                         "iterations", "tolerance"};
 
 std::string Known(const std::set<std::string>& names) {
@@ -88,10 +88,12 @@ void ApplyOptions(const json& o, EvalRequest* req) {
 
 // The definition and workload a request names (InputError naming them otherwise).
 std::pair<const Definition*, const Workload*> Resolve(const json& r, const Catalog& catalog) {
-  const std::string& task = Need(r, "task", json::value_t::string, "a task name").get_ref<const std::string&>();
+  const std::string& task =
+      Need(r, "task", json::value_t::string, "a task name").get_ref<const std::string&>();
   try {
     const Definition& d = catalog.Find(task);
-    std::string wl = r.contains("workload") && r["workload"].is_string() ? r["workload"].get<std::string>() : "";
+    std::string wl =
+        r.contains("workload") && r["workload"].is_string() ? r["workload"].get<std::string>() : "";
     if (r.contains("workload") && !r["workload"].is_string() && !r["workload"].is_null())
       throw InputError("\"workload\" must be a string (an id or axis values such as M=8192)");
     return {&d, wl.empty() ? &d.DefaultWorkload() : &d.FindWorkload(wl)};

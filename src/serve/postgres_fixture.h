@@ -9,6 +9,9 @@
 
 namespace ptxbench::testing {
 
+// True where the tests must have PostgreSQL (CI=true: scripts/setup.sh installs it).
+bool PostgresRequired();
+
 // A TCP port on the loopback that was free a moment ago.
 int FreeTcpPort();
 

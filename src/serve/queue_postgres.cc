@@ -299,8 +299,8 @@ class PgJobQueue final : public JobQueue {
   // record after kMaxJobAttempts. Rows another worker is expiring are skipped, not waited for.
   int ExpireLocked() {
     ResultPtr r = Run(std::string("SELECT ") + kJobColumns +
-                      " FROM ptxbench_jobs j WHERE j.state='running' AND j.lease_until < " +
-                      kNow + " FOR UPDATE SKIP LOCKED");
+                      " FROM ptxbench_jobs j WHERE j.state='running' AND j.lease_until < " + kNow +
+                      " FOR UPDATE SKIP LOCKED");
     int n = PQntuples(r.get());
     for (int i = 0; i < n; ++i) {
       Job j = ReadJob(r.get(), i);

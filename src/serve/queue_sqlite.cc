@@ -51,8 +51,8 @@ class SqliteJobQueue final : public JobQueue {
  public:
   explicit SqliteJobQueue(const std::string& path)
       : path_(path), store_(ResultsStore::Open(path)) {  // creates or migrates the file
-    int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                             nullptr);
+    int rc =
+        sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
       sqlite3_close_v2(db_);

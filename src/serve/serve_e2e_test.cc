@@ -105,8 +105,8 @@ class Service {
           std::vector<std::pair<std::string, std::string>> env = {})
       : port_(testing::FreeTcpPort()) {
     ProcessSpec spec;
-    spec.argv = {Bin(), "serve", "--port", std::to_string(port_), "--db", db, "--gpus", "none",
-                 "--cache-dir", cache_.path()};
+    spec.argv = {Bin(), "serve",  "--port", std::to_string(port_), "--db",
+                 db,    "--gpus", "none",   "--cache-dir",         cache_.path()};
     spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
     spec.set_env = env;
     spec.unset_env = {"PTXBENCH_SERVE_TOKEN"};
@@ -188,7 +188,12 @@ class ServeBackends : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "postgres") {
-      if (!g_postgres) GTEST_SKIP() << "PostgreSQL: " << g_postgres_why_not;
+      if (!g_postgres) {
+        // CI installs PostgreSQL (scripts/setup.sh): there a server that cannot start fails.
+        if (testing::PostgresRequired())
+          FAIL() << "PostgreSQL (required in CI): " << g_postgres_why_not;
+        GTEST_SKIP() << "PostgreSQL: " << g_postgres_why_not;
+      }
       db_ = g_postgres->NewDatabaseUrl();
     } else {
       db_ = dir_.File("store.db");
@@ -255,7 +260,8 @@ std::string RunningWorker(const Service& s, const std::string& id, int attempt) 
   auto deadline = Clock::now() + 120s;
   while (Clock::now() < deadline) {
     json j = Job(s, id);
-    if (j["state"] == "running" && j["attempts"] == attempt && !j["worker"].get<std::string>().empty())
+    if (j["state"] == "running" && j["attempts"] == attempt &&
+        !j["worker"].get<std::string>().empty())
       return j["worker"];
     std::this_thread::sleep_for(20ms);
   }
@@ -386,7 +392,8 @@ TEST(Serve, TheTokenIsEnforcedWhenSet) {
   // The client: with the token from the environment it works, without it is told why.
   std::string kernel = dir.File("k.cu");
   WriteFileAtomic(kernel, Control("includes_cublas"));
-  std::vector<std::string> submit = {Bin(), "submit", kernel, "--task", kTask, "--evaluator", s.Url()};
+  std::vector<std::string> submit = {Bin(), "submit",      kernel, "--task",
+                                     kTask, "--evaluator", s.Url()};
   CommandResult refused = RunCommand(submit, 120s);
   EXPECT_EQ(refused.exit.code, 2) << refused.output;
   EXPECT_TRUE(Contains(refused.output, "bearer token")) << refused.output;
@@ -402,9 +409,8 @@ TEST(Serve, SubmitAndTheAgentRunGoThroughTheService) {
   std::string kernel = dir.File("k.cu");
   WriteFileAtomic(kernel, kDoesNotCompile);
   std::string rec_path = dir.File("record.json");
-  CommandResult sub = RunCommand({Bin(), "submit", kernel, "--task", kTask, "--evaluator", s.Url(),
-                                  "--json", rec_path},
-                                 300s);
+  CommandResult sub = RunCommand(
+      {Bin(), "submit", kernel, "--task", kTask, "--evaluator", s.Url(), "--json", rec_path}, 300s);
   EXPECT_EQ(sub.exit.code, 1) << sub.output;
   EXPECT_TRUE(Contains(sub.output, "COMPILE_ERROR")) << sub.output;
   json rec = json::parse(ReadFile(rec_path));
@@ -415,7 +421,8 @@ TEST(Serve, SubmitAndTheAgentRunGoThroughTheService) {
   // The replay default through the service: turn 1 does not compile (judged), turn 2 builds
   // and needs the GPU this machine lacks (infra: the run stops, as it does locally).
   std::string run = dir.File("run");
-  CommandResult r = RunCommand({Bin(), "run", "--evaluator", s.Url(), "--out", run, "--quiet"}, 600s);
+  CommandResult r =
+      RunCommand({Bin(), "run", "--evaluator", s.Url(), "--out", run, "--quiet"}, 600s);
   EXPECT_EQ(r.exit.code, 3) << r.output;
   json t1 = json::parse(ReadFile(run + "/evaluations/gemm_n7168_k5120-0/turn1.json"));
   EXPECT_EQ(t1["status"], "COMPILE_ERROR");
@@ -433,20 +440,21 @@ TEST(Serve, SubmitLatencyWithAThousandQueuedJobs) {
   Service s(dir.File("store.db"), {"--no-workers"});
   std::string body = Submission(Control("naive_correct"));
   std::vector<double> ms;
-  for (int i = 0; i < 1100; ++i) {
+  for (int i = 0; i < 2000; ++i) {
     auto t0 = Clock::now();
     Reply r = Http(s.Url("/v1/evaluations"), &body);
     double took = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     ASSERT_EQ(r.status, 202) << r.body;
-    if (i >= 1000) ms.push_back(took);  // measured with 1000 jobs already queued
+    if (i >= 1000) ms.push_back(took);  // measured with 1000 to 1999 jobs already queued
   }
   std::sort(ms.begin(), ms.end());
   double p50 = ms[ms.size() / 2], p99 = ms[ms.size() * 99 / 100];
-  std::printf("submit latency with 1000+ queued (SQLite, loopback, new connection each): "
-              "p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
-              p50, p99, ms.back());
+  std::printf(
+      "submit latency with 1000+ queued (SQLite, loopback, new connection each): "
+      "p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+      p50, p99, ms.back());
   json h = Http(s.Url("/v1/health")).Json();
-  EXPECT_EQ(h["queue"]["queued"], 1100);
+  EXPECT_EQ(h["queue"]["queued"], 2000);
   // The bound is 20 ms; this shared CI machine gets a margin for its noise.
   EXPECT_LT(p99, 50.0);
 }

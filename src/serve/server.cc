@@ -84,28 +84,30 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
     return httplib::Server::HandlerResponse::Unhandled;
   });
   // Whatever httplib refused by itself (no route, a body over the limit) gets a JSON message.
-  svr.set_error_handler(httplib::Server::HandlerWithResponse(
-      [&o](const httplib::Request& req, httplib::Response& res) {
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([&o](const httplib::Request& req,
+                                                                  httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 404)
       Fail(res, 404, "no such endpoint: " + req.method + " " + req.path);
     else if (res.status == 413)
-      Fail(res, 413, "the request body is over this server's limit (sources up to " +
-                         std::to_string(o.max_source_bytes) + " bytes)");
+      Fail(res, 413,
+           "the request body is over this server's limit (sources up to " +
+               std::to_string(o.max_source_bytes) + " bytes)");
     else
       Fail(res, res.status, "the request was refused (HTTP " + std::to_string(res.status) + ")");
     return httplib::Server::HandlerResponse::Handled;
   }));
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    Fail(res, 500, "internal error: " + what);
-  });
+  svr.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        Fail(res, 500, "internal error: " + what);
+      });
 
   svr.Post("/v1/evaluations", [&](const httplib::Request& req, httplib::Response& res) {
     json body;
@@ -116,10 +118,10 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
     }
     if (body.is_object() && body.contains("source") && body["source"].is_string() &&
         body["source"].get_ref<const std::string&>().size() > o.max_source_bytes)
-      return Fail(res, 413, "the source has " +
-                                std::to_string(body["source"].get_ref<const std::string&>().size()) +
-                                " bytes, over this server's limit of " +
-                                std::to_string(o.max_source_bytes));
+      return Fail(res, 413,
+                  "the source has " +
+                      std::to_string(body["source"].get_ref<const std::string&>().size()) +
+                      " bytes, over this server's limit of " + std::to_string(o.max_source_bytes));
     json request;
     try {
       request = NormalizeJobRequest(body, catalog);
@@ -131,7 +133,7 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
   });
 
   svr.Get(R"(/v1/evaluations/([0-9a-f]{32}))", [&](const httplib::Request& req,
-                                                     httplib::Response& res) {
+                                                   httplib::Response& res) {
     std::string id = req.matches[1];
     double wait = 0;
     if (req.has_param("wait")) {
@@ -154,18 +156,19 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
       if (!job) return Fail(res, 404, "no evaluation " + id);
       if (Finished(*job) && job->result) return Reply(res, 200, *job->result);
       if (SteadyClock::now() >= deadline || stop)
-        return Reply(res, 202, {{"id", id}, {"state", ToString(job->state)}, {"attempts", job->attempts}});
+        return Reply(res, 202,
+                     {{"id", id}, {"state", ToString(job->state)}, {"attempts", job->attempts}});
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(200));
     }
   });
 
-  svr.Get(R"(/v1/evaluations/([0-9a-f]{32})/job)", [&](const httplib::Request& req,
-                                                         httplib::Response& res) {
-    std::optional<Job> job = queue.Get(req.matches[1]);
-    if (!job) return Fail(res, 404, "no evaluation " + std::string(req.matches[1]));
-    Reply(res, 200, JobJson(*job));
-  });
+  svr.Get(R"(/v1/evaluations/([0-9a-f]{32})/job)",
+          [&](const httplib::Request& req, httplib::Response& res) {
+            std::optional<Job> job = queue.Get(req.matches[1]);
+            if (!job) return Fail(res, 404, "no evaluation " + std::string(req.matches[1]));
+            Reply(res, 200, JobJson(*job));
+          });
   svr.Get(R"(/v1/evaluations/(.*))", [](const httplib::Request& req, httplib::Response& res) {
     Fail(res, 404, "no evaluation " + std::string(req.matches[1]) + " (ids are 32 hex digits)");
   });

@@ -173,13 +173,14 @@ class Worker {
       } else {
         record = ErrorRecord(h, "this worker cannot evaluate the job: " + h.error);
       }
-      record["service"] = {{"job_id", h.job.id},
-                           {"worker", me_.id},
-                           {"gpu", o_.gpu},
-                           {"attempt", h.job.attempts},
-                           {"queued_seconds", h.job.claimed_at - h.job.submitted_at},
-                           {"prepare_seconds", h.prepare_seconds},
-                           {"gpu_stage", {{"started_at", gpu.started_at}, {"ended_at", gpu.ended_at}}}};
+      record["service"] = {
+          {"job_id", h.job.id},
+          {"worker", me_.id},
+          {"gpu", o_.gpu},
+          {"attempt", h.job.attempts},
+          {"queued_seconds", h.job.claimed_at - h.job.submitted_at},
+          {"prepare_seconds", h.prepare_seconds},
+          {"gpu_stage", {{"started_at", gpu.started_at}, {"ended_at", gpu.ended_at}}}};
       bool accepted = false;
       try {
         accepted = queue_->Complete(h.job.id, h.job.lease_token, record, gpu);
@@ -198,8 +199,9 @@ class Worker {
 
   // Heartbeats, and renews every held lease a few times per lease period.
   void LeaseLoop() {
-    auto period = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(200),
-                                                      std::chrono::duration_cast<std::chrono::milliseconds>(o_.lease) / 3);
+    auto period = std::max<std::chrono::milliseconds>(
+        std::chrono::milliseconds(200),
+        std::chrono::duration_cast<std::chrono::milliseconds>(o_.lease) / 3);
     std::unique_lock<std::mutex> lock(mu_);
     while (!leases_done_) {
       cv_.wait_for(lock, period, [this] { return leases_done_; });
@@ -220,14 +222,15 @@ class Worker {
 
   json ErrorRecord(const HeldJob& h, const std::string& message) {
     const json& r = h.job.request;
-    return {{"schema", kEvaluationSchema},
-            {"status", "INFRA_ERROR"},
-            {"reason", "worker"},
-            {"message", message},
-            {"task", {{"definition", r.value("task", "")}, {"workload_id", r.value("workload", "")}}},
-            {"arch", r.value("arch", "")},
-            {"created_at", NowUtcIso8601()},
-            {"ptxbench_version", PTXBENCH_VERSION}};
+    return {
+        {"schema", kEvaluationSchema},
+        {"status", "INFRA_ERROR"},
+        {"reason", "worker"},
+        {"message", message},
+        {"task", {{"definition", r.value("task", "")}, {"workload_id", r.value("workload", "")}}},
+        {"arch", r.value("arch", "")},
+        {"created_at", NowUtcIso8601()},
+        {"ptxbench_version", PTXBENCH_VERSION}};
   }
 
   const WorkerOptions& o_;

@@ -184,7 +184,6 @@ constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 constexpr const char* kNow = "strftime('%Y-%m-%dT%H:%M:%SZ','now')";
 
-
 // WAL: readers do not block the writer nor it them, and a commit is one append. The mode is
 // a property of the file, so only the first open converts it; that conversion needs the file
 // to itself and SQLite does not run the busy handler for it, so processes that create a store
