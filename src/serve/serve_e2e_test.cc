@@ -212,12 +212,16 @@ TEST_P(ServeBackends, TwoHundredConcurrentSubmissionsLandExactlyOnceOnThreeWorke
     sources[i] = (i < kCompileErrors ? kDoesNotCompile : Control("includes_cublas")) +
                  "// submission " + std::to_string(i) + "\n";
   std::vector<json> records(kJobs);
+  std::vector<std::string> refusals(kJobs);
   std::vector<std::thread> clients;
   for (int i = 0; i < kJobs; ++i)
     clients.emplace_back([&, i] {
       std::string body = Submission(sources[i]);
       Reply r = Http(s.Url("/v1/evaluations"), &body);
-      if (r.status != 202) return;
+      if (r.status != 202) {
+        refusals[i] = std::to_string(r.status) + " " + r.body;
+        return;
+      }
       ids[i] = r.Json()["id"];
       records[i] = WaitForRecord(s, ids[i]);
     });
@@ -225,7 +229,9 @@ TEST_P(ServeBackends, TwoHundredConcurrentSubmissionsLandExactlyOnceOnThreeWorke
 
   std::set<std::string> distinct_ids, workers;
   for (int i = 0; i < kJobs; ++i) {
-    ASSERT_FALSE(ids[i].empty()) << "submission " << i << " was not accepted";
+    ASSERT_FALSE(ids[i].empty()) << "submission " << i << " was not accepted: " << refusals[i]
+                                 << "\n"
+                                 << s.Log();
     distinct_ids.insert(ids[i]);
     const json& r = records[i];
     ASSERT_TRUE(r.is_object()) << i;

@@ -1,6 +1,7 @@
 #include "serve/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 #include <thread>
@@ -214,9 +215,21 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
            {"workers", workers}});
   });
 
+  // Debian's compiled httplib listens with a backlog of 5: a burst of clients (200 at once)
+  // overflows it and their connections wait out SYN retransmits for minutes. The listening
+  // socket is the last one created before the bind succeeds; listening on it again raises
+  // the backlog (Linux allows that on a listening socket).
+  int listen_fd = -1;
+  svr.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   if (!svr.bind_to_port(o.host, o.port))
     throw EnvironmentError("cannot listen on " + o.host + ":" + std::to_string(o.port) +
                            " (in use, or not an address of this machine)");
+  if (listen_fd < 0 || ::listen(listen_fd, SOMAXCONN) != 0)
+    throw EnvironmentError("cannot raise the listen backlog of " + o.host + ":" +
+                           std::to_string(o.port));
   std::printf("listening on %s:%d\n", o.host.c_str(), o.port);
   std::fflush(stdout);
 
