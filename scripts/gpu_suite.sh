@@ -18,6 +18,9 @@
 #                                   is a real COMPILE_ERROR), fixit mine, repair (a scripted
 #                                   teacher sends the pack's TMA + wgmma GEMM: all three layers),
 #                                   reason, export and kernelgen export, with the dataset cards
+#   scripts/gpu_suite.sh serve      the evaluation service: an agent run through `serve` with
+#                                   one worker, its overhead against direct `eval`, then two
+#                                   workers sharing the GPU (no two GPU stages overlap)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-suite-out}
@@ -118,6 +121,56 @@ PY
   cp "$work/export/card.md" "$out/fixit-card.md"; cp "$work/kernelgen/card.md" "$out/kernelgen-card.md"
   cp "$work/repairs.json" "$out/fixit-repairs.json"
   tar czf "$out/fixit.tar.gz" -C "$out" fixit student && rm -rf "$work" "$out/student"
+  exit 0
+fi
+
+if [[ "${1:-}" == "serve" ]]; then
+  scripts/setup.sh --no-run >/dev/null || exit 1
+  export PTXBENCH_CACHE="$out/cache"
+  port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+  url="http://127.0.0.1:$port"
+  start_service() {  # start_service LOG ARGS...: ptxbench serve in the background, until healthy
+    local logf=$1; shift
+    "$bin" serve --port "$port" --cache-dir "$PTXBENCH_CACHE" "$@" > "$out/$logf" 2>&1 &
+    service=$!
+    for _ in $(seq 300); do
+      python3 -c "import urllib.request; urllib.request.urlopen('$url/v1/health', timeout=1)" 2>/dev/null && break
+      sleep 0.2
+    done
+    python3 -c "import json, urllib.request; print(json.dumps(json.load(urllib.request.urlopen('$url/v1/health'))))" \
+      | tee "$out/health-$logf.json"
+  }
+  stop_service() { kill -TERM "$service"; wait "$service" 2>/dev/null; }
+
+  # 1. One worker on the GPU serves an agent run (the replay default).
+  start_service serve-1worker.log --db "$out/serve.db" --gpus all --workers 1
+  t0=$(date +%s.%N)
+  "$bin" run --evaluator "$url" --out "$out/serve-run"
+  echo "== agent run through the service: exit $?, $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s wall"
+  python3 - "$out" <<'PY'
+import glob, json, sys
+out = sys.argv[1]
+for f in sorted(glob.glob(f"{out}/serve-run/trajectories/*.json")):
+    t = json.load(open(f))
+    print(f"{t['info']['id']}: {t['info']['exit_status']}")
+    for x in t["info"]["turns"]:
+        rec = json.load(open(f"{out}/serve-run/{x['evaluation_file']}")) if x["evaluation_file"] else {}
+        ins = rec.get("instructions") or {}; perf = rec.get("performance") or {}; svc = rec.get("service") or {}
+        print(f"  turn {x['turn']}: {x['outcome']:<10} {x['status']:<14} speedup {perf.get('speedup', '-')!s:<8.6} "
+              f"instructions {ins.get('verification', '-')}/{ins.get('arch_tag') or '-'} "
+              f"eval {x['evaluation_seconds']:.1f} s, worker {svc.get('worker')}, prepare {svc.get('prepare_seconds', 0):.2f} s")
+PY
+  # 2. The service's per-evaluation overhead against direct `ptxbench eval` (warm caches).
+  python3 scripts/serve_gpu_check.py overhead "$out" "$url" "$bin" 3 \
+    controls/gemm/tiled_correct.cu controls/gemm/wgmma_tma.cu
+  stop_service
+
+  # 3. Two workers sharing the one GPU: builds in parallel, GPU stages one at a time.
+  start_service serve-2workers.log --db "$out/serve2.db" --gpus 0 --workers 2
+  python3 scripts/serve_gpu_check.py mix "$out" "$url"
+  stop_service
+  rm -rf "$out/cache"
+  tar czf "$out/serve-run.tar.gz" -C "$out" serve-run && rm -rf "$out/serve-run"
   exit 0
 fi
 

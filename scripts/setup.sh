@@ -14,12 +14,17 @@ run_default=1
 
 # --- dependencies (Debian/Ubuntu packages) ---
 packages=(cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
-          libcpp-httplib-dev libsqlite3-dev)
+          libcpp-httplib-dev libsqlite3-dev libpq-dev)
 # Wanted but not needed: where it cannot be installed, the build goes on without what needs it
 # (the GPU image has no package registry: no cpp-httplib, no SQLite headers, no Chromium).
-optional_packages=(libcpp-httplib-dev libsqlite3-dev)
+optional_packages=(libcpp-httplib-dev libsqlite3-dev libpq-dev)
 # CI runs the report's browser test, so there Chromium is required.
 [[ "${CI:-}" == "true" ]] && packages+=(chromium)
+# CI tests the service's PostgreSQL queue against a real throwaway server: required there.
+if [[ "${CI:-}" == "true" ]]; then
+  packages+=(postgresql)
+  optional_packages=("${optional_packages[@]/libpq-dev/}")
+fi
 have_header() { [[ -e "/usr/include/$1" || -e "/usr/local/include/$1" ]]; }
 missing=()
 for p in "${packages[@]}"; do
@@ -35,6 +40,9 @@ for p in "${packages[@]}"; do
     libcpp-httplib-dev) have_header httplib.h && continue ;;
     # SQLite: the results store (without it ptxbench builds, and --db says it cannot).
     libsqlite3-dev) have_header sqlite3.h && continue ;;
+    # libpq: the service's queue for many hosts (without it, postgresql:// URLs say so).
+    libpq-dev) have_header postgresql/libpq-fe.h && continue ;;
+    postgresql) compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && continue ;;
     chromium) command -v chromium >/dev/null && continue ;;
     cmake) command -v cmake >/dev/null && continue ;;
     ninja-build) command -v ninja >/dev/null && continue ;;

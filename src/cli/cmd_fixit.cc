@@ -81,7 +81,7 @@ int Mine(const MineArgs& a) {
 // --- repair ---
 
 struct RepairArgs {
-  std::string dir, teacher, models, db, tasks_dir, sanitize = "always";
+  std::string dir, teacher, models, db, tasks_dir, sanitize = "always", evaluator;
   int turns = 3, concurrency = 4, timeout = 60;
   double min_speedup = 0, timing_budget = 8;
   bool resume = false, quiet = false;
@@ -197,7 +197,7 @@ int Repair(RepairArgs a) {
   RequiredArchTag(arch);
   Teacher teacher = LoadTeacher(a.models, a.teacher);
   Catalog catalog = Catalog::Load(a.tasks_dir.empty() ? Catalog::DefaultDir() : a.tasks_dir);
-  FindNvcc("");
+  if (a.evaluator.empty()) FindNvcc("");  // a remote evaluator needs no compiler here
 
   AgentOptions o;
   std::set<std::string> tasks;
@@ -228,6 +228,7 @@ int Repair(RepairArgs a) {
                 {"pack", packs.size() == 1 ? *packs.begin() : std::string("mixed")},
                 {"sanitize", a.sanitize},
                 {"timing", true},
+                {"evaluator", a.evaluator.empty() ? json("local") : json(a.evaluator)},
                 {"fixit",
                  {{"stage", "repair"},
                   {"manifest_sha256", Sha256FileHex(ManifestPath(a.dir))},
@@ -236,7 +237,7 @@ int Repair(RepairArgs a) {
                 {"ptxbench_version", PTXBENCH_VERSION}};
   if (!a.db.empty()) o.on_save = StoreFollower(a.db, run);
   Evaluator evaluate =
-      MakeEvaluator({arch, a.sanitize, a.timeout, /*timing=*/true, a.timing_budget});
+      MakeEvaluator({arch, a.sanitize, a.timeout, /*timing=*/true, a.timing_budget, a.evaluator});
   RunSummary s = RunAgent(o, *teacher.provider, evaluate);
 
   json repairs = CollectRepairs(a, m, arch, teacher.info);
@@ -548,6 +549,8 @@ CommandRunner AddFixitCommand(CLI::App& app) {
       ->capture_default_str();
   r->add_option("--timing-budget", repair->timing_budget, "Seconds of timed candidate calls")
       ->capture_default_str();
+  r->add_option("--evaluator", repair->evaluator,
+                "Send the evaluations to `ptxbench serve` at this URL (http://host:port)");
   r->add_option("--tasks-dir", repair->tasks_dir, "Folder of definitions and workloads")
       ->envname("PTXBENCH_TASKS");
   r->add_flag("--quiet", repair->quiet, "No progress lines");

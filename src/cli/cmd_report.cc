@@ -86,6 +86,10 @@ CommandRunner AddReportCommand(CLI::App& app) {
     mo.bootstrap_resamples = o->resamples;
     if (!o->db.empty() && !o->runs.empty()) throw UsageError("--db and --runs exclude each other");
     RunFolderLoad load;
+    if (o->db.rfind("postgresql://", 0) == 0 || o->db.rfind("postgres://", 0) == 0)
+      throw EnvironmentError(
+          "report reads a SQLite store or run folders; the PostgreSQL queue's records "
+          "(ptxbench_results) are not read by report yet: report on the clients' run folders");
     if (!o->db.empty()) {
 #ifndef PTXBENCH_HAVE_SQLITE
       throw EnvironmentError("this ptxbench was built without SQLite: no results store");

@@ -17,6 +17,7 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "evaluate/evaluate.h"
+#include "serve/client.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include <mutex>
 
@@ -72,7 +73,7 @@ json PackInfo(const std::string& arch, const std::string& variant, const std::st
 CommandRunner AddRunCommand(CLI::App& app) {
   struct Options {
     std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
-    std::string sanitize = "always", tasks_dir, replay_file, db;
+    std::string sanitize = "always", tasks_dir, replay_file, db, evaluator;
     std::vector<std::string> tasks;
     int trajectories = 1, turns = 0, concurrency = 4, timeout = 60;
     double target_speedup = 0, timing_budget = 8;
@@ -113,6 +114,9 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
   cmd->add_option("--db", o->db, "Also write every turn to this results store ($PTXBENCH_DB)")
       ->envname("PTXBENCH_DB");
+  cmd->add_option("--evaluator", o->evaluator,
+                  "Send the evaluations to this service (http://host:port, `ptxbench serve`) "
+                  "instead of the local GPU");
 
   return [o]() {
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
@@ -166,7 +170,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
     if (o->tasks.empty()) throw UsageError("--task is required");
     if (o->resume && o->out.empty()) throw UsageError("--resume needs --out (the run to continue)");
     SanitizeMode sanitize = ParseSanitizeMode(o->sanitize);
-    FindNvcc("");
+    if (o->evaluator.empty()) FindNvcc("");  // a remote evaluator needs no compiler here
 
     AgentOptions a;
     for (const std::string& name : o->tasks) {
@@ -213,6 +217,17 @@ CommandRunner AddRunCommand(CLI::App& app) {
       req.timing_budget_s = o->timing_budget;
       return Evaluate(req).ToJson();
     };
+    if (!o->evaluator.empty()) {
+      RemoteOptions remote;
+      remote.url = o->evaluator;
+      remote.arch = o->arch;
+      remote.options = {{"sanitize", o->sanitize},
+                        {"timeout", o->timeout},
+                        {"timing", !o->no_timing},
+                        {"timing_budget", o->timing_budget}};
+      evaluate = MakeRemoteEvaluator(remote);
+      a.run_info["evaluator"] = o->evaluator;
+    }
 #ifdef PTXBENCH_HAVE_SQLITE
     // The store follows the files turn by turn. A failed store write does not stop the run:
     // the run folder has everything, and `ptxbench import` puts it in later.

@@ -20,6 +20,9 @@ CommandRunner AddReportCommand(CLI::App& app);
 CommandRunner AddImportCommand(CLI::App& app);
 CommandRunner AddFixitCommand(CLI::App& app);
 CommandRunner AddKernelgenCommand(CLI::App& app);
+CommandRunner AddServeCommand(CLI::App& app);
+CommandRunner AddWorkerCommand(CLI::App& app);
+CommandRunner AddSubmitCommand(CLI::App& app);
 // The store's default file: results/ptxbench.db under the current folder ($PTXBENCH_DB).
 std::string DefaultStorePath();
 

@@ -10,6 +10,7 @@
 #include "evaluate/evaluate.h"
 #include "report/from_runs.h"
 #include "run/memcheck.h"
+#include "serve/client.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include "store/store.h"
 #endif
@@ -81,6 +82,16 @@ Teacher LoadTeacher(const std::string& models_file, const std::string& name) {
 
 Evaluator MakeEvaluator(const EvaluatorSettings& s) {
   SanitizeMode sanitize = ParseSanitizeMode(s.sanitize);
+  if (!s.service_url.empty()) {
+    RemoteOptions remote;
+    remote.url = s.service_url;
+    remote.arch = s.arch;
+    remote.options = {{"sanitize", s.sanitize},
+                      {"timeout", s.timeout_s},
+                      {"timing", s.timing},
+                      {"timing_budget", s.timing_budget_s}};
+    return MakeRemoteEvaluator(remote);
+  }
   return [s, sanitize](const std::string& path, const Definition& def, const Workload& wl) {
     EvalRequest req;
     req.kernel_path = path;

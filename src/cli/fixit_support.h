@@ -50,9 +50,10 @@ struct EvaluatorSettings {
   int timeout_s = 60;
   bool timing = true;
   double timing_budget_s = 8;
+  std::string service_url;  // `--evaluator URL`: send every evaluation to `ptxbench serve`
 };
 // The evaluator every fixit stage that evaluates uses: the local pipeline (evaluate.h), one
-// call per kernel. The one place to change for a remote evaluator (`--evaluator URL`).
+// call per kernel, or the evaluation service at service_url with the same settings.
 Evaluator MakeEvaluator(const EvaluatorSettings& settings);
 
 // An AgentOptions::on_save that writes each trajectory (and the record of its newest turn) to

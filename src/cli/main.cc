@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
       {"import", ptxbench::AddImportCommand(app)},
       {"fixit", ptxbench::AddFixitCommand(app)},
       {"kernelgen", ptxbench::AddKernelgenCommand(app)},
+      {"serve", ptxbench::AddServeCommand(app)},
+      {"worker", ptxbench::AddWorkerCommand(app)},
+      {"submit", ptxbench::AddSubmitCommand(app)},
   };
   // An unknown subcommand gets a "did you mean" instead of CLI11's generic message.
   if (argc >= 2 && argv[1][0] != '-' && !runners.count(argv[1])) {

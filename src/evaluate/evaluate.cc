@@ -840,6 +840,23 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   return finish();
 }
 
+double PrepareBuild(const EvalRequest& req) {
+  auto t = Clock::now();
+  if (!req.use_build_cache) return 0;  // Evaluate would build again anyway
+  try {
+    std::string source = ReadFile(req.kernel_path);
+    if (!ScreenSource(source).passed()) return SecondsSince(t);
+    BuildOptions bo;
+    bo.arch = req.arch;
+    bo.use_cache = true;
+    bo.cache_dir = (req.cache_root.empty() ? CacheRoot() : req.cache_root) + "/build";
+    BuildCandidate(source, bo);
+  } catch (const Error&) {
+    // Evaluate meets the same problem and puts it on the record.
+  }
+  return SecondsSince(t);
+}
+
 std::string HumanSummary(const EvaluationRecord& r) {
   std::ostringstream s;
   s << ToString(r.status);

@@ -53,6 +53,13 @@ struct EvalRequest {
 
 EvaluationRecord Evaluate(const EvalRequest& request);
 
+// The CPU stage alone: screening and the build, whose result lands in the build cache (keyed
+// by content), so that an Evaluate of the same request that follows finds it there and goes
+// straight to the GPU layers. The service runs it for the next job while the GPU times the
+// current one. Returns the seconds it spent; never throws for a bad candidate (Evaluate
+// reports it), nor when the build cannot run (Evaluate reports that too).
+double PrepareBuild(const EvalRequest& request);
+
 // A few lines for the terminal.
 std::string HumanSummary(const EvaluationRecord& r);
 

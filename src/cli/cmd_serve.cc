@@ -1,0 +1,268 @@
+// `ptxbench serve --port P [--gpus all|none|0,1,…]`: the evaluation service on one host: the
+// HTTP API (serve/server.h) over a queue (the SQLite store by default, or PostgreSQL), and
+// one worker process per GPU (`ptxbench worker`), supervised: a worker that dies is started
+// again, and its jobs come back through their leases.
+#include <cuda_runtime.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "serve/job_queue.h"
+#include "serve/server.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_stop{false};
+void OnStopSignal(int) { g_stop = true; }
+
+struct Gpu {
+  std::string label;  // what the worker gets as --gpu (a UUID where known: stable over reorders)
+  std::string name;
+  int index = -1;
+};
+
+std::string UuidText(const cudaUUID_t& u) {
+  // CUDA_VISIBLE_DEVICES's form: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
+  char buf[64];
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  std::snprintf(buf, sizeof buf,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return buf;
+}
+
+// The GPUs this host shows (querying them creates no context).
+std::vector<Gpu> DetectGpus() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return {};
+  std::vector<Gpu> gpus;
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    gpus.push_back({UuidText(p.uuid), p.name, i});
+  }
+  return gpus;
+}
+
+std::vector<Gpu> SelectGpus(const std::string& spec) {
+  if (spec == "none") return {};
+  std::vector<Gpu> all = DetectGpus();
+  if (spec == "all") return all;
+  std::vector<Gpu> chosen;
+  for (const std::string& part : Split(spec, ',')) {
+    long long i;
+    if (!ParseInt64(Trim(part), &i) || i < 0)
+      throw UsageError("--gpus '" + spec + "': all, none, or device indices such as 0,1");
+    if (i >= static_cast<long long>(all.size()))
+      throw UsageError("--gpus: no device " + std::to_string(i) + " (this host shows " +
+                       std::to_string(all.size()) + ")");
+    chosen.push_back(all[static_cast<size_t>(i)]);
+  }
+  return chosen;
+}
+
+// Worker processes: started, watched, started again when they die, stopped with the server.
+class WorkerSupervisor {
+ public:
+  explicit WorkerSupervisor(std::vector<std::vector<std::string>> argvs)
+      : argvs_(std::move(argvs)) {
+    pids_.assign(argvs_.size(), -1);
+  }
+  ~WorkerSupervisor() { Stop(); }
+
+  void StartAll() {
+    for (size_t i = 0; i < argvs_.size(); ++i) Start(i);
+  }
+  // Reaps workers that died and starts them again (at most once a second each).
+  void Check() {
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      if (pids_[i] <= 0) continue;
+      int st = 0;
+      if (::waitpid(pids_[i], &st, WNOHANG) != pids_[i]) continue;
+      std::fprintf(stderr, "serve: worker %zu (pid %d) %s; starting it again\n", i, pids_[i],
+                   WIFSIGNALED(st) ? ("killed by signal " + std::to_string(WTERMSIG(st))).c_str()
+                                   : ("exited " + std::to_string(WEXITSTATUS(st))).c_str());
+      pids_[i] = -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      Start(i);
+    }
+  }
+  // Asks every worker to stop (SIGTERM: they finish what they hold), waits up to `grace`,
+  // then kills the rest (their jobs come back when the leases expire).
+  void Stop(std::chrono::seconds grace = std::chrono::seconds(10)) {
+    for (pid_t p : pids_)
+      if (p > 0) ::kill(p, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + grace;
+    for (pid_t& p : pids_) {
+      while (p > 0) {
+        int st;
+        if (::waitpid(p, &st, WNOHANG) == p) {
+          p = -1;
+        } else if (std::chrono::steady_clock::now() > deadline) {
+          ::kill(p, SIGKILL);
+          ::waitpid(p, &st, 0);
+          p = -1;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }
+    }
+  }
+
+ private:
+  void Start(size_t i) {
+    std::vector<char*> argv;
+    for (auto& a : argvs_[i]) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) throw EnvironmentError("cannot start a worker (fork failed)");
+    if (pid == 0) {
+      // A worker never outlives its server.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(1);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    pids_[i] = pid;
+    std::fprintf(stderr, "serve: worker %zu started (pid %d): %s\n", i, pid,
+                 Join(argvs_[i], " ").c_str());
+  }
+
+  std::vector<std::vector<std::string>> argvs_;
+  std::vector<pid_t> pids_;
+};
+
+}  // namespace
+
+CommandRunner AddServeCommand(CLI::App& app) {
+  struct Options {
+    std::string host = "127.0.0.1", db, gpus = "all", tasks_dir, cache_dir;
+    std::string token_env = "PTXBENCH_SERVE_TOKEN";
+    int port = 8737, workers = 1, lease = 30, http_threads = 64;
+    int64_t max_source_bytes = 1 << 20;
+    bool no_workers = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "The evaluation service: an HTTP API, a queue, one worker per GPU");
+  cmd->add_option("--port", o->port, "TCP port")->capture_default_str();
+  cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0: every interface)")
+      ->capture_default_str();
+  cmd->add_option("--db", o->db,
+                  "The queue and results: a store file (default " + DefaultStorePath() +
+                      ") or postgresql://… (shared with workers on other hosts)")
+      ->envname("PTXBENCH_DB");
+  cmd->add_option("--gpus", o->gpus, "Devices to start workers for: all, none, or 0,1,…")
+      ->capture_default_str();
+  cmd->add_option("--workers", o->workers,
+                  "Workers per GPU (several share a GPU's lock: one timed evaluation at a time); "
+                  "with no GPU, the workers in all (GPU layers skipped)")
+      ->capture_default_str();
+  cmd->add_flag("--no-workers", o->no_workers,
+                "Start no worker here (they run elsewhere: `ptxbench worker --db …`)");
+  cmd->add_option("--lease", o->lease, "Seconds of a job's lease")->capture_default_str();
+  cmd->add_option("--max-source-bytes", o->max_source_bytes, "Largest source accepted")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", o->http_threads, "Concurrent HTTP requests")
+      ->capture_default_str();
+  cmd->add_option("--token-env", o->token_env,
+                  "Environment variable holding the bearer token clients must send (unset: none)")
+      ->capture_default_str();
+  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
+      ->envname("PTXBENCH_TASKS");
+  cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache of the workers")
+      ->envname("PTXBENCH_CACHE");
+  return [o]() {
+    if (o->port < 1 || o->port > 65535) throw UsageError("--port must be 1..65535");
+    if (o->workers < 1 || o->workers > 64) throw UsageError("--workers must be 1..64");
+    if (o->lease < 2 || o->lease > 3600) throw UsageError("--lease must be 2..3600 seconds");
+    if (o->max_source_bytes < 1) throw UsageError("--max-source-bytes must be positive");
+    if (o->http_threads < 2 || o->http_threads > 4096)
+      throw UsageError("--http-threads must be 2..4096");
+    RequireHttpServer();
+    std::string db = o->db.empty() ? DefaultStorePath() : o->db;
+    if (!IsPostgresUrl(db)) {
+      std::string dir = db.find('/') == std::string::npos ? "" : db.substr(0, db.rfind('/'));
+      if (!dir.empty()) MakeDirs(dir);
+    }
+    std::unique_ptr<JobQueue> queue = OpenJobQueue(db);
+
+    ServerOptions so;
+    so.host = o->host;
+    so.port = o->port;
+    if (const char* t = std::getenv(o->token_env.c_str())) so.token = t;
+    so.max_source_bytes = static_cast<size_t>(o->max_source_bytes);
+    so.http_threads = o->http_threads;
+    so.tasks_dir = o->tasks_dir;
+    // A worker renews three times per lease; three missed renewals and it is not alive.
+    so.alive_within = std::chrono::seconds(std::max(3, o->lease));
+
+    std::vector<std::vector<std::string>> argvs;
+    if (!o->no_workers) {
+      std::vector<Gpu> gpus = SelectGpus(o->gpus);
+      for (const Gpu& g : gpus)
+        so.gpus.push_back({{"index", g.index}, {"uuid", g.label}, {"name", g.name}});
+      std::vector<std::string> labels;
+      for (const Gpu& g : gpus)
+        for (int k = 0; k < o->workers; ++k) labels.push_back(g.label);
+      if (gpus.empty()) {
+        std::fprintf(stderr,
+                     "serve: no GPU (--gpus %s): %d worker(s) without a device; the GPU layers "
+                     "of every evaluation will be skipped, with that reason\n",
+                     o->gpus.c_str(), o->workers);
+        labels.assign(static_cast<size_t>(o->workers), "none");
+      }
+      std::string self = SelfExecutable();
+      for (const std::string& label : labels) {
+        std::vector<std::string> argv = {self,    "worker", "--db",    db,
+                                         "--gpu", label,    "--lease", std::to_string(o->lease)};
+        if (!o->tasks_dir.empty()) argv.insert(argv.end(), {"--tasks-dir", o->tasks_dir});
+        if (!o->cache_dir.empty()) argv.insert(argv.end(), {"--cache-dir", o->cache_dir});
+        argvs.push_back(argv);
+      }
+    }
+
+    struct sigaction sa = {};
+    sa.sa_handler = OnStopSignal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    WorkerSupervisor workers(argvs);
+    workers.StartAll();
+    std::thread watch([&] {
+      while (!g_stop) {
+        workers.Check();
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+    });
+    std::fprintf(stderr, "serve: queue %s, %zu worker(s), token %s\n", queue->Describe().c_str(),
+                 argvs.size(), so.token.empty() ? "off" : "required");
+    try {
+      ServeHttp(so, *queue, g_stop);
+    } catch (...) {
+      g_stop = true;
+      watch.join();
+      throw;
+    }
+    watch.join();
+    workers.Stop();
+    return 0;
+  };
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,68 @@
+// `ptxbench submit KERNEL.cu --task T --evaluator http://host:port`: one evaluation through the
+// service, for one-off use; prints the summary, writes the record with --json.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "serve/client.h"
+
+namespace ptxbench {
+
+CommandRunner AddSubmitCommand(CLI::App& app) {
+  struct Options {
+    std::string kernel, task, workload, arch = "sm_90a", evaluator, json_path, sanitize;
+    int trials = 0, timeout = 0;
+    bool no_timing = false, no_wait = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd =
+      app.add_subcommand("submit", "Send one kernel to an evaluation service, wait for its record");
+  cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
+  cmd->add_option("--task", o->task, "Task definition")->required();
+  cmd->add_option("--workload", o->workload, "Workload id or axis values (default: headline)");
+  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
+  cmd->add_option("--evaluator", o->evaluator, "The service, http://host:port")
+      ->envname("PTXBENCH_EVALUATOR")
+      ->required();
+  cmd->add_option("--json", o->json_path, "Write the evaluation record here");
+  cmd->add_option("--trials", o->trials, "Correctness trials (default: the service's, 3)");
+  cmd->add_option("--timeout", o->timeout, "Seconds for the candidate's run");
+  cmd->add_option("--sanitize", o->sanitize, "always, on-failure or never");
+  cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
+  cmd->add_flag("--no-wait", o->no_wait, "Print the id and return without waiting");
+  return [o]() {
+    if (::access(o->kernel.c_str(), R_OK) != 0 || !FileExists(o->kernel))
+      throw InputError(o->kernel + ": no such readable file");
+    RemoteOptions r;
+    r.url = o->evaluator;
+    r.arch = o->arch;
+    if (o->trials) r.options["trials"] = o->trials;
+    if (o->timeout) r.options["timeout"] = o->timeout;
+    if (!o->sanitize.empty()) r.options["sanitize"] = o->sanitize;
+    if (o->no_timing) r.options["timing"] = false;
+    EvaluationClient client(r);
+    std::string id = client.Submit(o->task, o->workload, ReadFile(o->kernel));
+    if (o->no_wait) {
+      std::printf("%s\n", id.c_str());
+      return 0;
+    }
+    nlohmann::json rec = client.Wait(id);
+    if (!o->json_path.empty()) WriteFileAtomic(o->json_path, rec.dump(2) + "\n");
+    auto text = [&](const char* key) {  // absent or null fields print as nothing
+      return rec.contains(key) && rec[key].is_string() ? rec[key].get<std::string>() : "";
+    };
+    std::string status = text("status"), reason = text("reason");
+    std::printf("%s%s  %s (evaluation %s)\n  %s\n", status.c_str(),
+                reason.empty() ? "" : (" (" + reason + ")").c_str(), o->task.c_str(), id.c_str(),
+                text("message").c_str());
+    if (status == "PASSED") return 0;
+    return status == "INFRA_ERROR" ? 3 : 1;
+  };
+}
+
+}  // namespace ptxbench

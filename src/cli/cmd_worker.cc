@@ -1,0 +1,72 @@
+// `ptxbench worker --db STORE|postgresql://… [--gpu N]`: one worker of the evaluation
+// service (serve/worker.h), for the GPU it is given. `ptxbench serve` starts these itself;
+// on other hosts they are started by hand (or by systemd), one per GPU, on a PostgreSQL queue.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "serve/worker.h"
+
+namespace ptxbench {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnStopSignal(int) { g_stop = true; }
+
+}  // namespace
+
+CommandRunner AddWorkerCommand(CLI::App& app) {
+  struct Options {
+    std::string db, gpu = "none", tasks_dir, cache_dir, lock_dir = "/tmp";
+    int lease = 30;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "worker", "A worker of the evaluation service: claims jobs from a queue, evaluates them");
+  cmd->add_option("--db", o->db, "The queue: a store file (one host) or postgresql://… (many)")
+      ->envname("PTXBENCH_DB")
+      ->required();
+  cmd->add_option("--gpu", o->gpu,
+                  "The device this worker uses (an index or a GPU UUID; it sees only that one), "
+                  "or none")
+      ->capture_default_str();
+  cmd->add_option("--lease", o->lease, "Seconds of a job's lease (renewed while working)")
+      ->capture_default_str();
+  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
+      ->envname("PTXBENCH_TASKS");
+  cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache")
+      ->envname("PTXBENCH_CACHE");
+  cmd->add_option("--lock-dir", o->lock_dir,
+                  "Where the per-GPU lock files are (one timed evaluation per GPU at a time)")
+      ->capture_default_str();
+  cmd->add_flag("--quiet", o->quiet, "No log lines");
+  return [o]() {
+    if (o->lease < 2 || o->lease > 3600) throw UsageError("--lease must be 2..3600 seconds");
+    for (char c : o->gpu)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+        throw UsageError("--gpu '" + o->gpu + "': an index, a GPU UUID or none");
+    // The worker and every child it starts see only this device (none: no device at all, so
+    // that the GPU layers say they were skipped instead of using a GPU nobody assigned).
+    ::setenv("CUDA_VISIBLE_DEVICES", o->gpu == "none" ? "" : o->gpu.c_str(), 1);
+    struct sigaction sa = {};
+    sa.sa_handler = OnStopSignal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    WorkerOptions w;
+    w.db = o->db;
+    w.gpu = o->gpu;
+    w.lease = std::chrono::seconds(o->lease);
+    w.tasks_dir = o->tasks_dir;
+    w.cache_root = o->cache_dir;
+    w.lock_dir = o->lock_dir;
+    w.quiet = o->quiet;
+    return RunWorker(w, g_stop);
+  };
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,148 @@
+#include "serve/client.h"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/files.h"
+
+namespace ptxbench {
+
+using nlohmann::json;
+
+namespace {
+
+struct HttpReply {
+  long status = 0;
+  std::string body;
+};
+
+size_t Collect(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+void InitCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// One request; throws EnvironmentError when no HTTP answer came back.
+HttpReply Request(const std::string& url, const std::string& token, const std::string* post_body,
+                  double timeout_s) {
+  InitCurlOnce();
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> c(curl_easy_init(), curl_easy_cleanup);
+  if (!c) throw EnvironmentError("libcurl could not make a handle");
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  headers = curl_slist_append(headers, "Expect:");
+  std::string auth;
+  if (!token.empty()) {
+    auth = "Authorization: Bearer " + token;
+    headers = curl_slist_append(headers, auth.c_str());
+  }
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> guard(headers, curl_slist_free_all);
+  HttpReply r;
+  char err[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c.get(), CURLOPT_HTTPHEADER, headers);
+  if (post_body) {
+    curl_easy_setopt(c.get(), CURLOPT_POST, 1L);
+    curl_easy_setopt(c.get(), CURLOPT_POSTFIELDS, post_body->data());
+    curl_easy_setopt(c.get(), CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(post_body->size()));
+  }
+  curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, Collect);
+  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(c.get(), CURLOPT_ERRORBUFFER, err);
+  curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s * 1000));
+  curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  curl_easy_setopt(c.get(), CURLOPT_USERAGENT, "ptxbench/" PTXBENCH_VERSION);
+  CURLcode rc = curl_easy_perform(c.get());
+  if (rc != CURLE_OK)
+    throw EnvironmentError("the evaluator at " + url + " did not answer: " +
+                           (err[0] ? std::string(err) : curl_easy_strerror(rc)));
+  curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &r.status);
+  return r;
+}
+
+// The server's one-line message of an error reply.
+std::string ErrorOf(const HttpReply& r) {
+  try {
+    json j = json::parse(r.body);
+    if (j.is_object() && j.contains("error") && j["error"].is_string()) return j["error"];
+  } catch (const json::exception&) {
+  }
+  return "HTTP " + std::to_string(r.status);
+}
+
+json ParseOrThrow(const HttpReply& r, const std::string& what) {
+  try {
+    return json::parse(r.body);
+  } catch (const json::exception& e) {
+    throw EnvironmentError(what + ": the evaluator's reply is not JSON (HTTP " +
+                           std::to_string(r.status) + ")");
+  }
+}
+
+}  // namespace
+
+EvaluationClient::EvaluationClient(RemoteOptions o) : o_(std::move(o)) {
+  while (!o_.url.empty() && o_.url.back() == '/') o_.url.pop_back();
+  if (o_.url.rfind("http://", 0) != 0 && o_.url.rfind("https://", 0) != 0)
+    throw UsageError("--evaluator must be an http:// URL, not '" + o_.url + "'");
+  if (o_.token.empty())
+    if (const char* t = std::getenv("PTXBENCH_SERVE_TOKEN")) o_.token = t;
+}
+
+std::string EvaluationClient::Submit(const std::string& task, const std::string& workload,
+                                     const std::string& source) const {
+  json body = {{"task", task}, {"arch", o_.arch}, {"source", source}, {"options", o_.options}};
+  if (!workload.empty()) body["workload"] = workload;
+  std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  HttpReply r = Request(o_.url + "/v1/evaluations", o_.token, &text, 60);
+  if (r.status >= 400 && r.status < 500)
+    throw InputError("the evaluator refused the submission: " + ErrorOf(r));
+  if (r.status != 202) throw EnvironmentError("the evaluator failed the submission: " + ErrorOf(r));
+  json j = ParseOrThrow(r, "submit");
+  if (!j.contains("id") || !j["id"].is_string())
+    throw EnvironmentError("the evaluator's submit reply has no id");
+  return j["id"];
+}
+
+json EvaluationClient::Wait(const std::string& id) const {
+  auto start = SteadyClock::now();
+  for (;;) {
+    char wait[32];
+    std::snprintf(wait, sizeof wait, "%.3f", o_.poll_s);
+    HttpReply r = Request(o_.url + "/v1/evaluations/" + id + "?wait=" + wait, o_.token, nullptr,
+                          o_.poll_s + 30);
+    if (r.status == 200) return ParseOrThrow(r, "evaluation " + id);
+    if (r.status != 202)
+      throw EnvironmentError("the evaluator failed on evaluation " + id + ": " + ErrorOf(r));
+    if (SecondsSince(start) > o_.deadline_s)
+      throw EnvironmentError("evaluation " + id + " had no result after " +
+                             std::to_string(static_cast<int>(o_.deadline_s)) + " s");
+  }
+}
+
+json EvaluationClient::Get(const std::string& path) const {
+  HttpReply r = Request(o_.url + path, o_.token, nullptr, 60);
+  if (r.status != 200) throw EnvironmentError("GET " + path + ": " + ErrorOf(r));
+  return ParseOrThrow(r, path);
+}
+
+Evaluator MakeRemoteEvaluator(const RemoteOptions& options) {
+  auto client = std::make_shared<EvaluationClient>(options);
+  return [client](const std::string& kernel_path, const Definition& def, const Workload& wl) {
+    std::string id = client->Submit(def.name, wl.id, ReadFile(kernel_path));
+    return client->Wait(id);
+  };
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,42 @@
+// The client side of the evaluation service: submit a kernel, wait for its record. Used by
+// `ptxbench run --evaluator URL`, `ptxbench submit`, and (one line) the Fixit stages.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/loop.h"
+
+namespace ptxbench {
+
+struct RemoteOptions {
+  std::string url;    // http://host:port
+  std::string token;  // bearer token; empty: none (default: $PTXBENCH_SERVE_TOKEN)
+  std::string arch = "sm_90a";
+  nlohmann::json options = nlohmann::json::object();  // job_request.h's "options"
+  double poll_s = 30;                                 // one long poll
+  double deadline_s = 7200;                           // give up on one evaluation after this long
+};
+
+class EvaluationClient {
+ public:
+  explicit EvaluationClient(RemoteOptions o);
+  // Submits one evaluation; returns its id. Throws InputError with the server's message on a
+  // 4xx, EnvironmentError when the server cannot be reached or answers 5xx.
+  std::string Submit(const std::string& task, const std::string& workload,
+                     const std::string& source) const;
+  // Waits (long polls) for the record of `id`; throws EnvironmentError past the deadline.
+  nlohmann::json Wait(const std::string& id) const;
+  nlohmann::json Get(const std::string& path) const;  // any GET of the API, e.g. /v1/health
+
+ private:
+  RemoteOptions o_;
+};
+
+// An Evaluator (agent/loop.h) that sends every evaluation to the service at options.url.
+// A service or network failure throws, which the agent loop counts as infra (retried by
+// --resume), never as the model's fault.
+Evaluator MakeRemoteEvaluator(const RemoteOptions& options);
+
+}  // namespace ptxbench

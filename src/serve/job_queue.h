@@ -1,0 +1,116 @@
+// The evaluation service's queue: jobs submitted through the API, claimed by workers under
+// leases, each result written exactly once. Two backends behind one interface: the embedded
+// SQLite store for one host (queue_sqlite.cc) and PostgreSQL for many (queue_postgres.cc).
+//
+// Life of a job:
+//
+//   Submit ─► queued ──Claim──► running ──Complete (current lease)──► done
+//                ▲                 │
+//                │   lease expired │ (worker killed, host lost)
+//                └── attempts < N ─┤
+//                                  └── attempts = N ──► failed (INFRA_ERROR, worker_lost)
+//
+// A lease is a token and an expiry; the holder renews it while it works. Only the holder of
+// the current lease may complete the job: a late result from a worker whose lease expired
+// (presumed dead, and the job retried elsewhere) is refused, so every job has one result.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ptxbench {
+
+enum class JobState { kQueued, kRunning, kDone, kFailed };
+std::string ToString(JobState s);
+JobState ParseJobState(const std::string& s);  // throws InternalError on an unknown name
+
+// Who works on jobs: one worker process, normally one per GPU.
+struct WorkerIdentity {
+  std::string id;  // unique over all hosts: host:pid:gpu
+  std::string host;
+  int64_t pid = 0;
+  std::string gpu;  // the device label it sees ("0", a UUID, or "none")
+};
+
+struct Job {
+  std::string id;
+  JobState state = JobState::kQueued;
+  nlohmann::json request;  // task, workload, arch, source, options (server.h validates)
+  int attempts = 0;        // claims so far
+  std::string worker, gpu, lease_token;
+  double lease_until = 0, submitted_at = 0, claimed_at = 0, finished_at = 0;
+  double gpu_started_at = 0, gpu_ended_at = 0;       // the GPU stage of the attempt that completed
+  nlohmann::json history = nlohmann::json::array();  // one entry per lost lease
+  std::optional<nlohmann::json> result;              // the evaluation record (done or failed)
+};
+
+struct WorkerStatus {
+  WorkerIdentity identity;
+  double heartbeat_age_s = 0;
+  bool alive = false;
+};
+
+struct QueueHealth {
+  int64_t queued = 0, running = 0, done = 0, failed = 0;
+  std::map<std::string, int64_t> running_by_gpu;
+  std::vector<WorkerStatus> workers;
+};
+
+// What a worker reports with its result: the GPU stage's wall-clock span (Unix seconds), so
+// that overlapping timed evaluations on one device can be found afterwards.
+struct GpuStageTimes {
+  double started_at = 0, ended_at = 0;
+};
+
+// A job whose lease expired this many times ends failed instead of going back to the queue.
+constexpr int kMaxJobAttempts = 2;
+
+class JobQueue {
+ public:
+  virtual ~JobQueue() = default;
+  // A backend's name and where it is, for logs and health ("sqlite:/path", "postgresql:host").
+  virtual std::string Describe() const = 0;
+
+  // Queues a job; returns its id (random, unique across hosts).
+  virtual std::string Submit(const nlohmann::json& request) = 0;
+  // Ends expired leases (back to the queue, or failed after kMaxJobAttempts), then claims the
+  // oldest queued job for `worker` with a lease of `lease`; nullopt when none is queued.
+  // Concurrent claims never return the same job.
+  virtual std::optional<Job> Claim(const WorkerIdentity& worker, std::chrono::seconds lease) = 0;
+  // Extends a lease; false when it is no longer this token's (expired and taken over).
+  virtual bool Renew(const std::string& job_id, const std::string& lease_token,
+                     std::chrono::seconds lease) = 0;
+  // Writes the result of the current lease; false (nothing written) when the lease is no
+  // longer this token's: the job was retried elsewhere or already has its result.
+  virtual bool Complete(const std::string& job_id, const std::string& lease_token,
+                        const nlohmann::json& record, const GpuStageTimes& gpu) = 0;
+  // Ends expired leases now; returns how many jobs it requeued or failed.
+  virtual int ExpireLeases() = 0;
+  virtual std::optional<Job> Get(const std::string& job_id) = 0;
+  // Registers the worker or refreshes its heartbeat.
+  virtual void Heartbeat(const WorkerIdentity& worker) = 0;
+  // Queue depth, running jobs per GPU, and the workers seen within `alive_within`.
+  virtual QueueHealth Health(std::chrono::seconds alive_within) = 0;
+};
+
+// "postgresql://…" or "postgres://…": PostgreSQL; anything else: a SQLite store file. Throws
+// EnvironmentError when the backend is not built in or cannot be reached.
+std::unique_ptr<JobQueue> OpenJobQueue(const std::string& where);
+bool IsPostgresUrl(const std::string& where);
+
+// The record of a job that lost its worker kMaxJobAttempts times: INFRA_ERROR, reason
+// worker_lost, with the workers and times of each lost attempt.
+nlohmann::json WorkerLostRecord(const Job& job);
+
+// Shared by the backends.
+double UnixNow();
+std::string RandomId();  // 32 hex digits
+
+}  // namespace ptxbench

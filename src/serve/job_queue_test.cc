@@ -1,0 +1,215 @@
+// The queue's contract, on both backends: a claim is exclusive, a lease lost is a job
+// retried, a late result of a lost lease is refused, two lost leases end the job with
+// worker_lost, and concurrent workers never take the same job. PostgreSQL runs as a real
+// throwaway server (postgres_fixture.h); where none can start, its tests skip with the reason.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/files.h"
+#include "serve/job_queue.h"
+#include "serve/postgres_fixture.h"
+#ifdef PTXBENCH_HAVE_SQLITE
+#include "store/store.h"
+#endif
+
+namespace ptxbench {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+testing::PostgresServer* g_postgres = nullptr;
+std::string g_postgres_why_not;
+
+class PostgresEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    server_ = testing::PostgresServer::Start(&g_postgres_why_not);
+    g_postgres = server_.get();
+  }
+  void TearDown() override {
+    g_postgres = nullptr;
+    server_.reset();
+  }
+
+ private:
+  std::unique_ptr<testing::PostgresServer> server_;
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
+
+json Request(int i) {
+  return {{"task", "gemm_n128_k2048"},
+          {"workload", "w"},
+          {"arch", "sm_90a"},
+          {"source", "// kernel " + std::to_string(i)},
+          {"options", json::object()}};
+}
+json Record(const std::string& status = "PASSED") {
+  return {{"schema", "ptxbench.evaluation/1"}, {"status", status}, {"message", "m"}};
+}
+WorkerIdentity Worker(const std::string& name) { return {name, "host", 1, "0"}; }
+
+class JobQueueTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgres") {
+      if (!g_postgres) {
+        // CI installs PostgreSQL (scripts/setup.sh): there a server that cannot start fails.
+        if (testing::PostgresRequired())
+          FAIL() << "PostgreSQL (required in CI): " << g_postgres_why_not;
+        GTEST_SKIP() << "PostgreSQL: " << g_postgres_why_not;
+      }
+      where_ = g_postgres->NewDatabaseUrl();
+    } else {
+#ifndef PTXBENCH_HAVE_SQLITE
+      GTEST_SKIP() << "built without SQLite";
+#endif
+      where_ = dir_.File("store.db");
+    }
+    q_ = OpenJobQueue(where_);
+  }
+  ScratchDir dir_{"job-queue-test"};
+  std::string where_;
+  std::unique_ptr<JobQueue> q_;
+};
+
+TEST_P(JobQueueTest, AClaimIsExclusiveAndTheResultIsWrittenOnce) {
+  std::string id = q_->Submit(Request(1));
+  EXPECT_EQ(id.size(), 32u);
+  auto job = q_->Claim(Worker("a"), 30s);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->id, id);
+  EXPECT_EQ(job->state, JobState::kRunning);
+  EXPECT_EQ(job->attempts, 1);
+  EXPECT_EQ(job->worker, "a");
+  EXPECT_EQ(job->request["source"], "// kernel 1");
+  EXPECT_FALSE(q_->Claim(Worker("b"), 30s)) << "a running job is nobody else's";
+  EXPECT_FALSE(q_->Complete(id, "not-the-token", Record(), {}));
+  EXPECT_TRUE(q_->Complete(id, job->lease_token, Record(), {10.0, 12.5}));
+  EXPECT_FALSE(q_->Complete(id, job->lease_token, Record("INCORRECT"), {}))
+      << "a second result for the same job";
+  auto done = q_->Get(id);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->state, JobState::kDone);
+  ASSERT_TRUE(done->result);
+  EXPECT_EQ((*done->result)["status"], "PASSED");
+  EXPECT_DOUBLE_EQ(done->gpu_started_at, 10.0);
+  EXPECT_DOUBLE_EQ(done->gpu_ended_at, 12.5);
+  EXPECT_FALSE(q_->Get(RandomId()));
+#ifdef PTXBENCH_HAVE_SQLITE
+  if (GetParam() == "sqlite") {  // the store's evaluations table has it, once
+    auto store = ResultsStore::Open(where_);
+    auto rec = store->GetEvaluation("serve/" + id);
+    ASSERT_TRUE(rec);
+    EXPECT_EQ((*rec)["status"], "PASSED");
+    EXPECT_EQ(store->Counts().evaluations, 1);
+  }
+#endif
+}
+
+TEST_P(JobQueueTest, AnExpiredLeaseIsRetriedElsewhereAndTheLateResultRefused) {
+  std::string id = q_->Submit(Request(1));
+  auto a = q_->Claim(Worker("a"), 1s);
+  ASSERT_TRUE(a);
+  std::this_thread::sleep_for(1300ms);
+  EXPECT_FALSE(q_->Renew(id, "other", 30s));
+  auto b = q_->Claim(Worker("b"), 30s);  // expires a's lease, then takes the job
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->id, id);
+  EXPECT_EQ(b->attempts, 2);
+  ASSERT_EQ(b->history.size(), 1u);
+  EXPECT_EQ(b->history[0]["worker"], "a");
+  EXPECT_FALSE(q_->Renew(id, a->lease_token, 30s)) << "a's lease is gone";
+  EXPECT_FALSE(q_->Complete(id, a->lease_token, Record("INCORRECT"), {}))
+      << "the presumed-dead worker's late result";
+  EXPECT_TRUE(q_->Complete(id, b->lease_token, Record(), {}));
+  EXPECT_EQ((*q_->Get(id)->result)["status"], "PASSED");
+}
+
+TEST_P(JobQueueTest, AJobThatLosesItsWorkerTwiceEndsWorkerLost) {
+  std::string id = q_->Submit(Request(7));
+  ASSERT_TRUE(q_->Claim(Worker("a"), 1s));
+  std::this_thread::sleep_for(1300ms);
+  auto b = q_->Claim(Worker("b"), 1s);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->attempts, 2);
+  std::this_thread::sleep_for(1300ms);
+  EXPECT_EQ(q_->ExpireLeases(), 1);
+  auto j = q_->Get(id);
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->state, JobState::kFailed);
+  ASSERT_TRUE(j->result);
+  EXPECT_EQ((*j->result)["status"], "INFRA_ERROR");
+  EXPECT_EQ((*j->result)["reason"], "worker_lost");
+  EXPECT_NE((*j->result)["message"].get<std::string>().find("a, b"), std::string::npos)
+      << (*j->result)["message"];
+  EXPECT_EQ((*j->result)["task"]["definition"], "gemm_n128_k2048");
+  EXPECT_FALSE(q_->Claim(Worker("c"), 1s)) << "not retried a third time";
+  EXPECT_FALSE(q_->Complete(id, b->lease_token, Record(), {}));
+}
+
+TEST_P(JobQueueTest, RenewalKeepsALeaseAlive) {
+  std::string id = q_->Submit(Request(1));
+  auto a = q_->Claim(Worker("a"), 2s);
+  ASSERT_TRUE(a);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(1000ms);
+    EXPECT_TRUE(q_->Renew(id, a->lease_token, 2s));
+  }
+  EXPECT_EQ(q_->ExpireLeases(), 0) << "3 s after a 2 s lease, but renewed";
+  EXPECT_TRUE(q_->Complete(id, a->lease_token, Record(), {}));
+}
+
+TEST_P(JobQueueTest, ConcurrentWorkersTakeEveryJobExactlyOnce) {
+  constexpr int kJobs = 120, kWorkers = 6;
+  std::map<std::string, int> submitted;
+  for (int i = 0; i < kJobs; ++i) submitted[q_->Submit(Request(i))] = i;
+  std::mutex mu;
+  std::map<std::string, std::vector<std::string>> claimed_by;
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w)
+    threads.emplace_back([&, w] {
+      auto q = OpenJobQueue(where_);  // each worker its own connection, as processes have
+      WorkerIdentity me = Worker("w" + std::to_string(w));
+      q->Heartbeat(me);
+      while (auto job = q->Claim(me, 30s)) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          claimed_by[job->id].push_back(me.id);
+        }
+        if (!q->Complete(job->id, job->lease_token, Record(), {})) ++refused;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(refused, 0);
+  ASSERT_EQ(claimed_by.size(), submitted.size());
+  for (const auto& [id, who] : claimed_by) EXPECT_EQ(who.size(), 1u) << id << " claimed twice";
+  QueueHealth h = q_->Health(60s);
+  EXPECT_EQ(h.done, kJobs);
+  EXPECT_EQ(h.queued, 0);
+  EXPECT_EQ(h.running, 0);
+  EXPECT_EQ(h.workers.size(), static_cast<size_t>(kWorkers));
+  for (const auto& w : h.workers) EXPECT_TRUE(w.alive) << w.identity.id;
+}
+
+TEST_P(JobQueueTest, HealthCountsRunningJobsPerGpu) {
+  q_->Submit(Request(1));
+  q_->Submit(Request(2));
+  q_->Submit(Request(3));
+  ASSERT_TRUE(q_->Claim({"x", "h", 2, "GPU-aaaa"}, 30s));
+  QueueHealth h = q_->Health(60s);
+  EXPECT_EQ(h.queued, 2);
+  EXPECT_EQ(h.running, 1);
+  EXPECT_EQ(h.running_by_gpu["GPU-aaaa"], 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, JobQueueTest, ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ptxbench

@@ -1,0 +1,32 @@
+// What a client submits to the service, checked once at the door (the server) and turned into
+// the pipeline's EvalRequest at the worker. The body of POST /v1/evaluations:
+//
+//   {"task": "gemm_n7168_k5120",          required: a definition of `ptxbench tasks`
+//    "workload": "M=2379",                optional: an id or axis values (default: headline)
+//    "arch": "sm_90a",                    optional
+//    "source": "…the .cu file…",          required, at most the server's limit
+//    "options": {"trials": 3, "seed": 20260001, "sanitize": "always", "timeout": 60,
+//                "timing": true, "timing_budget": 8, "verify": true, "warmup": 10,
+//                "iterations": 50, "tolerance": "published"}}   optional, each as in `eval`
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluate/evaluate.h"
+#include "task/definition.h"
+
+namespace ptxbench {
+
+// The request as queued: every field checked, the workload resolved to its id, defaults
+// filled in. Throws InputError with one line that names the problem (field and why).
+nlohmann::json NormalizeJobRequest(const nlohmann::json& body, const Catalog& catalog);
+
+// The pipeline's request for a queued job whose source was written to `kernel_path`. The
+// returned request points into `catalog`. Throws InputError as above (a worker whose catalog
+// differs from the server's).
+EvalRequest EvalRequestForJob(const nlohmann::json& request, const Catalog& catalog,
+                              const std::string& kernel_path);
+
+}  // namespace ptxbench

@@ -1,0 +1,339 @@
+// The many-host queue: PostgreSQL tables shared by every worker host. Claims lock the oldest
+// queued row with FOR UPDATE SKIP LOCKED, so concurrent workers never wait on each other nor
+// take the same job; times come from the database's clock (hosts' clocks may differ); a
+// result goes into ptxbench_results, whose primary key is the job id, in the same transaction
+// that checks the lease, so each job has exactly one result.
+#include <libpq-fe.h>
+
+#include <memory>
+#include <mutex>
+
+#include "common/error.h"
+#include "serve/job_queue.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+// The schema, created once per database (under an advisory lock: CREATE … IF NOT EXISTS
+// from several processes at once can still collide in the catalog).
+constexpr const char* kSchemaSql = R"sql(
+SELECT pg_advisory_xact_lock(5054584201);
+CREATE TABLE IF NOT EXISTS ptxbench_jobs (
+  id TEXT PRIMARY KEY,
+  state TEXT NOT NULL,
+  request_json TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  worker TEXT NOT NULL DEFAULT '',
+  gpu TEXT NOT NULL DEFAULT '',
+  lease_token TEXT NOT NULL DEFAULT '',
+  lease_until DOUBLE PRECISION,
+  submitted_at DOUBLE PRECISION NOT NULL,
+  claimed_at DOUBLE PRECISION,
+  finished_at DOUBLE PRECISION,
+  gpu_started_at DOUBLE PRECISION,
+  gpu_ended_at DOUBLE PRECISION,
+  history_json TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS ptxbench_jobs_queued ON ptxbench_jobs (submitted_at, id)
+  WHERE state = 'queued';
+CREATE INDEX IF NOT EXISTS ptxbench_jobs_running ON ptxbench_jobs (lease_until)
+  WHERE state = 'running';
+CREATE TABLE IF NOT EXISTS ptxbench_results (
+  job_id TEXT PRIMARY KEY REFERENCES ptxbench_jobs(id),
+  worker TEXT NOT NULL,
+  status TEXT NOT NULL,
+  recorded_at DOUBLE PRECISION NOT NULL,
+  record_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ptxbench_workers (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid BIGINT NOT NULL,
+  gpu TEXT NOT NULL DEFAULT '',
+  started_at DOUBLE PRECISION NOT NULL,
+  heartbeat_at DOUBLE PRECISION NOT NULL
+);
+)sql";
+
+constexpr const char* kNow = "extract(epoch from clock_timestamp())::double precision";
+
+const char* kJobColumns =
+    "j.id, j.state, j.request_json, j.attempts, j.worker, j.gpu, j.lease_token, "
+    "coalesce(j.lease_until,0), j.submitted_at, coalesce(j.claimed_at,0), "
+    "coalesce(j.finished_at,0), coalesce(j.gpu_started_at,0), coalesce(j.gpu_ended_at,0), "
+    "j.history_json";
+
+using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+class PgJobQueue final : public JobQueue {
+ public:
+  explicit PgJobQueue(const std::string& url) : url_(url) {
+    conn_ = PQconnectdb(url.c_str());
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      std::string msg = PQerrorMessage(conn_);
+      PQfinish(conn_);
+      conn_ = nullptr;
+      throw EnvironmentError("cannot connect to PostgreSQL at " + Redacted() + ": " + Trimmed(msg));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    // The schema's IF NOT EXISTS notices are not news for a worker's log.
+    Run("SET client_min_messages TO warning");
+    Run("BEGIN");
+    Run(kSchemaSql);
+    Run("COMMIT");
+  }
+  ~PgJobQueue() override {
+    if (conn_) PQfinish(conn_);
+  }
+
+  std::string Describe() const override { return "postgresql:" + Redacted(); }
+
+  std::string Submit(const json& request) override {
+    std::string id = RandomId();
+    std::string text = request.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::lock_guard<std::mutex> lock(mu_);
+    Run(std::string("INSERT INTO ptxbench_jobs (id, state, request_json, submitted_at) VALUES "
+                    "($1, 'queued', $2, ") +
+            kNow + ")",
+        {id, text});
+    return id;
+  }
+
+  std::optional<Job> Claim(const WorkerIdentity& w, std::chrono::seconds lease) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Transaction txn(*this);
+    ExpireLocked();
+    ResultPtr r = Run(std::string("WITH next AS (SELECT id FROM ptxbench_jobs WHERE "
+                                  "state='queued' ORDER BY submitted_at, id LIMIT 1 FOR UPDATE "
+                                  "SKIP LOCKED) UPDATE ptxbench_jobs j SET state='running', "
+                                  "attempts=j.attempts+1, worker=$1, gpu=$2, lease_token=$3, "
+                                  "lease_until=") +
+                          kNow + " + $4::double precision, claimed_at=" + kNow +
+                          " FROM next WHERE j.id = next.id RETURNING " + kJobColumns,
+                      {w.id, w.gpu, RandomId(), std::to_string(lease.count())});
+    std::optional<Job> job;
+    if (PQntuples(r.get()) == 1) job = ReadJob(r.get(), 0);
+    txn.Commit();
+    return job;
+  }
+
+  bool Renew(const std::string& job_id, const std::string& token,
+             std::chrono::seconds lease) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ResultPtr r = Run(std::string("UPDATE ptxbench_jobs SET lease_until=") + kNow +
+                          " + $3::double precision WHERE id=$1 AND lease_token=$2 AND "
+                          "state='running'",
+                      {job_id, token, std::to_string(lease.count())});
+    return std::string(PQcmdTuples(r.get())) == "1";
+  }
+
+  bool Complete(const std::string& job_id, const std::string& token, const json& record,
+                const GpuStageTimes& gpu) override {
+    if (!record.is_object() || !record.contains("status") || !record["status"].is_string())
+      throw InputError("the result of job " + job_id + ": not an evaluation record");
+    std::lock_guard<std::mutex> lock(mu_);
+    Transaction txn(*this);
+    ResultPtr r = Run(std::string("UPDATE ptxbench_jobs SET state='done', lease_token='', "
+                                  "finished_at=") +
+                          kNow +
+                          ", gpu_started_at=$3::double precision, gpu_ended_at=$4::double "
+                          "precision WHERE id=$1 AND lease_token=$2 AND state='running' "
+                          "RETURNING worker",
+                      {job_id, token, Num(gpu.started_at), Num(gpu.ended_at)});
+    if (PQntuples(r.get()) != 1) return false;  // rolled back: not this lease's any more
+    // The primary key refuses a second result for the job, whatever went before.
+    Run(std::string("INSERT INTO ptxbench_results (job_id, worker, status, recorded_at, "
+                    "record_json) VALUES ($1, $2, $3, ") +
+            kNow + ", $4)",
+        {job_id, PQgetvalue(r.get(), 0, 0), record["status"].get<std::string>(),
+         record.dump(-1, ' ', false, json::error_handler_t::replace)});
+    txn.Commit();
+    return true;
+  }
+
+  int ExpireLeases() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Transaction txn(*this);
+    int n = ExpireLocked();
+    txn.Commit();
+    return n;
+  }
+
+  std::optional<Job> Get(const std::string& job_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ResultPtr r = Run(std::string("SELECT ") + kJobColumns +
+                          ", r.record_json FROM ptxbench_jobs j LEFT JOIN ptxbench_results r ON "
+                          "r.job_id = j.id WHERE j.id=$1",
+                      {job_id});
+    if (PQntuples(r.get()) != 1) return std::nullopt;
+    Job j = ReadJob(r.get(), 0);
+    if (!PQgetisnull(r.get(), 0, 14)) j.result = json::parse(PQgetvalue(r.get(), 0, 14));
+    return j;
+  }
+
+  void Heartbeat(const WorkerIdentity& w) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Run(std::string("INSERT INTO ptxbench_workers (id, host, pid, gpu, started_at, "
+                    "heartbeat_at) VALUES ($1, $2, $3, $4, ") +
+            kNow + ", " + kNow +
+            ") ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+        {w.id, w.host, std::to_string(w.pid), w.gpu});
+  }
+
+  QueueHealth Health(std::chrono::seconds alive_within) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    QueueHealth h;
+    ResultPtr c = Run("SELECT state, gpu, count(*) FROM ptxbench_jobs GROUP BY state, gpu");
+    for (int i = 0; i < PQntuples(c.get()); ++i) {
+      std::string state = PQgetvalue(c.get(), i, 0);
+      int64_t n = std::stoll(PQgetvalue(c.get(), i, 2));
+      if (state == "queued") h.queued += n;
+      if (state == "done") h.done += n;
+      if (state == "failed") h.failed += n;
+      if (state == "running") {
+        h.running += n;
+        h.running_by_gpu[PQgetvalue(c.get(), i, 1)] += n;
+      }
+    }
+    ResultPtr w = Run(std::string("SELECT id, host, pid, gpu, ") + kNow +
+                      " - heartbeat_at FROM ptxbench_workers WHERE heartbeat_at > " + kNow +
+                      " - 3600 ORDER BY id");
+    for (int i = 0; i < PQntuples(w.get()); ++i) {
+      WorkerStatus ws;
+      ws.identity = {PQgetvalue(w.get(), i, 0), PQgetvalue(w.get(), i, 1),
+                     std::stoll(PQgetvalue(w.get(), i, 2)), PQgetvalue(w.get(), i, 3)};
+      ws.heartbeat_age_s = std::stod(PQgetvalue(w.get(), i, 4));
+      ws.alive = ws.heartbeat_age_s <= static_cast<double>(alive_within.count());
+      h.workers.push_back(ws);
+    }
+    return h;
+  }
+
+ private:
+  // BEGIN … COMMIT, rolled back when Commit was not reached.
+  class Transaction {
+   public:
+    explicit Transaction(PgJobQueue& q) : q_(q) { q_.Run("BEGIN"); }
+    ~Transaction() {
+      if (!done_) PQclear(PQexec(q_.conn_, "ROLLBACK"));
+    }
+    void Commit() {
+      q_.Run("COMMIT");
+      done_ = true;
+    }
+
+   private:
+    PgJobQueue& q_;
+    bool done_ = false;
+  };
+
+  static std::string Trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+  static std::string Num(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6f", v);
+    return buf;
+  }
+  // The URL without a password, for messages.
+  std::string Redacted() const {
+    std::string u = url_;
+    size_t scheme = u.find("://");
+    size_t at = u.find('@');
+    if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
+      size_t colon = u.find(':', scheme + 3);
+      if (colon != std::string::npos && colon < at) u.replace(colon + 1, at - colon - 1, "***");
+    }
+    size_t pw = u.find("password=");
+    if (pw != std::string::npos) u = u.substr(0, pw) + "password=***";
+    return u;
+  }
+
+  // One statement with text parameters; throws EnvironmentError on failure. A broken
+  // connection (the server restarted) is reset once, outside a transaction.
+  ResultPtr Run(const std::string& sql, const std::vector<std::string>& params = {}) {
+    std::vector<const char*> values;
+    for (const auto& p : params) values.push_back(p.c_str());
+    for (int attempt = 0;; ++attempt) {
+      ResultPtr r(params.empty() ? PQexec(conn_, sql.c_str())
+                                 : PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()),
+                                                nullptr, values.data(), nullptr, nullptr, 0),
+                  PQclear);
+      ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
+      std::string msg = Trimmed(PQerrorMessage(conn_));
+      if (attempt == 0 && PQstatus(conn_) == CONNECTION_BAD && sql != "COMMIT" &&
+          PQtransactionStatus(conn_) != PQTRANS_INTRANS) {
+        PQreset(conn_);
+        if (PQstatus(conn_) == CONNECTION_OK && sql == "BEGIN") continue;
+      }
+      throw EnvironmentError("PostgreSQL (" + Redacted() + "): " + msg +
+                             " (in: " + sql.substr(0, 80) + ")");
+    }
+  }
+
+  static Job ReadJob(PGresult* r, int row) {
+    auto text = [&](int c) { return std::string(PQgetvalue(r, row, c)); };
+    Job j;
+    j.id = text(0);
+    j.state = ParseJobState(text(1));
+    j.request = json::parse(text(2));
+    j.attempts = std::stoi(text(3));
+    j.worker = text(4);
+    j.gpu = text(5);
+    j.lease_token = text(6);
+    j.lease_until = std::stod(text(7));
+    j.submitted_at = std::stod(text(8));
+    j.claimed_at = std::stod(text(9));
+    j.finished_at = std::stod(text(10));
+    j.gpu_started_at = std::stod(text(11));
+    j.gpu_ended_at = std::stod(text(12));
+    j.history = json::parse(text(13));
+    return j;
+  }
+
+  // Inside a transaction: expired leases back to the queue, or failed with a worker_lost
+  // record after kMaxJobAttempts. Rows another worker is expiring are skipped, not waited for.
+  int ExpireLocked() {
+    ResultPtr r = Run(std::string("SELECT ") + kJobColumns +
+                      " FROM ptxbench_jobs j WHERE j.state='running' AND j.lease_until < " + kNow +
+                      " FOR UPDATE SKIP LOCKED");
+    int n = PQntuples(r.get());
+    for (int i = 0; i < n; ++i) {
+      Job j = ReadJob(r.get(), i);
+      j.history.push_back({{"attempt", j.attempts},
+                           {"worker", j.worker},
+                           {"gpu", j.gpu},
+                           {"claimed_at", j.claimed_at},
+                           {"lease_expired_at", j.lease_until}});
+      bool give_up = j.attempts >= kMaxJobAttempts;
+      Run(std::string("UPDATE ptxbench_jobs SET state=$2, worker='', lease_token='', "
+                      "lease_until=NULL, history_json=$3") +
+              (give_up ? std::string(", finished_at=") + kNow : "") + " WHERE id=$1",
+          {j.id, give_up ? "failed" : "queued", j.history.dump()});
+      if (give_up) {
+        json record = WorkerLostRecord(j);
+        Run(std::string("INSERT INTO ptxbench_results (job_id, worker, status, recorded_at, "
+                        "record_json) VALUES ($1, '', $2, ") +
+                kNow + ", $3)",
+            {j.id, record["status"].get<std::string>(), record.dump()});
+      }
+    }
+    return n;
+  }
+
+  std::string url_;
+  std::mutex mu_;  // one connection, used by one thread at a time
+  PGconn* conn_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<JobQueue> OpenPostgresJobQueue(const std::string& url) {
+  return std::make_unique<PgJobQueue>(url);
+}
+
+}  // namespace ptxbench

@@ -1,0 +1,48 @@
+// The service's HTTP API (JSON over HTTP, cpp-httplib behind this one interface):
+//
+//   POST /v1/evaluations             submit (job_request.h) ─► 202 {"id", "state", "result"}
+//   GET  /v1/evaluations/ID?wait=S   the evaluation record (200) once done; until then, after
+//                                    waiting up to S seconds (long poll), 202 {"id", "state"}
+//   GET  /v1/evaluations/ID/job      the job: state, attempts, worker, GPU, lease history
+//   GET  /v1/tasks                   every definition, without workloads
+//   GET  /v1/tasks/NAME              one definition, with its workloads
+//   GET  /v1/health                  version, GPUs, queue depth, running per GPU, workers
+//
+// Errors: 400 malformed or invalid input, 401 a missing or wrong bearer token (when the
+// server has one), 404 an unknown id, task or path, 413 a source over the limit; each with
+// {"error": one line naming the problem}.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ptxbench {
+
+class JobQueue;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8737;
+  std::string token;                      // empty: no authentication
+  size_t max_source_bytes = 1 << 20;      // a larger source gets 413
+  int http_threads = 64;                  // concurrent requests (long polls hold one each)
+  double max_wait_s = 60;                 // the longest long poll
+  std::chrono::seconds alive_within{30};  // a worker without a heartbeat this long is not alive
+  std::string tasks_dir;                  // empty: Catalog::DefaultDir()
+  nlohmann::json gpus = nlohmann::json::array();  // for health: what the workers were given
+};
+
+// Throws EnvironmentError, saying how to get one, when this binary has no HTTP server.
+void RequireHttpServer();
+
+// Serves until `stop` becomes true; expires leases in the background (so a job whose worker
+// died is retried, or failed, even while no worker claims). Throws EnvironmentError when the
+// port cannot be bound or the binary has no HTTP server. Prints "listening on HOST:PORT" on
+// stdout once the port is bound.
+void ServeHttp(const ServerOptions& options, JobQueue& queue, const std::atomic<bool>& stop);
+
+}  // namespace ptxbench

@@ -1,0 +1,120 @@
+// The few SQLite helpers that the results store and the service's job queue share: a statement
+// that finalizes itself, an immediate transaction that rolls back unless committed, and errors
+// that name the file. Private to the store's modules (not an API of the store).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+
+namespace ptxbench::sqlite {
+
+[[noreturn]] inline void Fail(sqlite3* db, const std::string& path, const std::string& what) {
+  throw EnvironmentError(path + ": " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+inline void Exec(sqlite3* db, const std::string& path, const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db);
+    sqlite3_free(err);
+    throw EnvironmentError(path + ": " + msg + " (in: " + sql.substr(0, 60) + ")");
+  }
+}
+
+// A prepared statement, finalized when it goes away (also when a throw unwinds past it).
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& path, const std::string& sql) : db_(db), path_(path) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
+      Fail(db, path, "cannot prepare a statement");
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  void Text(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void TextOrNull(int i, const std::string& v) {  // "" is stored as NULL (COALESCE keeps old)
+    if (v.empty())
+      sqlite3_bind_null(s_, i);
+    else
+      Text(i, v);
+  }
+  void Int(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void Real(int i, double v) { sqlite3_bind_double(s_, i, v); }
+  void Real(int i, const std::optional<double>& v) {
+    if (v)
+      Real(i, *v);
+    else
+      sqlite3_bind_null(s_, i);
+  }
+
+  // True with a row to read, false when done.
+  bool Step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    Fail(db_, path_, "statement failed");
+  }
+  // Runs a statement that returns no rows, and readies it for the next bindings.
+  void Run() {
+    Step();
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+
+  std::string ColText(int c) const {
+    const unsigned char* p = sqlite3_column_text(s_, c);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<size_t>(sqlite3_column_bytes(s_, c)))
+             : std::string();
+  }
+  int64_t ColInt(int c) const { return sqlite3_column_int64(s_, c); }
+  double ColReal(int c) const { return sqlite3_column_double(s_, c); }
+  bool ColNull(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  std::optional<double> ColOptReal(int c) const {
+    return ColNull(c) ? std::nullopt : std::optional<double>(ColReal(c));
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+// BEGIN IMMEDIATE takes the write lock at the start (waiting through the busy timeout), so a
+// transaction never fails half-way because another writer got in first; whatever does not
+// reach Commit() is rolled back.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) {
+    Exec(db, path, "BEGIN IMMEDIATE");
+  }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void Commit() {
+    Exec(db_, path_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  bool done_ = false;
+};
+
+// The first column of the first row of `sql` (0 without a row); the statement is finalized
+// before returning, so that it holds no read transaction open.
+inline int64_t QueryInt(sqlite3* db, const std::string& path, const std::string& sql) {
+  Stmt s(db, path, sql);
+  return s.Step() ? s.ColInt(0) : 0;
+}
+
+}  // namespace ptxbench::sqlite
