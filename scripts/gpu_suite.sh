@@ -29,11 +29,20 @@ log="$out/gpu-suite.log"
 exec > >(tee -a "$log") 2>&1
 export PTXBENCH_BUILD_DIR=${PTXBENCH_BUILD_DIR:-build-gpu}
 bin="$PTXBENCH_BUILD_DIR/src/cli/ptxbench"
+# A failed build prints its last lines into the log instead of vanishing with the quiet output.
+build_or_exit() {
+  if ! scripts/setup.sh --no-run >"$out/setup.log" 2>&1; then
+    echo "== build failed; the errors:"
+    grep -E -A12 "error:|Error " "$out/setup.log" | head -n 120
+    tail -n 20 "$out/setup.log"
+    exit 1
+  fi
+}
 echo "== ptxbench GPU suite, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${PTXBENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>/dev/null
 
 if [[ "${1:-}" == "baselines" ]]; then
-  scripts/setup.sh --no-run >/dev/null || exit 1
+  build_or_exit
   # Fewer calls than an evaluation (3 + 20, one buffer set): 84 shapes up to S=16384 must fit
   # one device session; the protocol is otherwise the evaluation's own.
   "$bin" baseline --task 'mha_*' --published-shapes --warmup 3 --iterations 20 --buffer-sets 1 \
@@ -42,7 +51,7 @@ if [[ "${1:-}" == "baselines" ]]; then
 fi
 
 if [[ "${1:-}" == "pack" ]]; then
-  scripts/setup.sh --no-run >/dev/null || exit 1
+  build_or_exit
   t0=$(date +%s)
   PTXBENCH_BIN="$bin" PTXBENCH_ARTIFACTS_DIR="$out" \
     ctest --test-dir "$PTXBENCH_BUILD_DIR" --output-on-failure -V -R pack_gpu_test 2>&1 |
@@ -52,7 +61,7 @@ if [[ "${1:-}" == "pack" ]]; then
 fi
 
 if [[ "${1:-}" == "store" ]]; then
-  scripts/setup.sh --no-run >/dev/null || exit 1
+  build_or_exit
   "$bin" doctor | grep -i -E "store|sqlite" || true
   export PTXBENCH_CACHE="$out/cache"
   db="$out/store.db"
@@ -67,7 +76,7 @@ if [[ "${1:-}" == "store" ]]; then
 fi
 
 if [[ "${1:-}" == "fixit" ]]; then
-  scripts/setup.sh --no-run >/dev/null || exit 1
+  build_or_exit
   export PTXBENCH_CACHE="$out/cache"
   db="$out/fixit.db" work="$out/fixit"
   rm -rf "$db" "$work" "$out/student"
@@ -125,7 +134,7 @@ PY
 fi
 
 if [[ "${1:-}" == "serve" ]]; then
-  scripts/setup.sh --no-run >/dev/null || exit 1
+  build_or_exit
   export PTXBENCH_CACHE="$out/cache"
   port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
   url="http://127.0.0.1:$port"
@@ -178,7 +187,7 @@ if [[ "${1:-}" == "agent" ]]; then
   # The agent loop on the GPU: the bundled default (the replay, as the README's first command
   # runs it), then a scripted multi-trajectory run over real HTTP (scripts/
   # scripted_model_server.py; a 429 every 3rd request) on the headline GEMM and attention.
-  scripts/setup.sh --no-run >/dev/null || exit 1
+  build_or_exit
   export PTXBENCH_CACHE="$out/cache"
   t0=$(date +%s.%N)
   "$bin" run --out "$out/agent-replay"
@@ -232,7 +241,7 @@ if [[ "${1:-}" != "measure" ]]; then
   ctest --test-dir "$PTXBENCH_BUILD_DIR" -LE gpu 2>&1 | tail -n 5
   [[ "${1:-}" == "tests" ]] && exit 0
 else
-  scripts/setup.sh --no-run >/dev/null || exit 1
+  build_or_exit
 fi
 
 # --- measurements ---

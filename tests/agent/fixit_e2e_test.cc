@@ -245,8 +245,9 @@ TEST(FixitEndToEnd, MineRepairReasonExportFromARealFailedTurn) {
   const RecordedRequest first = script.repair_requests()[0];
   ASSERT_EQ(first.messages.size(), 4u);
   for (int k = 0; k < 4; ++k) {
-    EXPECT_EQ(first.messages[k].role, failure["context"][k]["role"]);
-    EXPECT_EQ(first.messages[k].content, failure["context"][k]["content"]) << k;
+    // get<std::string>(): nlohmann-json 3.11.3 under C++20 (the GPU image) has no string == json.
+    EXPECT_EQ(first.messages[k].role, failure["context"][k]["role"].get<std::string>());
+    EXPECT_EQ(first.messages[k].content, failure["context"][k]["content"].get<std::string>()) << k;
   }
   EXPECT_EQ(first.Header("authorization"), std::string("Bearer ") + kSecret);
   json repairs = ReadJson(work + "/repairs.json");
