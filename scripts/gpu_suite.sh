@@ -170,7 +170,7 @@ for f in sorted(glob.glob(f"{out}/serve-run/trajectories/*.json")):
               f"eval {x['evaluation_seconds']:.1f} s, worker {svc.get('worker')}, prepare {svc.get('prepare_seconds', 0):.2f} s")
 PY
   # 2. The service's per-evaluation overhead against direct `ptxbench eval` (warm caches).
-  python3 scripts/serve_gpu_check.py overhead "$out" "$url" "$bin" 3 \
+  python3 scripts/serve_gpu_check.py overhead "$out" "$url" "$bin" 5 \
     controls/gemm/tiled_correct.cu controls/gemm/wgmma_tma.cu
   stop_service
 
@@ -179,7 +179,9 @@ PY
   python3 scripts/serve_gpu_check.py mix "$out" "$url"
   stop_service
   rm -rf "$out/cache"
-  tar czf "$out/serve-run.tar.gz" -C "$out" serve-run && rm -rf "$out/serve-run"
+  # One archive: a device call brings back only a few files, and the run folder is deep.
+  (cd "$out" && tar czf serve-records.tar.gz serve-run ./*.json ./*.log ./*.db &&
+    rm -rf serve-run ./*.json serve-*.log ./*.db)
   exit 0
 fi
 

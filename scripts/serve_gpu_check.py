@@ -46,11 +46,22 @@ def overhead(out, url, binary, reps, kernels):
                        [binary, "submit", kernel, "--task", TASK, "--evaluator", url, "--json", rec_path])
                 t0 = time.time()
                 subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                wall = time.time() - t0
+                t1 = time.time()
                 rec = json.load(open(rec_path))
-                rows.append({"kernel": name, "rep": rep, "way": way, "wall_s": wall,
-                             "status": rec["status"], "evaluate_s": rec["stage_seconds"]["total"],
-                             "service": rec.get("service")})
+                row = {"kernel": name, "rep": rep, "way": way, "wall_s": t1 - t0,
+                       "status": rec["status"], "evaluate_s": rec["stage_seconds"]["total"],
+                       "service": rec.get("service")}
+                if way == "service":
+                    # Where the client's wall time went, from the job's own timestamps (one
+                    # host, one clock): submit, queue, prepare, the GPU stage, result to client.
+                    _, job = http(f"{url}/v1/evaluations/{rec['service']['job_id']}/job")
+                    row["phases"] = {
+                        "to_submitted": job["submitted_at"] - t0,
+                        "queued": job["claimed_at"] - job["submitted_at"],
+                        "prepare": job["gpu_started_at"] - job["claimed_at"],
+                        "gpu_stage": job["gpu_ended_at"] - job["gpu_started_at"],
+                        "to_client": t1 - job["gpu_ended_at"]}
+                rows.append(row)
     json.dump(rows, open(f"{out}/overhead.json", "w"), indent=1)
     print("== per-evaluation overhead of the service over a direct `ptxbench eval` (wall s)")
     summary = {}
@@ -67,6 +78,9 @@ def overhead(out, url, binary, reps, kernels):
               f"service median {ms:7.2f} (min {min(s):.2f}, max {max(s):.2f}) | "
               f"end to end {100 * (ms / md - 1):+6.2f}% | service's own time median {statistics.median(added):.3f} s "
               f"({100 * statistics.median(added) / md:.2f}% of direct)")
+        phases = [r["phases"] for r in rows if r["kernel"] == kernel and "phases" in r]
+        print("    service phases, median s: " + ", ".join(
+            f"{k} {statistics.median(p[k] for p in phases):.3f}" for k in phases[0]))
     worst = max(summary.values())
     print(f"overhead under 5 %: {worst < 0.05} (worst end-to-end median {100 * worst:+.2f}%)")
 

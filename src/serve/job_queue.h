@@ -94,6 +94,9 @@ class JobQueue {
   // Ends expired leases now; returns how many jobs it requeued or failed.
   virtual int ExpireLeases() = 0;
   virtual std::optional<Job> Get(const std::string& job_id) = 0;
+  // Only the state of a job (nullopt: no such job): one indexed lookup, no JSON, cheap enough
+  // for every long-polling client to ask every few milliseconds.
+  virtual std::optional<JobState> State(const std::string& job_id) = 0;
   // Registers the worker or refreshes its heartbeat.
   virtual void Heartbeat(const WorkerIdentity& worker) = 0;
   // Queue depth, running jobs per GPU, and the workers seen within `alive_within`.

@@ -80,8 +80,10 @@ class JobQueueTest : public ::testing::TestWithParam<std::string> {
 TEST_P(JobQueueTest, AClaimIsExclusiveAndTheResultIsWrittenOnce) {
   std::string id = q_->Submit(Request(1));
   EXPECT_EQ(id.size(), 32u);
+  EXPECT_EQ(q_->State(id), JobState::kQueued);
   auto job = q_->Claim(Worker("a"), 30s);
   ASSERT_TRUE(job);
+  EXPECT_EQ(q_->State(id), JobState::kRunning);
   EXPECT_EQ(job->id, id);
   EXPECT_EQ(job->state, JobState::kRunning);
   EXPECT_EQ(job->attempts, 1);
@@ -100,6 +102,8 @@ TEST_P(JobQueueTest, AClaimIsExclusiveAndTheResultIsWrittenOnce) {
   EXPECT_DOUBLE_EQ(done->gpu_started_at, 10.0);
   EXPECT_DOUBLE_EQ(done->gpu_ended_at, 12.5);
   EXPECT_FALSE(q_->Get(RandomId()));
+  EXPECT_EQ(q_->State(id), JobState::kDone);
+  EXPECT_FALSE(q_->State(RandomId()));
 #ifdef PTXBENCH_HAVE_SQLITE
   if (GetParam() == "sqlite") {  // the store's evaluations table has it, once
     auto store = ResultsStore::Open(where_);
@@ -142,6 +146,7 @@ TEST_P(JobQueueTest, AJobThatLosesItsWorkerTwiceEndsWorkerLost) {
   auto j = q_->Get(id);
   ASSERT_TRUE(j);
   EXPECT_EQ(j->state, JobState::kFailed);
+  EXPECT_EQ(q_->State(id), JobState::kFailed) << "what a long poll sees ends the wait too";
   ASSERT_TRUE(j->result);
   EXPECT_EQ((*j->result)["status"], "INFRA_ERROR");
   EXPECT_EQ((*j->result)["reason"], "worker_lost");

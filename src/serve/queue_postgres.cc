@@ -173,6 +173,13 @@ class PgJobQueue final : public JobQueue {
     return j;
   }
 
+  std::optional<JobState> State(const std::string& job_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ResultPtr r = Run("SELECT state FROM ptxbench_jobs WHERE id=$1", {job_id});
+    if (PQntuples(r.get()) != 1) return std::nullopt;
+    return ParseJobState(PQgetvalue(r.get(), 0, 0));
+  }
+
   void Heartbeat(const WorkerIdentity& w) override {
     std::lock_guard<std::mutex> lock(mu_);
     Run(std::string("INSERT INTO ptxbench_workers (id, host, pid, gpu, started_at, "

@@ -169,6 +169,14 @@ class SqliteJobQueue final : public JobQueue {
     return GetLocked(job_id);
   }
 
+  std::optional<JobState> State(const std::string& job_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt s(db_, path_, "SELECT state FROM jobs WHERE id=?1");
+    s.Text(1, job_id);
+    if (!s.Step()) return std::nullopt;
+    return ParseJobState(s.ColText(0));
+  }
+
   void Heartbeat(const WorkerIdentity& w) override {
     std::lock_guard<std::mutex> lock(mu_);
     Stmt s(db_, path_,

@@ -149,18 +149,25 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
     }
     wait = std::min(wait, o.max_wait_s);
     auto deadline = SteadyClock::now() + std::chrono::duration<double>(wait);
-    // Poll the queue, more slowly as the wait goes on: a few ms of latency for quick jobs,
-    // little load for long ones.
-    auto pause = std::chrono::milliseconds(10);
+    // Poll the job's state (one indexed lookup) every few ms, and read the whole job only
+    // once it is finished or the wait is over. The workers are other processes, so there is
+    // nothing to be notified by; at 20 ms the poll adds ~10 ms to an evaluation of seconds
+    // (it was 200 ms, which with the workers' own poll cost 5-7 % of a 7 s evaluation).
+    auto pause = std::chrono::milliseconds(2);
     for (;;) {
-      std::optional<Job> job = queue.Get(id);
-      if (!job) return Fail(res, 404, "no evaluation " + id);
-      if (Finished(*job) && job->result) return Reply(res, 200, *job->result);
-      if (SteadyClock::now() >= deadline || stop)
-        return Reply(res, 202,
-                     {{"id", id}, {"state", ToString(job->state)}, {"attempts", job->attempts}});
+      std::optional<JobState> state = queue.State(id);
+      if (!state) return Fail(res, 404, "no evaluation " + id);
+      bool finished = *state == JobState::kDone || *state == JobState::kFailed;
+      if (finished || SteadyClock::now() >= deadline || stop) {
+        std::optional<Job> job = queue.Get(id);
+        if (!job) return Fail(res, 404, "no evaluation " + id);
+        if (Finished(*job) && job->result) return Reply(res, 200, *job->result);
+        if (SteadyClock::now() >= deadline || stop)
+          return Reply(res, 202,
+                       {{"id", id}, {"state", ToString(job->state)}, {"attempts", job->attempts}});
+      }
       std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(200));
+      pause = std::min(pause * 2, std::chrono::milliseconds(20));
     }
   });
 
