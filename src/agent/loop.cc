@@ -1,7 +1,9 @@
 #include "agent/loop.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -22,23 +24,41 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// One per GPU: evaluations wait here, so timed evaluations never share the GPU.
-class GpuQueue {
+// Evaluations wait here for one of `slots` places: one per local GPU, so that timed
+// evaluations never share it; more for a remote evaluator, whose service queues per GPU.
+class EvaluationSlots {
  public:
+  explicit EvaluationSlots(int slots) : free_(std::max(1, slots)) {}
   json Evaluate(const Evaluator& evaluate, const std::string& path, const Definition& def,
-                const Workload& wl) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return evaluate(path, def, wl);
+                const Workload& wl, const EvaluationTag& tag) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return free_ > 0; });
+      --free_;
+    }
+    struct Release {
+      EvaluationSlots* s;
+      ~Release() {
+        {
+          std::lock_guard<std::mutex> lock(s->mu_);
+          ++s->free_;
+        }
+        s->cv_.notify_one();
+      }
+    } release{this};
+    return evaluate(path, def, wl, tag);
   }
 
  private:
   std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;
 };
 
 class Runner {
  public:
   Runner(const AgentOptions& o, ChatProvider& model, const Evaluator& evaluate)
-      : o_(o), model_(model), evaluate_(evaluate) {}
+      : o_(o), model_(model), evaluate_(evaluate), slots_(o.parallel_evaluations) {}
 
   RunSummary Run() {
     MakeDirs(o_.run_dir + "/trajectories");
@@ -55,6 +75,7 @@ class Runner {
       info["started_at"] = NowUtcIso8601();
     }
     WriteFileAtomic(run_json, info.dump(2) + "\n");
+    started_at_ = info.value("started_at", "");
 
     std::vector<std::pair<const RunTask*, int>> jobs;
     for (const RunTask& t : o_.tasks)
@@ -220,7 +241,8 @@ class Runner {
         WriteFileAtomic(kernel_path, ex.code);
         auto te = Clock::now();
         try {
-          record = queue_.Evaluate(evaluate_, kernel_path, *task.definition, *task.workload);
+          record = slots_.Evaluate(evaluate_, kernel_path, *task.definition, *task.workload,
+                                   TagFor(t, turn.turn));
         } catch (const std::exception& e) {
           record = {{"status", "INFRA_ERROR"}, {"message", std::string("evaluator: ") + e.what()}};
         }
@@ -309,10 +331,37 @@ class Runner {
     (void)kept;
   }
 
+  EvaluationTag TagFor(const Trajectory& t, int turn) const {
+    EvaluationTag tag;
+    tag.run = std::filesystem::path(o_.run_dir).lexically_normal().filename().string();
+    if (tag.run.empty())  // "runs/m/" ends with an empty name
+      tag.run = std::filesystem::path(o_.run_dir).lexically_normal().parent_path().filename();
+    tag.started_at = started_at_;
+    tag.trajectory = t.id;
+    tag.evaluation_id = t.id + "/turn" + std::to_string(turn);
+    tag.task = t.task;
+    tag.workload = t.workload;
+    auto str = [](const json& j, const char* key) {
+      return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                    : std::string();
+    };
+    const json model = o_.run_info.is_object() && o_.run_info.contains("model")
+                           ? o_.run_info["model"]
+                           : json::object();
+    tag.model = str(model, "name");
+    tag.provider = str(model, "provider");
+    tag.pack = str(o_.run_info, "pack");
+    tag.arch = o_.arch;
+    tag.turn = turn;
+    tag.index = t.index;
+    return tag;
+  }
+
   const AgentOptions& o_;
   ChatProvider& model_;
   const Evaluator& evaluate_;
-  GpuQueue queue_;
+  EvaluationSlots slots_;
+  std::string started_at_;
   std::mutex print_mu_, sum_mu_;
   RunSummary summary_;
   double overhead_sum_ = 0;
@@ -320,6 +369,21 @@ class Runner {
 };
 
 }  // namespace
+
+json EvaluationTag::ToJson() const {
+  return {{"run", run},
+          {"started_at", started_at},
+          {"trajectory", trajectory},
+          {"evaluation_id", evaluation_id},
+          {"task", task},
+          {"workload", workload},
+          {"model", model},
+          {"provider", provider},
+          {"arch", arch},
+          {"pack", pack},
+          {"turn", turn},
+          {"index", index}};
+}
 
 std::vector<ChatMessage> ContextFor(const Trajectory& t, const std::string& policy) {
   if (policy == "full" || t.messages.size() <= t.preamble + 2) return t.messages;

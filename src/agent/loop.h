@@ -24,10 +24,22 @@
 
 namespace ptxbench {
 
+// Which turn of which trajectory an evaluation belongs to. A local evaluator ignores it; the
+// service's client sends it with the job, so that the service's database alone can rebuild
+// trajectories for `ptxbench report --db postgresql://…`.
+struct EvaluationTag {
+  std::string run;         // the run folder's name
+  std::string started_at;  // the run's start (run.json), which tells apart runs of one name
+  std::string trajectory, evaluation_id, task, workload, model, provider, arch, pack;
+  int turn = 0, index = 0;
+  nlohmann::json ToJson() const;
+};
+
 // Evaluates one kernel file on a task's workload; returns the record's JSON. Must not throw
 // for a bad kernel (the record says what is wrong); a throw counts as infra.
-using Evaluator = std::function<nlohmann::json(const std::string& kernel_path,
-                                               const Definition& def, const Workload& wl)>;
+using Evaluator =
+    std::function<nlohmann::json(const std::string& kernel_path, const Definition& def,
+                                 const Workload& wl, const EvaluationTag& tag)>;
 
 struct RunTask {
   const Definition* definition = nullptr;
@@ -54,6 +66,10 @@ struct AgentOptions {
   std::string prompts_dir;
   std::string context = "full";  // full: every turn; condensed: older turns as one-line notes
   int concurrency = 4;           // trajectories in flight
+  // Evaluations in flight at once. 1 for the local GPU, so that timed evaluations never share
+  // it; a remote evaluator (the service) has its own per-GPU queue and takes up to
+  // `concurrency`, or a sweep against many GPUs would use one at a time.
+  int parallel_evaluations = 1;
   std::string run_dir;
   bool resume = false;
   nlohmann::json run_info = nlohmann::json::object();  // model and options, for run.json

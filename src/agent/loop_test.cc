@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "agent/prompt.h"
@@ -76,14 +78,22 @@ std::string Kernel(const std::string& verdict) {
 
 struct ScriptedEvaluator {
   std::atomic<int> in_flight{0}, max_in_flight{0}, calls{0};
+  std::mutex tags_mu;
+  std::vector<EvaluationTag> tags;
+  int sleep_ms = 1;
   Evaluator Fn() {
-    return [this](const std::string& path, const Definition&, const Workload&) {
+    return [this](const std::string& path, const Definition&, const Workload&,
+                  const EvaluationTag& tag) {
+      {
+        std::lock_guard<std::mutex> lock(tags_mu);
+        tags.push_back(tag);
+      }
       int now = ++in_flight;
       int seen = max_in_flight.load();
       while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
       }
       ++calls;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
       std::smatch m;
       std::string code = ReadFile(path);
       json r = {{"status", "INFRA_ERROR"}, {"message", "no verdict"}};
@@ -233,6 +243,34 @@ TEST_F(AgentLoop, SixtyFourTrajectoriesShareOneEvaluationQueueWithLittleOverhead
   // machine running other tests alongside can deschedule one of 64 threads for a while.
   EXPECT_LT(s.mean_overhead_s, 0.050);
   EXPECT_LT(s.max_overhead_s, 0.500);
+}
+
+TEST_F(AgentLoop, ARemoteEvaluatorTakesEvaluationsInParallelEachTaggedWithItsTurn) {
+  ScriptedModel model({Kernel("INCORRECT"), Kernel("PASSED 0.7")});
+  ScriptedEvaluator ev;
+  ev.sleep_ms = 50;  // long enough that eight trajectories meet at the evaluator
+  AgentOptions o = Options(8, 2);
+  o.concurrency = 8;
+  o.parallel_evaluations = 8;
+  o.run_info = {{"model", {{"name", "m1"}, {"provider", "openai"}}}, {"pack", "none"}};
+  RunSummary s = RunAgent(o, model, ev.Fn());
+  EXPECT_EQ(s.correct, 8);
+  EXPECT_GT(ev.max_in_flight, 1) << "a remote evaluator must not get one evaluation at a time";
+  EXPECT_LE(ev.max_in_flight, 8);
+  ASSERT_EQ(ev.tags.size(), 16u);
+  std::set<std::string> ids;
+  for (const EvaluationTag& t : ev.tags) {
+    ids.insert(t.evaluation_id);
+    EXPECT_EQ(t.evaluation_id, t.trajectory + "/turn" + std::to_string(t.turn));
+    EXPECT_EQ(t.model, "m1");
+    EXPECT_EQ(t.provider, "openai");
+    EXPECT_EQ(t.pack, "none");
+    EXPECT_EQ(t.task, "gemm_n128_k2048");
+    EXPECT_EQ(t.run, std::filesystem::path(o.run_dir).filename().string());
+    EXPECT_FALSE(t.started_at.empty());
+    EXPECT_EQ(t.trajectory, "gemm_n128_k2048-" + std::to_string(t.index));
+  }
+  EXPECT_EQ(ids.size(), 16u) << "every turn's tag is its own";
 }
 
 TEST_F(AgentLoop, CondensedContextKeepsTheLastTurnAndNotesTheRest) {

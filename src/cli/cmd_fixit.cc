@@ -211,6 +211,8 @@ int Repair(RepairArgs a) {
   o.arch = arch;
   o.prompts_dir = DefaultPromptsDir();
   o.concurrency = a.concurrency;
+  // The service queues per GPU (see `run --evaluator`); the local GPU takes one at a time.
+  if (!a.evaluator.empty()) o.parallel_evaluations = a.concurrency;
   o.run_dir = run;
   o.resume = a.resume;
   o.progress = !a.quiet;

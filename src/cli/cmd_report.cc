@@ -15,6 +15,8 @@
 #include "report/html.h"
 #include "report/metrics.h"
 #include "report/tables.h"
+#include "serve/job_queue.h"
+#include "serve/service_dataset.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include "store/store.h"
 #endif
@@ -86,11 +88,16 @@ CommandRunner AddReportCommand(CLI::App& app) {
     mo.bootstrap_resamples = o->resamples;
     if (!o->db.empty() && !o->runs.empty()) throw UsageError("--db and --runs exclude each other");
     RunFolderLoad load;
-    if (o->db.rfind("postgresql://", 0) == 0 || o->db.rfind("postgres://", 0) == 0)
-      throw EnvironmentError(
-          "report reads a SQLite store or run folders; the PostgreSQL queue's records "
-          "(ptxbench_results) are not read by report yet: report on the clients' run folders");
-    if (!o->db.empty()) {
+    if (IsPostgresUrl(o->db)) {
+      // The service's shared database: trajectories rebuilt from the clients' job tags.
+      ServiceDatasetLoad s = DatasetFromServiceJobs(OpenJobQueue(o->db)->Finished());
+      load.dataset = std::move(s.dataset);
+      std::fprintf(stderr,
+                   "report: %d evaluations from the service's database -> %zu trajectories "
+                   "(%d untagged left out, %d re-evaluated turns counted once). Turns that "
+                   "never reached the evaluator (no kernel in the reply) are not there.\n",
+                   s.evaluations, load.dataset.trajectories.size(), s.untagged, s.repeated);
+    } else if (!o->db.empty()) {
 #ifndef PTXBENCH_HAVE_SQLITE
       throw EnvironmentError("this ptxbench was built without SQLite: no results store");
 #else

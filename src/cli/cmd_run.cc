@@ -205,7 +205,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
                   {"ptxbench_version", PTXBENCH_VERSION}};
 
     Evaluator evaluate = [&, sanitize](const std::string& path, const Definition& def,
-                                       const Workload& wl) {
+                                       const Workload& wl, const EvaluationTag&) {
       EvalRequest req;
       req.kernel_path = path;
       req.definition = &def;
@@ -227,6 +227,8 @@ CommandRunner AddRunCommand(CLI::App& app) {
                         {"timing_budget", o->timing_budget}};
       evaluate = MakeRemoteEvaluator(remote);
       a.run_info["evaluator"] = o->evaluator;
+      // The service queues per GPU; one at a time from here would leave its GPUs idle.
+      a.parallel_evaluations = o->concurrency;
     }
 #ifdef PTXBENCH_HAVE_SQLITE
     // The store follows the files turn by turn. A failed store write does not stop the run:

@@ -92,7 +92,8 @@ Evaluator MakeEvaluator(const EvaluatorSettings& s) {
                       {"timing_budget", s.timing_budget_s}};
     return MakeRemoteEvaluator(remote);
   }
-  return [s, sanitize](const std::string& path, const Definition& def, const Workload& wl) {
+  return [s, sanitize](const std::string& path, const Definition& def, const Workload& wl,
+                       const EvaluationTag&) {
     EvalRequest req;
     req.kernel_path = path;
     req.definition = &def;

@@ -101,9 +101,10 @@ EvaluationClient::EvaluationClient(RemoteOptions o) : o_(std::move(o)) {
 }
 
 std::string EvaluationClient::Submit(const std::string& task, const std::string& workload,
-                                     const std::string& source) const {
+                                     const std::string& source, const json& tag) const {
   json body = {{"task", task}, {"arch", o_.arch}, {"source", source}, {"options", o_.options}};
   if (!workload.empty()) body["workload"] = workload;
+  if (tag.is_object() && !tag.empty()) body["tag"] = tag;
   std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
   HttpReply r = Request(o_.url + "/v1/evaluations", o_.token, &text, 60);
   if (r.status >= 400 && r.status < 500)
@@ -139,8 +140,9 @@ json EvaluationClient::Get(const std::string& path) const {
 
 Evaluator MakeRemoteEvaluator(const RemoteOptions& options) {
   auto client = std::make_shared<EvaluationClient>(options);
-  return [client](const std::string& kernel_path, const Definition& def, const Workload& wl) {
-    std::string id = client->Submit(def.name, wl.id, ReadFile(kernel_path));
+  return [client](const std::string& kernel_path, const Definition& def, const Workload& wl,
+                  const EvaluationTag& tag) {
+    std::string id = client->Submit(def.name, wl.id, ReadFile(kernel_path), tag.ToJson());
     return client->Wait(id);
   };
 }

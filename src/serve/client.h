@@ -24,8 +24,10 @@ class EvaluationClient {
   explicit EvaluationClient(RemoteOptions o);
   // Submits one evaluation; returns its id. Throws InputError with the server's message on a
   // 4xx, EnvironmentError when the server cannot be reached or answers 5xx.
+  // `tag` (optional): which turn of which trajectory it is (EvaluationTag::ToJson).
   std::string Submit(const std::string& task, const std::string& workload,
-                     const std::string& source) const;
+                     const std::string& source,
+                     const nlohmann::json& tag = nlohmann::json::object()) const;
   // Waits (long polls) for the record of `id`; throws EnvironmentError past the deadline.
   nlohmann::json Wait(const std::string& id) const;
   nlohmann::json Get(const std::string& path) const;  // any GET of the API, e.g. /v1/health

@@ -63,6 +63,16 @@ struct QueueHealth {
   std::vector<WorkerStatus> workers;
 };
 
+// A job with its result, as reports read it: the client's tag (null for untagged jobs, such as
+// `ptxbench submit`) and the evaluation record, without the source.
+struct FinishedJob {
+  std::string id;
+  JobState state = JobState::kDone;
+  nlohmann::json tag;
+  nlohmann::json record;
+  std::string worker, gpu;
+};
+
 // What a worker reports with its result: the GPU stage's wall-clock span (Unix seconds), so
 // that overlapping timed evaluations on one device can be found afterwards.
 struct GpuStageTimes {
@@ -97,6 +107,8 @@ class JobQueue {
   // Only the state of a job (nullopt: no such job): one indexed lookup, no JSON, cheap enough
   // for every long-polling client to ask every few milliseconds.
   virtual std::optional<JobState> State(const std::string& job_id) = 0;
+  // Every job that has its result (done or failed), in submission order.
+  virtual std::vector<FinishedJob> Finished() = 0;
   // Registers the worker or refreshes its heartbeat.
   virtual void Heartbeat(const WorkerIdentity& worker) = 0;
   // Queue depth, running jobs per GPU, and the workers seen within `alive_within`.

@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "common/files.h"
+#include "report/metrics.h"
 #include "serve/job_queue.h"
 #include "serve/postgres_fixture.h"
+#include "serve/service_dataset.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include "store/store.h"
 #endif
@@ -215,6 +217,77 @@ TEST_P(JobQueueTest, HealthCountsRunningJobsPerGpu) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, JobQueueTest, ::testing::Values("sqlite", "postgres"),
                          [](const auto& info) { return info.param; });
+
+// `ptxbench report --db postgresql://…` reads only the service's database: the clients' tags
+// must bring every evaluated turn back to its trajectory, in turn order, on both backends.
+TEST_P(JobQueueTest, FinishedJobsRegroupIntoTrajectoriesByTheirTags) {
+  auto tagged = [](const std::string& trajectory, int index, int turn) {
+    json r = Request(turn);
+    r["tag"] = {{"run", "sweep"},
+                {"started_at", "2026-12-03T10:00:00Z"},
+                {"trajectory", trajectory},
+                {"evaluation_id", trajectory + "/turn" + std::to_string(turn)},
+                {"task", "gemm_n128_k2048"},
+                {"workload", "w"},
+                {"model", "m1"},
+                {"provider", "openai"},
+                {"arch", "sm_90a"},
+                {"pack", "none"},
+                {"turn", turn},
+                {"index", index}};
+    return r;
+  };
+  json verified = Record("PASSED");
+  verified["instructions"] = {{"verification", "dynamic_present"}, {"arch_tag", "H"}};
+  verified["performance"] = {{"speedup", 0.8}, {"tflops", 600.0}};
+  // Submission order is not turn order (trajectories interleave at the service).
+  std::vector<std::pair<json, json>> jobs = {
+      {tagged("gemm_n128_k2048-1", 1, 1), Record("INCORRECT")},
+      {tagged("gemm_n128_k2048-0", 0, 3), verified},
+      {tagged("gemm_n128_k2048-0", 0, 1), Record("COMPILE_ERROR")},
+      {tagged("gemm_n128_k2048-0", 0, 2), Record("INFRA_ERROR")},  // not the model's turn
+      {Request(99), Record("PASSED")},                             // ptxbench submit: no tag
+  };
+  for (auto& [request, record] : jobs) {
+    q_->Submit(request);
+    auto job = q_->Claim(Worker("a"), 30s);
+    ASSERT_TRUE(job);
+    ASSERT_TRUE(q_->Complete(job->id, job->lease_token, record, {1.0, 2.0}));
+  }
+  q_->Submit(tagged("gemm_n128_k2048-1", 1, 2));  // still queued: not in the report yet
+
+  std::vector<FinishedJob> finished = q_->Finished();
+  ASSERT_EQ(finished.size(), 5u);
+  EXPECT_EQ(finished[1].tag["turn"], 3) << "the tag comes back as the client sent it";
+  ServiceDatasetLoad load = DatasetFromServiceJobs(finished);
+  EXPECT_EQ(load.evaluations, 5);
+  EXPECT_EQ(load.untagged, 1);
+  ASSERT_EQ(load.dataset.trajectories.size(), 2u);
+  const TrajectoryRow& t0 = load.dataset.trajectories[0];
+  EXPECT_EQ(t0.id, "gemm_n128_k2048-0");
+  EXPECT_EQ(t0.run_id, "sweep@2026-12-03T10:00:00Z");
+  EXPECT_EQ(t0.model, "m1");
+  EXPECT_EQ(t0.pack, "none");
+  ASSERT_EQ(t0.turns.size(), 2u) << "the INFRA_ERROR turn is left out, as in run folders";
+  EXPECT_EQ(t0.turns[0].turn, 1);
+  EXPECT_EQ(t0.turns[0].outcome, "compile");
+  EXPECT_EQ(t0.turns[1].turn, 3);
+  EXPECT_EQ(t0.turns[1].outcome, "verified");
+  ASSERT_TRUE(t0.turns[1].speedup);
+  EXPECT_DOUBLE_EQ(*t0.turns[1].speedup, 0.8);
+  EXPECT_EQ(t0.turns[1].arch_tag, "H");
+  EXPECT_EQ(t0.turns[1].evaluation_id, "gemm_n128_k2048-0/turn3");
+  EXPECT_EQ(load.dataset.trajectories[1].turns.size(), 1u);
+
+  MetricOptions mo;
+  mo.turn_limits = {2, 3};
+  mo.bootstrap_resamples = 0;
+  std::vector<GroupMetrics> groups = ComputeMetrics(load.dataset, mo);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].trajectories, 2);
+  EXPECT_EQ(groups[0].first_correct_turn[3], 1) << "turn numbers are the clients'";
+  EXPECT_EQ(groups[0].never_correct, 1);
+}
 
 }  // namespace
 }  // namespace ptxbench

@@ -12,7 +12,11 @@ using nlohmann::json;
 
 namespace {
 
-const std::set<std::string> kTopFields = {"task", "workload", "arch", "source", "options"};
+const std::set<std::string> kTopFields = {"task", "workload", "arch", "source", "options", "tag"};
+// A tag is the client's note of which turn of which trajectory a job is (agent/loop.h
+// EvaluationTag); the service keeps it with the job and reports group by it. Strings and
+// integers only, and small: it is metadata, not a second source.
+constexpr size_t kMaxTagBytes = 4096;
 const std::set<std::string> kOptions = {"trials",     "seed",          "sanitize", "timeout",
                                         "timing",     "timing_budget", "verify",   "warmup",
                                         "iterations", "tolerance"};
@@ -128,11 +132,22 @@ json NormalizeJobRequest(const json& body, const Catalog& catalog) {
   json options = body.value("options", json::object());
   EvalRequest scratch;
   ApplyOptions(options, &scratch);
-  return {{"task", def->name},
-          {"workload", wl->id},
-          {"arch", arch},
-          {"source", source},
-          {"options", options}};
+  json normalized = {{"task", def->name},
+                     {"workload", wl->id},
+                     {"arch", arch},
+                     {"source", source},
+                     {"options", options}};
+  if (body.contains("tag") && !body["tag"].is_null()) {
+    const json& tag = body["tag"];
+    if (!tag.is_object()) throw InputError("\"tag\" must be an object of strings and integers");
+    for (const auto& [k, v] : tag.items())
+      if (!v.is_string() && !v.is_number_integer())
+        throw InputError("tag." + k + " must be a string or an integer");
+    if (tag.dump().size() > kMaxTagBytes)
+      throw InputError("\"tag\" is over " + std::to_string(kMaxTagBytes) + " bytes");
+    normalized["tag"] = tag;
+  }
+  return normalized;
 }
 
 EvalRequest EvalRequestForJob(const json& request, const Catalog& catalog,

@@ -173,6 +173,27 @@ class PgJobQueue final : public JobQueue {
     return j;
   }
 
+  std::vector<FinishedJob> Finished() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ResultPtr r =
+        Run("SELECT j.id, j.state, (j.request_json::json -> 'tag')::text, r.record_json, r.worker, "
+            "j.gpu FROM ptxbench_jobs j JOIN ptxbench_results r ON r.job_id = j.id "
+            "ORDER BY j.submitted_at, j.id");
+    std::vector<FinishedJob> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      FinishedJob f;
+      f.id = PQgetvalue(r.get(), i, 0);
+      f.state = ParseJobState(PQgetvalue(r.get(), i, 1));
+      if (!PQgetisnull(r.get(), i, 2))
+        f.tag = json::parse(PQgetvalue(r.get(), i, 2), nullptr, false);
+      f.record = json::parse(PQgetvalue(r.get(), i, 3), nullptr, false);
+      f.worker = PQgetvalue(r.get(), i, 4);
+      f.gpu = PQgetvalue(r.get(), i, 5);
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+
   std::optional<JobState> State(const std::string& job_id) override {
     std::lock_guard<std::mutex> lock(mu_);
     ResultPtr r = Run("SELECT state FROM ptxbench_jobs WHERE id=$1", {job_id});

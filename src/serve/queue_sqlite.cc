@@ -169,6 +169,26 @@ class SqliteJobQueue final : public JobQueue {
     return GetLocked(job_id);
   }
 
+  std::vector<FinishedJob> Finished() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt s(db_, path_,
+           "SELECT id, state, json_extract(request_json, '$.tag'), result_json, worker, gpu "
+           "FROM jobs WHERE state IN ('done','failed') AND result_json IS NOT NULL "
+           "ORDER BY submitted_at, id");
+    std::vector<FinishedJob> out;
+    while (s.Step()) {
+      FinishedJob f;
+      f.id = s.ColText(0);
+      f.state = ParseJobState(s.ColText(1));
+      if (!s.ColNull(2)) f.tag = json::parse(s.ColText(2), nullptr, false);
+      f.record = json::parse(s.ColText(3), nullptr, false);
+      f.worker = s.ColText(4);
+      f.gpu = s.ColText(5);
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+
   std::optional<JobState> State(const std::string& job_id) override {
     std::lock_guard<std::mutex> lock(mu_);
     Stmt s(db_, path_, "SELECT state FROM jobs WHERE id=?1");

@@ -344,6 +344,10 @@ TEST(Serve, BadInputsGetA4xxThatNamesTheProblem) {
   expect(post(R"({"task": "gemm_n128_k2048", "arch": "sm_42", "source": "x"})"), 400, "sm_42");
   expect(post(R"({"task": "gemm_n128_k2048", "source": "x", "colour": 1})"), 400,
          "unknown field \"colour\"");
+  expect(post(R"({"task": "gemm_n128_k2048", "source": "x", "tag": [1]})"), 400,
+         "\"tag\" must be an object");
+  expect(post(R"({"task": "gemm_n128_k2048", "source": "x", "tag": {"turn": {"n": 1}}})"), 400,
+         "tag.turn must be a string or an integer");
   expect(post(R"({"task": "gemm_n128_k2048", "source": "x", "options": {"trails": 3}})"), 400,
          "unknown option \"trails\"");
   expect(post(R"({"task": "gemm_n128_k2048", "source": "x", "options": {"trials": 0}})"), 400,
