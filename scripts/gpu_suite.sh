@@ -18,6 +18,11 @@
 #                                   is a real COMPILE_ERROR), fixit mine, repair (a scripted
 #                                   teacher sends the pack's TMA + wgmma GEMM: all three layers),
 #                                   reason, export and kernelgen export, with the dataset cards
+#   scripts/gpu_suite.sh adversarial  the confinement (issue 19): what the sandbox probe finds,
+#                                   every adversarial control (controls/adversarial) and the
+#                                   GEMM controls with their verdicts, then the cost of the
+#                                   defenses at the headline GEMM against the commit before them
+#                                   (BEFORE=<commit>, built beside this one)
 #   scripts/gpu_suite.sh serve      the evaluation service: an agent run through `serve` with
 #                                   one worker, its overhead against direct `eval`, then two
 #                                   workers sharing the GPU (no two GPU stages overlap)
@@ -130,6 +135,42 @@ PY
   cp "$work/export/card.md" "$out/fixit-card.md"; cp "$work/kernelgen/card.md" "$out/kernelgen-card.md"
   cp "$work/repairs.json" "$out/fixit-repairs.json"
   tar czf "$out/fixit.tar.gz" -C "$out" fixit student && rm -rf "$work" "$out/student"
+  exit 0
+fi
+
+if [[ "${1:-}" == "adversarial" ]]; then
+  before=${BEFORE:-8058d7b}
+  # The commit before the defenses, built beside this one (both at once: 16 cores).
+  rm -rf /tmp/ptxbench-before && git worktree add -f /tmp/ptxbench-before "$before" >/dev/null 2>&1
+  ( cd /tmp/ptxbench-before && PTXBENCH_BUILD_DIR=build-before scripts/setup.sh --no-run \
+      >"$out/setup-before.log" 2>&1 ) &
+  build_or_exit
+  wait
+  "$bin" doctor 2>&1 | grep -iE "sandbox|landlock|seccomp|namespace|gpm|witness" || true
+  t0=$(date +%s)
+  PTXBENCH_BIN="$bin" PTXBENCH_ARTIFACTS_DIR="$out" PTXBENCH_SOURCE_DIR="$PWD" \
+    "$PTXBENCH_BUILD_DIR/tests/controls_gpu_test" \
+    --gtest_filter="${GTEST_FILTER:-Controls.AdversarialControlsGetTheirVerdicts:Controls.EachGetsItsVerdict}" 2>&1 |
+    grep -vE "^\[ *(RUN|OK) *\]" | tail -n 150
+  echo "== controls: $(( $(date +%s) - t0 )) s"
+  # Cost at the headline GEMM: wall seconds per evaluation and the record's stage seconds,
+  # alternating before/after, three of each.
+  old_bin=/tmp/ptxbench-before/build-before/src/cli/ptxbench
+  for i in 1 2 3; do
+    for which in before after; do
+      b=$bin; [[ $which == before ]] && b=$old_bin
+      [[ -x $b ]] || { echo "cost: no $which binary"; continue; }
+      s0=$(date +%s.%N)
+      PTXBENCH_CACHE="$out/cost-cache-$which" "$b" eval controls/gemm/wgmma_tma.cu \
+        --task gemm_n7168_k5120 --sanitize never --json "$out/cost-$which-$i.json" >/dev/null 2>&1
+      echo "cost $which $i: $(python3 -c "print(round($(date +%s.%N) - $s0, 2))") s wall; $(python3 -c "
+import json; r = json.load(open('$out/cost-$which-$i.json')); p = r['performance']
+print(r['status'], 'speedup', round(p.get('speedup', 0), 3), 'stages', {k: round(v, 2) for k, v in r['stage_seconds'].items()},
+      'witness', (p.get('witness') or {}).get('state'), (p.get('witness') or {}).get('message', '')[:160])")"
+    done
+  done
+  rm -rf "$out"/cost-cache-*
+  git worktree remove -f /tmp/ptxbench-before >/dev/null 2>&1
   exit 0
 fi
 

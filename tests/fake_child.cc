@@ -67,15 +67,27 @@ int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, si
                 {"inputs_unchanged", true},
                 {"activity", {{"span_ns", span_ns}, {"records", 1}, {"kernels", kernels}}}};
   };
-  if (mode == "timing_baseline_error") {
-    out.Send(
-        {{"event", "baseline_error"},
-         {"phase", "baseline_before"},
-         {"message", "cuBLASLt: cublasLtMatmulAlgoGetHeuristic: CUBLAS_STATUS_NOT_SUPPORTED"}});
-  } else {
-    for (int i = 0; i < total; ++i)
-      out.Send(sample("baseline_before", i, 2e6, {{"nvjet_fake", 1}}));
+  // A baseline child (the vendor library alone, before or after the candidate's child).
+  if (spec.value("baseline_only", false)) {
+    std::string phase = spec.value("baseline_phase", "baseline_before");
+    if (mode == "timing_baseline_error") {
+      out.Send(
+          {{"event", "baseline_error"},
+           {"phase", phase},
+           {"message", "cuBLASLt: cublasLtMatmulAlgoGetHeuristic: CUBLAS_STATUS_NOT_SUPPORTED"}});
+    } else {
+      for (int i = 0; i < total; ++i) out.Send(sample(phase, i, 2e6, {{"nvjet_fake", 1}}));
+    }
+    out.Send({{"event", "timing_done"},
+              {"protocol", {{"buffer_sets", sets}}},
+              {"baseline_name", mode == "timing_baseline_error" ? "" : "cuBLASLt"},
+              {"baseline", {{"version", "fake"}}},
+              {"new_vendor_libraries", json::array()}});
+    out.Send({{"event", "done"}});
+    return 0;
   }
+  // The candidate's child: every timed call keeps its output; the parent says which to write
+  // only after the loop, on the control descriptor.
   out.Send({{"event", "call_started"}, {"phase", "candidate"}});
   for (int i = 0; i < total; ++i) {
     if (mode == "timing_hang" && i == 3) std::this_thread::sleep_for(std::chrono::hours(1));
@@ -86,27 +98,28 @@ int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, si
       m["activity"]["outlived_by_ns"] = 9e5;
       m["activity"]["outlived_names"] = {"_Z4gemmv"};
     }
-    bool checked = false;
-    for (int c : spec["check_calls"]) checked |= c == i;
-    if (checked) {
+    if (i >= warmup) m["kept"] = i - warmup;
+    out.Send(m);
+  }
+  out.Send({{"event", "timed_loop_done"}, {"kept", iterations}});
+  json plan = json::parse(ReadControlLine(4, 30000), nullptr, false);
+  if (plan.is_object())
+    for (int k : plan.value("check", std::vector<int>{})) {
+      int i = warmup + k;
       uint64_t seed = seed_base + static_cast<uint64_t>(i);
       std::vector<uint16_t> c(n);
       for (size_t e = 0; e < n; ++e) c[e] = Bf16(Expected(seed, e));
       if (mode == "timing_stale") c[7] = Bf16(Expected(seed, 7) + 3.0f);
-      std::string file = dir + "/timing" + std::to_string(i) + "_C.out";
+      std::string file = dir + "/timed" + std::to_string(k) + "_C.out";
       Write(file, c.data(), n * 2);
-      m["seed"] = seed;
-      m["set"] = i % sets;
-      m["outputs"] = json::array({{{"name", "C"}, {"file", file}, {"elements", n}}});
+      out.Send({{"event", "timed_output"},
+                {"kept", k},
+                {"outputs", json::array({{{"name", "C"}, {"file", file}, {"elements", n}}})}});
     }
-    out.Send(m);
-  }
-  if (mode != "timing_baseline_error")
-    for (int i = 0; i < total; ++i) out.Send(sample("baseline_after", i, 2e6, {{"nvjet_fake", 1}}));
   out.Send({{"event", "timing_done"},
             {"protocol", {{"buffer_sets", sets}}},
-            {"baseline_name", "cuBLASLt"},
-            {"baseline", {{"version", "fake"}}},
+            {"baseline_name", ""},
+            {"baseline", nullptr},
             {"new_vendor_libraries", json::array()}});
   out.Send({{"event", "done"}});
   return 0;

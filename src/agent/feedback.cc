@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/trajectory.h"
 #include "common/strings.h"
 
 namespace ptxbench {
@@ -117,6 +118,30 @@ std::string ArchTagOf(const json& record) {
   if (arch.rfind("sm_90", 0) == 0) return "H";
   if (arch.rfind("sm_100", 0) == 0) return "B";
   return "";
+}
+
+// When the paper's rule gives a tag that ours does not: one line saying so and why (ours adds
+// a tensor-core work fraction of at least 0.5 and an out-of-process witness). "" otherwise.
+std::string RuleDifference(const json& record) {
+  const json& instructions = Field(record, "instructions");
+  std::string ours = Str(instructions, "arch_tag"), upstream = UpstreamArchTagOf(record);
+  if (upstream.empty() || upstream == ours) return "";
+  std::string why;
+  // The evaluator's own reasons, where the record has them.
+  for (const auto& w : Arr(instructions, "tag_withheld"))
+    if (w.is_string()) why += (why.empty() ? "" : "; ") + OneLine(w.get<std::string>(), 200);
+  // Else what can be told from the record: the fraction, or what is left, the witness.
+  auto fraction = Num(instructions, "tensor_core_work_fraction");
+  if (why.empty()) {
+    if (!fraction)
+      why = "no tensor-core work fraction was measured (ours needs >= 0.5)";
+    else if (*fraction < 0.5)
+      why = "tensor-core work fraction " + G3(*fraction) + " < 0.5";
+    else
+      why = "the out-of-process witness did not confirm the tensor-core work";
+  }
+  return "Tag " + upstream + " under the paper's rule, but " +
+         (ours.empty() ? std::string("not ours") : ours + " under ours") + ": " + why + "\n";
 }
 
 std::string CreditName(const std::string& tag) {
@@ -469,12 +494,18 @@ void Instructions(const json& record, const std::string& status, std::string* ou
                "% of the task's FLOPs done by GMMA (wgmma)\n";
   std::string verification = Str(ins, "verification");
   std::string message = Str(ins, "message");
+  std::string difference = RuleDifference(record);
   if (verification == "not_correct") message.clear();  // says the same as the text
+  // The paper's rule met but not ours: the credit is not earned, whatever the verdict says.
+  std::string verdict = !difference.empty() && verification == "dynamic_present"
+                            ? "met under the paper's rule only: " + credit + " is not earned"
+                            : VerificationText(verification, credit);
   if (!verification.empty())
-    section += "Verification: " + VerificationText(verification, credit) +
+    section += "Verification: " + verdict +
                (message.empty() ? "" : " (" + OneLine(message, 300) + ")") + "\n";
   else if (!message.empty())
     section += OneLine(message, 300) + "\n";
+  section += difference;
   if (verification != "dynamic_present" && !required.empty() && verification != "not_requested") {
     std::vector<std::string> missing;
     if (status != "PASSED" || verification == "not_correct") missing.push_back("a correct kernel");
@@ -642,7 +673,10 @@ std::string SummarizeTurn(int turn, const json& record) {
     const json& ins = Field(record, "instructions");
     std::string tag = ArchTagOf(record);
     std::string v = Str(ins, "verification");
-    if (v == "dynamic_present")
+    std::string ours = Str(ins, "arch_tag"), upstream = UpstreamArchTagOf(record);
+    if (!upstream.empty() && upstream != ours)
+      detail += ", " + upstream + " under the paper's rule only";
+    else if (v == "dynamic_present")
       detail += ", " + (tag.empty() ? std::string("credit") : tag) + " verified";
     else if (!v.empty() && v != "not_requested")
       detail += ", " + (tag.empty() ? std::string("credit") : tag) + " not verified (" + v + ")";

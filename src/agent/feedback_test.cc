@@ -329,6 +329,45 @@ TEST(Feedback, PassedWithoutCreditSaysWhatIsMissing) {
   EXPECT_TRUE(Has(f, "gmma not executed")) << f;
 }
 
+TEST(Feedback, ThePapersTagWithoutOursSaysBothAndWhy) {
+  // H under the paper's rule (gmma in the SASS and executed), not under ours: a token wgmma.
+  json r = PassedRecord();
+  r["instructions"]["arch_tag"] = nullptr;
+  r["instructions"]["upstream_arch_tag"] = "H";
+  r["instructions"]["tensor_core_work_fraction"] = 0.0001;
+  std::string f = RenderFeedback(r, std::nullopt);
+  EXPECT_TRUE(Has(f,
+                  "Tag H under the paper's rule, but not ours: tensor-core work fraction "
+                  "0.0001 < 0.5\n"))
+      << f;
+  EXPECT_FALSE(Has(f, "the H credit is earned")) << f;
+  EXPECT_TRUE(Has(f, "Verification: met under the paper's rule only: the H credit is not earned"))
+      << f;
+  EXPECT_EQ(SummarizeTurn(2, r),
+            "turn 2: PASSED (speedup 2x, 0.0488 TFLOP/s, H under the paper's rule only)");
+  // Enough tensor-core work, so what ours missed is the witness from outside the process.
+  r["instructions"]["tensor_core_work_fraction"] = 0.97;
+  f = RenderFeedback(r, std::nullopt);
+  EXPECT_TRUE(Has(f,
+                  "Tag H under the paper's rule, but not ours: the out-of-process witness did "
+                  "not confirm the tensor-core work\n"))
+      << f;
+  // The evaluator's own reasons, where the record lists them, are what the model reads.
+  r["instructions"]["tag_withheld"] = {"tensor-core work fraction 0.01% of the task's FLOPs",
+                                       "no out-of-process witness (--no-timing)"};
+  f = RenderFeedback(r, std::nullopt);
+  EXPECT_TRUE(Has(f,
+                  "Tag H under the paper's rule, but not ours: tensor-core work fraction "
+                  "0.01% of the task's FLOPs; no out-of-process witness (--no-timing)\n"))
+      << f;
+  // Both rules agree, or an old record with arch_tag only: no such line.
+  r["instructions"]["arch_tag"] = "H";
+  EXPECT_FALSE(Has(RenderFeedback(r, std::nullopt), "under the paper's rule"));
+  r["instructions"].erase("upstream_arch_tag");
+  EXPECT_FALSE(Has(RenderFeedback(r, std::nullopt), "under the paper's rule"));
+  EXPECT_EQ(SummarizeTurn(4, r), "turn 4: PASSED (speedup 2x, 0.0488 TFLOP/s, H verified)");
+}
+
 TEST(Feedback, PassedWithoutTimingSaysWhy) {
   json r = PassedRecord();
   r["performance"] = Skipped("CUPTI is unavailable, so GPU time cannot be measured");

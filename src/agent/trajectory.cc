@@ -23,6 +23,13 @@ std::string OutcomeOf(const json& r) {
   return "infra";  // INFRA_ERROR, or a record we cannot read: never the model's fault
 }
 
+std::string UpstreamArchTagOf(const json& r) {
+  if (!r.is_object() || !r.contains("instructions") || !r["instructions"].is_object()) return "";
+  const json& ins = r["instructions"];
+  const char* key = ins.contains("upstream_arch_tag") ? "upstream_arch_tag" : "arch_tag";
+  return ins.contains(key) && ins[key].is_string() ? ins[key].get<std::string>() : "";
+}
+
 int Trajectory::SpentTurns() const {
   int n = 0;
   for (const auto& t : turns) n += t.spent;

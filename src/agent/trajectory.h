@@ -19,6 +19,12 @@ namespace ptxbench {
 //   model_error (the endpoint refused; spent), infra (not the model's: not spent).
 std::string OutcomeOf(const nlohmann::json& record);
 
+// The record's architecture tag under the paper's rule (instructions.upstream_arch_tag: a
+// required family in the SASS and executed at least once), which OutcomeOf's credit tightens;
+// "" when there is none. A record from before that field has only arch_tag, given under the
+// paper's rule: that is returned.
+std::string UpstreamArchTagOf(const nlohmann::json& record);
+
 struct TurnRecord {
   int turn = 0;  // 1-based, counting spent turns only
   std::string outcome;

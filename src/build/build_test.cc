@@ -1,12 +1,20 @@
-// Build tests with the real nvcc: ptxas parsing, compile errors, the cache, both archs.
+// Build tests with the real nvcc: ptxas parsing, compile errors, the cache (verified on a
+// hit), both archs, and the confinement of the compiler.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "build/elf.h"
 #include "build/nvcc.h"
 #include "build/ptxas_report.h"
 #include "common/files.h"
+#include "common/sandbox.h"
+#include "common/sha256.h"
 #include "common/subprocess.h"
 
 namespace ptxbench {
@@ -132,6 +140,259 @@ TEST_F(BuildTest, NoCacheRebuilds) {
   BuildResult again = BuildCandidate(kKernel, options_);
   EXPECT_FALSE(again.cache_hit);
   EXPECT_GT(again.seconds, 0);
+}
+
+// ---------------------------------------------------------------------------
+// The compile stage confined: files outside the toolkit and the system headers are not read.
+
+// The first line of a file the evaluator can read but nvcc must not; empty when unreadable.
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+class ConfinedBuildTest : public BuildTest {
+ protected:
+  void SetUp() override {
+    BuildTest::SetUp();
+    if (IsSkipped()) return;
+    if (ProbeSandbox().landlock_abi == 0)
+      GTEST_SKIP() << "no Landlock here: " << ProbeSandbox().landlock_why;
+  }
+  // Fails the test when `needle` is anywhere in what the record would hold.
+  static void ExpectAbsent(const BuildResult& r, const std::string& needle) {
+    EXPECT_EQ(r.log.find(needle), std::string::npos) << r.log;
+    EXPECT_EQ(r.errors.find(needle), std::string::npos) << r.errors;
+    EXPECT_EQ(ToJson(r).dump().find(needle), std::string::npos);
+  }
+};
+
+TEST(NvccSandbox, PolicyReadsToolkitAndSystemOnly) {
+  auto nvcc = FindProgram("nvcc");
+  if (!nvcc) GTEST_SKIP() << "nvcc not found";
+  SandboxPolicy p = NvccSandboxPolicy(*nvcc, "/work/x");
+  std::string root = std::filesystem::canonical(*nvcc).parent_path().parent_path().string();
+  EXPECT_NE(std::find(p.read_paths.begin(), p.read_paths.end(), root), p.read_paths.end()) << root;
+  // /etc whole would let an #include, #line or .incbin read /etc/passwd and /etc/shadow.
+  for (const auto& path : p.read_paths) {
+    EXPECT_NE(path, "/etc");
+    EXPECT_NE(path, "/");
+    EXPECT_FALSE(path.starts_with("/dev") || path.starts_with("/proc") ||
+                 path.starts_with("/root") || path.starts_with("/home") || path.starts_with("/tmp"))
+        << path;
+  }
+  EXPECT_EQ(p.device_paths, std::vector<std::string>{"/dev/null"});
+  EXPECT_EQ(p.write_paths, std::vector<std::string>{"/work/x"});
+  EXPECT_FALSE(p.drop_user);
+  EXPECT_TRUE(p.namespaces && p.landlock && p.enabled);
+  EXPECT_EQ(p.limits.address_space_bytes, 8ull << 30);
+  EXPECT_EQ(p.limits.cpu_seconds, 300u);
+  EXPECT_EQ(p.limits.file_size_bytes, 512ull << 20);
+  EXPECT_EQ(p.limits.open_files, 1024u);
+  EXPECT_EQ(p.limits.processes, 0u);
+  for (const auto& name : p.env_allow) EXPECT_FALSE(LooksSecret(name)) << name;
+}
+
+TEST_F(ConfinedBuildTest, IncludedHostFileNeverReachesTheRecord) {
+  const std::string secret_line = FirstLine("/etc/passwd");
+  if (secret_line.size() < 8) GTEST_SKIP() << "no /etc/passwd to try";
+  const std::string source = "#include <cuda_runtime.h>\n#include \"/etc/passwd\"\n";
+  BuildResult r = BuildCandidate(source, options_);
+  EXPECT_EQ(r.outcome, BuildOutcome::kCompileError);
+  ExpectAbsent(r, secret_line);
+  // The compiler says it could not open the file, naming the candidate's line.
+  EXPECT_NE(r.errors.find("candidate.cu:2"), std::string::npos) << r.errors;
+  EXPECT_NE(r.errors.find("/etc/passwd: Permission denied"), std::string::npos) << r.errors;
+  EXPECT_EQ(r.sandbox.value("state", ""), "on");
+  EXPECT_EQ(r.sandbox.value("landlock", ""), "abi " + std::to_string(ProbeSandbox().landlock_abi));
+  // Unconfined, the same build quotes the file: the checks above can fail.
+  options_.confine = false;
+  options_.use_cache = false;
+  BuildResult open = BuildCandidate(source, options_);
+  EXPECT_NE(open.log.find(secret_line), std::string::npos) << open.log;
+  EXPECT_EQ(open.sandbox.value("state", ""), "off");
+}
+
+TEST_F(ConfinedBuildTest, LineDirectiveAndIncbinCannotReadHostFiles) {
+  const std::string secret_line = FirstLine("/etc/passwd");
+  if (secret_line.size() < 8) GTEST_SKIP() << "no /etc/passwd to try";
+  // GCC quotes "source" lines from the file a #line names, even in a warning of a good build.
+  BuildResult line = BuildCandidate(
+      "__global__ void k() {}\n#line 1 \"/etc/passwd\"\n#warning quoted\n", options_);
+  EXPECT_EQ(line.outcome, BuildOutcome::kBuilt) << line.log;
+  EXPECT_NE(line.log.find("#warning quoted"), std::string::npos) << line.log;
+  ExpectAbsent(line, secret_line);
+  // The assembler's .incbin copies a file into the object: it must not open one.
+  BuildResult incbin = BuildCandidate(
+      "asm(\".section .rodata\\n.incbin \\\"/etc/passwd\\\"\\n.text\\n\");\n"
+      "__global__ void k() {}\n",
+      options_);
+  EXPECT_EQ(incbin.outcome, BuildOutcome::kCompileError);
+  EXPECT_NE(incbin.log.find("file not found: /etc/passwd"), std::string::npos) << incbin.log;
+  EXPECT_TRUE(incbin.shared_object.empty());
+}
+
+TEST_F(ConfinedBuildTest, DevZeroIncludeEndsQuickly) {
+  options_.timeout = std::chrono::seconds(120);
+  auto t = std::chrono::steady_clock::now();
+  BuildResult r = BuildCandidate("#include \"/dev/zero\"\n__global__ void k() {}\n", options_);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  EXPECT_EQ(r.outcome, BuildOutcome::kCompileError);
+  EXPECT_LT(seconds, 30) << r.log;
+  EXPECT_NE(r.errors.find("/dev/zero"), std::string::npos) << r.errors;
+  EXPECT_EQ(r.log.find("timed out"), std::string::npos) << r.log;
+}
+
+TEST_F(ConfinedBuildTest, FifoIncludeEndsQuickly) {
+  const std::string fifo = dir_.File("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  options_.timeout = std::chrono::seconds(120);
+  auto t = std::chrono::steady_clock::now();
+  BuildResult r = BuildCandidate("#include \"" + fifo + "\"\n__global__ void k() {}\n", options_);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  EXPECT_EQ(r.outcome, BuildOutcome::kCompileError);
+  EXPECT_LT(seconds, 30) << r.log;
+  EXPECT_EQ(r.log.find("timed out"), std::string::npos) << r.log;
+}
+
+TEST_F(BuildTest, IncludeOfItsOwnOutputDoesNotHang) {
+  // /proc/self/fd/1 is nvcc's output: were it a pipe, the preprocessor would wait on it for
+  // ever. It is a file outside the folders nvcc may open (refused under Landlock; read as
+  // what was printed so far without it).
+  options_.timeout = std::chrono::seconds(120);
+  auto t = std::chrono::steady_clock::now();
+  BuildResult r =
+      BuildCandidate("#include \"/proc/self/fd/1\"\n__global__ void k() {}\n", options_);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  EXPECT_LT(seconds, 60) << r.log;
+  EXPECT_EQ(r.log.find("timed out"), std::string::npos) << r.log;
+  if (ProbeSandbox().landlock_abi > 0) {
+    EXPECT_EQ(r.outcome, BuildOutcome::kCompileError);
+  }
+}
+
+TEST_F(BuildTest, SecretValuesInTheOutputAreRedacted) {
+  ::setenv("PTXBENCH_BUILD_TEST_API_KEY", "sk-build-test-5f5f5f5f", 1);
+  BuildResult r =
+      BuildCandidate("#warning sk-build-test-5f5f5f5f\n__global__ void k() {}\n", options_);
+  ::unsetenv("PTXBENCH_BUILD_TEST_API_KEY");
+  EXPECT_EQ(r.log.find("sk-build-test-5f5f5f5f"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("#warning [redacted]"), std::string::npos) << r.log;
+}
+
+// ---------------------------------------------------------------------------
+// The cache verified: a hit re-hashes the object it hands out.
+
+mode_t Mode(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+TEST_F(BuildTest, CacheEntryIsReadOnlyAndRecordsTheObjectsHash) {
+  BuildResult r = BuildCandidate(kKernel, options_);
+  ASSERT_EQ(r.outcome, BuildOutcome::kBuilt) << r.log;
+  const std::string entry = std::filesystem::path(r.shared_object).parent_path().string();
+  EXPECT_EQ(Mode(r.shared_object), 0555u);
+  EXPECT_EQ(Mode(entry + "/build.json"), 0444u);
+  EXPECT_EQ(Mode(entry + "/candidate.cu"), 0444u);
+  EXPECT_FALSE(std::filesystem::exists(entry + "/tmp"));
+  auto j = nlohmann::json::parse(ReadFile(entry + "/build.json"));
+  EXPECT_EQ(j["candidate_so"]["sha256"], Sha256FileHex(r.shared_object));
+  EXPECT_EQ(j["candidate_so"]["size"], std::filesystem::file_size(r.shared_object));
+  EXPECT_EQ(ToJson(r)["cache_problem"], "");
+  // --no-build-cache replaces a read-only entry.
+  options_.use_cache = false;
+  BuildResult again = BuildCandidate(kKernel, options_);
+  EXPECT_EQ(again.outcome, BuildOutcome::kBuilt) << again.log;
+  EXPECT_FALSE(again.cache_hit);
+  // nvcc's output differs from build to build (its temporary names end up in the object);
+  // the new entry records the new object's hash.
+  auto j2 = nlohmann::json::parse(ReadFile(entry + "/build.json"));
+  EXPECT_EQ(j2["candidate_so"]["sha256"], Sha256FileHex(again.shared_object));
+}
+
+TEST_F(BuildTest, FlippedByteInCachedObjectIsRebuilt) {
+  BuildResult r = BuildCandidate(kKernel, options_);
+  ASSERT_EQ(r.outcome, BuildOutcome::kBuilt) << r.log;
+  const std::string so = r.shared_object;
+  const std::string good = Sha256FileHex(so);
+  const std::string entry = std::filesystem::path(so).parent_path().string();
+  // An attacker with write access to the cache patches one byte of the object.
+  ASSERT_EQ(::chmod(so.c_str(), 0644), 0);
+  std::string bytes = ReadFile(so);
+  ASSERT_GT(bytes.size(), 4096u);
+  bytes[bytes.size() / 2] ^= 0x01;
+  {
+    std::ofstream out(so, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  const std::string flipped = Sha256FileHex(so);
+  ASSERT_NE(flipped, good);
+
+  BuildResult again = BuildCandidate(kKernel, options_);
+  ASSERT_EQ(again.outcome, BuildOutcome::kBuilt) << again.log;
+  EXPECT_FALSE(again.cache_hit);
+  EXPECT_GT(again.seconds, 0);
+  EXPECT_EQ(again.cache_problem, "candidate.so sha256 mismatch: rebuilt");
+  EXPECT_EQ(ToJson(again)["cache_problem"], "candidate.so sha256 mismatch: rebuilt");
+  EXPECT_NE(Sha256FileHex(again.shared_object), flipped);
+  EXPECT_TRUE(ExportsFunction(ReadElfInfo(again.shared_object), "run"));
+  auto j = nlohmann::json::parse(ReadFile(entry + "/build.json"));
+  EXPECT_EQ(j["candidate_so"]["sha256"], Sha256FileHex(again.shared_object));
+  // The rebuilt entry is sound again.
+  BuildResult third = BuildCandidate(kKernel, options_);
+  EXPECT_TRUE(third.cache_hit);
+  EXPECT_EQ(third.cache_problem, "");
+  EXPECT_EQ(Mode(third.shared_object), 0555u);
+}
+
+TEST_F(BuildTest, OldFormatEntryIsRebuilt) {
+  BuildResult r = BuildCandidate(kKernel, options_);
+  ASSERT_EQ(r.outcome, BuildOutcome::kBuilt) << r.log;
+  const std::string entry = std::filesystem::path(r.shared_object).parent_path().string();
+  // build.json as the harness wrote it before: no format, no sha256 of the object.
+  nlohmann::json old = {{"command", r.command},
+                        {"log", r.log},
+                        {"built", true},
+                        {"seconds", 1.0},
+                        {"nvcc_version", r.nvcc_version}};
+  std::filesystem::remove(entry + "/build.json");
+  WriteFileAtomic(entry + "/build.json", old.dump(2));
+
+  BuildResult again = BuildCandidate(kKernel, options_);
+  ASSERT_EQ(again.outcome, BuildOutcome::kBuilt) << again.log;
+  EXPECT_FALSE(again.cache_hit);
+  EXPECT_NE(again.cache_problem.find("older format"), std::string::npos) << again.cache_problem;
+  auto j = nlohmann::json::parse(ReadFile(entry + "/build.json"));
+  EXPECT_EQ(j["candidate_so"]["sha256"], Sha256FileHex(again.shared_object));
+
+  // An old compile-error entry is not replayed either (its log came from an unconfined nvcc).
+  const std::string bad = "__global__ void k() { undefined_thing(); }\n";
+  BuildResult err = BuildCandidate(bad, options_);
+  ASSERT_EQ(err.outcome, BuildOutcome::kCompileError);
+  const std::string err_entry = options_.cache_dir + "/" + err.key;
+  std::filesystem::remove(err_entry + "/build.json");
+  WriteFileAtomic(err_entry + "/build.json",
+                  nlohmann::json{{"command", err.command},
+                                 {"log", "candidate.cu(1): error: root:x:0:0 leaked\n"},
+                                 {"built", false}}
+                      .dump());
+  BuildResult err2 = BuildCandidate(bad, options_);
+  EXPECT_FALSE(err2.cache_hit);
+  EXPECT_EQ(err2.log.find("leaked"), std::string::npos) << err2.log;
+  EXPECT_NE(err2.errors.find("undefined_thing"), std::string::npos) << err2.errors;
+}
+
+TEST_F(BuildTest, CacheHitReportsTheSandboxOfItsBuild) {
+  BuildResult r = BuildCandidate(kKernel, options_);
+  ASSERT_EQ(r.outcome, BuildOutcome::kBuilt) << r.log;
+  EXPECT_EQ(r.sandbox.value("state", ""), "on");
+  EXPECT_TRUE(ToJson(r).contains("sandbox"));
+  BuildResult again = BuildCandidate(kKernel, options_);
+  EXPECT_TRUE(again.cache_hit);
+  EXPECT_EQ(again.sandbox, r.sandbox);
 }
 
 TEST_F(BuildTest, UnknownArchIsAUsageError) {

@@ -1,13 +1,16 @@
 #include "build/nvcc.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
-
-#include <unistd.h>
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/sandbox.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
@@ -20,6 +23,11 @@ namespace {
 
 // Bump when the recipe below changes in a way the key would not see.
 constexpr const char* kRecipeVersion = "build-recipe/1";
+// build.json's layout: 2 records candidate.so's sha256 and size, and the sandbox. An entry of
+// any other format is rebuilt (an older one may also hold an unconfined build's log).
+constexpr int kEntryFormat = 2;
+// The most of nvcc's output that is kept (as RunCommand keeps).
+constexpr size_t kMaxLogBytes = 8u << 20;
 
 struct ArchTarget {
   const char* arch;
@@ -42,7 +50,76 @@ std::vector<std::string> Flags(const std::string& arch) {
           "-gencode", gencode,      "-cudart", "shared",     "-Xptxas", "-v"};
 }
 
+// Removes a cache entry or work folder (its files are read-only; that does not stop removal).
+void RemoveEntryTree(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// Makes the files of a finished work folder read-only: candidate.so 0555, the rest 0444. The
+// folder stays writable by its owner, so that `rm -r` of the cache keeps working for a user
+// (a process of that user could chmod it back anyway; others could not write it before).
+void MakeFilesReadOnly(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    ::chmod(e.path().c_str(), e.path().filename() == "candidate.so" ? 0555 : 0444);
+  }
+}
+
+// Up to kMaxLogBytes of a file.
+std::string ReadBounded(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string out(kMaxLogBytes, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return out;
+}
+
+// Why the cache entry described by `record` cannot be used, or "" when it can.
+std::string EntryProblem(const nlohmann::json& record, const std::string& so_path) {
+  if (!record.contains("format") || record["format"] != kEntryFormat)
+    return "build.json without the sha256 of candidate.so (older format): rebuilt";
+  if (!record.at("built").get<bool>()) return "";
+  const auto& so = record.at("candidate_so");
+  const std::string sha = so.at("sha256").get<std::string>();
+  const auto size = so.at("size").get<uintmax_t>();
+  std::error_code ec;
+  auto status = fs::symlink_status(so_path, ec);
+  if (ec || !fs::is_regular_file(status)) return "candidate.so missing: rebuilt";
+  // A different size is a different hash; only a same-sized object needs hashing.
+  if (fs::file_size(so_path, ec) != size || ec || Sha256FileHex(so_path) != sha)
+    return "candidate.so sha256 mismatch: rebuilt";
+  return "";
+}
+
 }  // namespace
+
+SandboxPolicy NvccSandboxPolicy(const std::string& nvcc_path, const std::string& work_dir) {
+  SandboxPolicy p;
+  p.enabled = true;
+  p.env_allow = {"PATH", "LANG", "LC_*", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH"};
+  p.env_set = {{"HOME", work_dir}, {"TMPDIR", work_dir + "/tmp"}};
+  p.namespaces = true;
+  // The compiler writes into our cache folder; Landlock confines it all the same.
+  p.drop_user = false;
+  p.landlock = true;
+  p.read_paths = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/opt"};
+  // Not /etc whole (passwd, shadow, keys): only what the dynamic loader and the C library read.
+  for (const char* f : {"/etc/ld.so.cache", "/etc/ld.so.preload", "/etc/localtime"})
+    p.read_paths.push_back(f);
+  // The toolkit: nvcc's bin/.. resolved (/usr/local/cuda/bin/nvcc -> /usr/local/cuda-13.0).
+  std::error_code ec;
+  fs::path root = fs::canonical(nvcc_path, ec).parent_path().parent_path();
+  if (!ec && !root.empty() && root != root.root_path()) p.read_paths.push_back(root.string());
+  p.write_paths = {work_dir};
+  p.device_paths = {"/dev/null"};
+  p.limits.address_space_bytes = 8ull << 30;
+  p.limits.cpu_seconds = 300;
+  p.limits.file_size_bytes = 512ull << 20;
+  p.limits.open_files = 1024;
+  return p;
+}
 
 bool IsSupportedArch(const std::string& arch) {
   for (const auto& t : kTargets)
@@ -108,22 +185,30 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   const std::string so_name = "candidate.so";
   // The entry's record is written last, so its presence means the entry is complete.
   if (options.use_cache && FileExists(entry + "/build.json")) {
+    std::string problem;
     try {
       auto j = nlohmann::json::parse(ReadFile(entry + "/build.json"));
-      r.command = j.at("command").get<std::vector<std::string>>();
-      r.log = j.at("log").get<std::string>();
-      r.outcome = j.at("built").get<bool>() ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
-      r.functions = ParsePtxasReport(r.log);
-      if (r.outcome == BuildOutcome::kCompileError) r.errors = TrimCompilerErrors(r.log);
-      r.shared_object = entry + "/" + so_name;
-      r.cache_hit = true;
-      if (r.outcome == BuildOutcome::kCompileError || FileExists(r.shared_object)) return r;
+      problem = EntryProblem(j, entry + "/" + so_name);
+      if (problem.empty()) {
+        r.command = j.at("command").get<std::vector<std::string>>();
+        r.log = RedactSecrets(j.at("log").get<std::string>());
+        r.outcome = j.at("built").get<bool>() ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
+        r.functions = ParsePtxasReport(r.log);
+        if (r.outcome == BuildOutcome::kCompileError) r.errors = TrimCompilerErrors(r.log);
+        if (r.outcome == BuildOutcome::kBuilt) r.shared_object = entry + "/" + so_name;
+        r.sandbox = j.value("sandbox", nlohmann::json::object());
+        r.cache_hit = true;
+        return r;
+      }
     } catch (const std::exception&) {
-      // A damaged entry is rebuilt below.
+      problem = "build.json unreadable: rebuilt";
     }
+    // A damaged or unverifiable entry is never used: it goes, and is built again below.
+    RemoveEntryTree(entry);
     BuildResult fresh;
     fresh.nvcc_version = r.nvcc_version;
     fresh.key = r.key;
+    fresh.cache_problem = problem;
     r = fresh;
   }
 
@@ -132,7 +217,7 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   MakeDirs(cache);
   std::string work = entry + ".tmp." + std::to_string(::getpid()) + "." +
                      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  MakeDirs(work);
+  MakeDirs(work + "/tmp");
   WriteFileAtomic(work + "/candidate.cu", source);
   r.command = {nvcc};
   r.command.insert(r.command.end(), flags.begin(), flags.end());
@@ -141,40 +226,72 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
     r.command.push_back(s);
 
   // nvcc runs in the work folder so that messages name "candidate.cu", not a temp path.
-  std::vector<std::string> argv = {"/bin/sh", "-c", ""};
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", ""};
   std::string cmdline = "cd '" + work + "' && exec";
   for (const auto& a : r.command) cmdline += " '" + a + "'";
-  argv[2] = cmdline;
-  CommandResult run = RunCommand(argv, options.timeout);
-  r.seconds = run.exit.seconds;
-  r.log = run.output;
-  bool ok =
-      run.exit.kind == ExitKind::kExited && run.exit.code == 0 && FileExists(work + "/" + so_name);
-  if (run.exit.kind == ExitKind::kTimedOut)
-    r.log += "\nptxbench: nvcc " + run.exit.Describe() + "\n";
+  spec.argv[2] = cmdline;
+  // The output goes to a file outside every folder nvcc may open, not to a pipe: an #include
+  // of /proc/self/fd/1 then names a file Landlock refuses, never a pipe that only the reader
+  // itself writes to (which blocks until the timeout).
+  ScratchDir log_dir("ptxbench-nvcc");
+  spec.log_path = log_dir.File("nvcc.log");
+  PreparedSandbox sandbox;
+  if (options.confine) sandbox = PreparedSandbox(NvccSandboxPolicy(nvcc, work));
+  spec.sandbox = &sandbox;
+  r.sandbox = sandbox.Describe();
+  ExitInfo ended;
+  {
+    Child child = Child::Start(spec);
+    ended = child.Wait(std::chrono::steady_clock::now() + options.timeout);
+  }
+  r.seconds = ended.seconds;
+  r.log = RedactSecrets(ReadBounded(spec.log_path));
+  bool ok = ended.kind == ExitKind::kExited && ended.code == 0 && FileExists(work + "/" + so_name);
+  if (ended.kind != ExitKind::kExited) r.log += "\nptxbench: nvcc " + ended.Describe() + "\n";
   r.outcome = ok ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
   r.functions = ParsePtxasReport(r.log);
   if (!ok) r.errors = TrimCompilerErrors(r.log);
 
-  nlohmann::json record = {{"command", r.command},
-                           {"log", r.log},
-                           {"built", ok},
-                           {"seconds", r.seconds},
-                           {"nvcc_version", r.nvcc_version}};
-
   // A timed-out build is not cached (the machine may just have been busy) and leaves nothing.
-  std::error_code ec;
-  if (run.exit.kind == ExitKind::kTimedOut) {
-    fs::remove_all(work, ec);
+  if (ended.kind == ExitKind::kTimedOut) {
+    RemoveEntryTree(work);
     r.shared_object.clear();
     return r;
   }
+  nlohmann::json record = {{"format", kEntryFormat}, {"command", r.command},
+                           {"log", r.log},           {"built", ok},
+                           {"seconds", r.seconds},   {"nvcc_version", r.nvcc_version},
+                           {"sandbox", r.sandbox}};
+  std::error_code ec;
+  if (ok) {
+    record["candidate_so"] = {{"sha256", Sha256FileHex(work + "/" + so_name)},
+                              {"size", fs::file_size(work + "/" + so_name, ec)}};
+  } else {
+    fs::remove(work + "/" + so_name, ec);  // whatever a failed build left is no result
+  }
+  fs::remove_all(work + "/tmp", ec);
   WriteFileAtomic(work + "/build.json", record.dump(2));
+  MakeFilesReadOnly(work);
   // --no-build-cache asks for a fresh build: it replaces the entry rather than reusing it.
-  if (!options.use_cache) fs::remove_all(entry, ec);
+  if (!options.use_cache) RemoveEntryTree(entry);
   fs::rename(work, entry, ec);
-  if (ec) fs::remove_all(work, ec);  // another build won the race; its entry is the same
-  r.shared_object = entry + "/" + so_name;
+  if (ec) {
+    // Another build of this source won the race: its entry stands if it is sound.
+    std::string problem;
+    try {
+      problem = EntryProblem(nlohmann::json::parse(ReadFile(entry + "/build.json")),
+                             entry + "/" + so_name);
+    } catch (const std::exception&) {
+      problem = "unreadable";
+    }
+    if (!problem.empty()) {
+      RemoveEntryTree(entry);
+      fs::rename(work, entry, ec);
+    }
+    if (ec) RemoveEntryTree(work);
+  }
+  if (ok) r.shared_object = entry + "/" + so_name;
   return r;
 }
 
@@ -187,7 +304,9 @@ nlohmann::json ToJson(const BuildResult& b) {
           {"seconds", b.seconds},
           {"log", b.log},
           {"errors", b.errors},
-          {"functions", ToJson(b.functions)}};
+          {"functions", ToJson(b.functions)},
+          {"cache_problem", b.cache_problem},
+          {"sandbox", b.sandbox}};
 }
 
 }  // namespace ptxbench

@@ -1,6 +1,19 @@
 // Building a candidate: one nvcc call per (source, arch) makes the shared object that is
 // then run, checked and (later) inspected, timed and profiled; there is never a second build.
 // Builds are cached by content: the source, the arch, the flags and the nvcc version.
+//
+// nvcc runs confined (common/sandbox.h; NvccSandboxPolicy): an allow-listed environment, its
+// own namespaces, rlimits, and Landlock letting it read only the system folders and the
+// toolkit, write only its work folder, and open no device but /dev/null. So an #include (or
+// .incbin, or #line) that names another file fails to open rather than quoting that file in
+// the errors, an endless input (/dev/zero, a FIFO) cannot be opened, and a runaway front end
+// meets its limits. The screen (screen/screen.h) rejects such sources first; this is the
+// second wall. What nvcc prints is bounded and passed through RedactSecrets.
+//
+// The files of a cache entry (<cache>/<key>/: candidate.cu, candidate.so, build.json) are
+// read-only once written (0444, the object 0555), and build.json records candidate.so's
+// sha256 and size; a hit re-hashes the object, and an entry that does not match (or has no
+// hash: an older format) is removed and rebuilt, with BuildResult::cache_problem saying why.
 #pragma once
 
 #include <chrono>
@@ -10,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "build/ptxas_report.h"
+#include "common/sandbox.h"
 
 namespace ptxbench {
 
@@ -25,6 +39,8 @@ struct BuildOptions {
   std::string cache_dir;  // empty: CacheRoot()/build
   bool use_cache = true;
   std::chrono::seconds timeout{300};
+  // Run nvcc under NvccSandboxPolicy. Off only to measure what confinement costs.
+  bool confine = true;
 };
 
 enum class BuildOutcome { kBuilt, kCompileError };
@@ -37,10 +53,24 @@ struct BuildResult {
   std::string key;                   // sha256 of everything that determines the output
   bool cache_hit = false;
   double seconds = 0;  // of the nvcc call (0 on a cache hit)
-  std::string log;     // everything nvcc printed
+  std::string log;     // what nvcc printed (at most 8 MiB), secrets redacted
   std::string errors;  // trimmed for people, on a compile error
   std::vector<PtxasFunction> functions;
+  // Why a cached entry was not used and was rebuilt ("candidate.so sha256 mismatch: rebuilt");
+  // empty when there was none or it was sound.
+  std::string cache_problem;
+  // What nvcc ran under (PreparedSandbox::Describe(); on a cache hit, as recorded then).
+  nlohmann::json sandbox = nlohmann::json::object();
 };
+
+// The confinement of an nvcc call working in `work_dir`: environment PATH, LANG, LC_*,
+// CUDA_HOME, CUDA_PATH, LD_LIBRARY_PATH, with HOME = work_dir and TMPDIR = work_dir/tmp;
+// namespaces (network off), no uid change (the work folder is ours); Landlock reading /usr,
+// /lib, /lib64, /bin, /sbin, /opt, the dynamic loader's files in /etc (not /etc itself, which
+// holds passwd, shadow and keys) and the toolkit (realpath of nvcc's bin/..), writing
+// work_dir, device /dev/null only; rlimits: 8 GiB address space, 300 CPU seconds, 512 MiB
+// files, 1024 open files. No seccomp: nvcc, cicc, ptxas, gcc and fatbinary exec each other.
+SandboxPolicy NvccSandboxPolicy(const std::string& nvcc_path, const std::string& work_dir);
 
 // Throws EnvironmentError when nvcc cannot be found, UsageError for an unknown arch.
 BuildResult BuildCandidate(const std::string& source, const BuildOptions& options);

@@ -6,8 +6,10 @@
 
 #include "cli/commands.h"
 #include "common/files.h"
+#include "common/sandbox.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "measure/gpm.h"
 #include "run/children.h"
 
 namespace ptxbench {
@@ -103,6 +105,25 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
                                           : "probe child " + o.exit.Describe();
       report["gpu"] = {{"found", false}, {"reason", why}};
     }
+    // The confinement of candidate processes, as probed on this machine, and the witness.
+    const SandboxSupport& sb = ProbeSandbox();
+    auto protection = [](bool on, const std::string& detail, const std::string& why) {
+      nlohmann::json j = {{"found", on}};
+      if (on && !detail.empty()) j["version"] = detail;
+      if (!on) j["reason"] = why;
+      return j;
+    };
+    report["sandbox namespaces"] = protection(
+        sb.namespaces, sb.proc_remount ? "pid+mount+net+ipc, own /proc" : "pid+mount+net+ipc",
+        sb.namespaces_why);
+    report["sandbox landlock"] =
+        protection(sb.landlock_abi > 0, "abi " + std::to_string(sb.landlock_abi), sb.landlock_why);
+    report["sandbox seccomp"] = protection(sb.seccomp, "filter", sb.seccomp_why);
+    report["sandbox user"] =
+        protection(sb.user_drop, "drops to 65534", "not root: children run as the caller");
+    nlohmann::json gpm = ProbeGpm(report["gpu"].value("pci_bus_id", ""));
+    report["gpm witness"] = protection(gpm.value("state", "") == "available", "NVML GPM",
+                                       gpm.value("reason", std::string("unavailable")));
     if (*json_out) {
       std::cout << report.dump(2) << "\n";
     } else {

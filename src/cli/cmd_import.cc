@@ -29,6 +29,7 @@ CommandRunner AddImportCommand(CLI::App& app) {
   return [o]() {
 #ifndef PTXBENCH_HAVE_SQLITE
     throw EnvironmentError("this ptxbench was built without SQLite: no results store");
+    return 2;  // never reached; gives the lambda the CommandRunner's int result
 #else
     auto store = ResultsStore::Open(o->db);
     int problems = 0;

@@ -16,13 +16,19 @@
 extern char** environ;
 
 #include "common/error.h"
+#include "common/sandbox.h"
 #include "common/strings.h"
 
 namespace ptxbench {
 
 using Clock = std::chrono::steady_clock;
 
+// More messages than any honest child sends (an evaluation sends a few hundred).
+constexpr size_t kMaxChannelLines = 100000;
+
 std::string ExitInfo::Describe() const {
+  if (channel_overflow)
+    return "killed for flooding the result channel (over its limit of bytes or messages)";
   switch (kind) {
     case ExitKind::kExited:
       return "exit code " + std::to_string(code);
@@ -60,7 +66,8 @@ void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONB
 // In the forked child: arrange descriptors and exec. Only async-signal-safe calls until exec.
 [[noreturn]] void ExecChild(const std::vector<char*>& argv, const std::vector<char*>& envp,
                             int log_fd, int capture_write, int channel_write, int channel_fd,
-                            int parent_pid) {
+                            int control_read, int control_fd, int parent_pid,
+                            const PreparedSandbox* sandbox) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent_pid) ::_exit(127);
@@ -78,6 +85,14 @@ void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONB
       ::dup2(channel_write, channel_fd);
     }
   }
+  if (control_read >= 0 && control_fd >= 0) {
+    if (control_read == control_fd) {
+      ::fcntl(control_fd, F_SETFD, 0);
+    } else {
+      ::dup2(control_read, control_fd);
+    }
+  }
+  if (sandbox) sandbox->ApplyInChild();
   ::execve(argv[0], argv.data(), envp.data());
   const char msg[] = "ptxbench: exec failed\n";
   ssize_t ignored = ::write(2, msg, sizeof msg - 1);
@@ -92,8 +107,15 @@ Child Child::Start(const ProcessSpec& spec) {
   auto program = FindProgram(spec.argv[0]);
   if (!program) throw EnvironmentError(spec.argv[0] + ": program not found");
 
-  // The child's environment: ours, less what is unset, with what is set replacing its name.
+  // The child's environment: ours (or the sandbox's allow-list of it), less what is unset,
+  // with what is set replacing its name.
   std::vector<std::string> env_strings;
+  std::vector<std::string> base;
+  if (spec.sandbox && spec.sandbox->active()) {
+    base = spec.sandbox->Environment();
+  } else {
+    for (char** e = environ; *e; ++e) base.emplace_back(*e);
+  }
   auto dropped = [&](std::string_view entry) {
     std::string_view name = entry.substr(0, entry.find('='));
     for (const auto& k : spec.unset_env)
@@ -102,8 +124,8 @@ Child Child::Start(const ProcessSpec& spec) {
       if (name == kv.first) return true;
     return false;
   };
-  for (char** e = environ; *e; ++e)
-    if (!dropped(*e)) env_strings.emplace_back(*e);
+  for (const auto& e : base)
+    if (!dropped(e)) env_strings.push_back(e);
   for (const auto& [k, v] : spec.set_env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
@@ -126,19 +148,29 @@ Child Child::Start(const ProcessSpec& spec) {
   int channel[2] = {-1, -1};
   if (spec.channel_fd >= 0 && ::pipe2(channel, O_CLOEXEC) != 0)
     throw EnvironmentError(std::string("pipe: ") + strerror(errno));
+  int control[2] = {-1, -1};
+  if (spec.control_fd >= 0 && ::pipe2(control, O_CLOEXEC) != 0)
+    throw EnvironmentError(std::string("pipe: ") + strerror(errno));
+  const PreparedSandbox* sandbox =
+      spec.sandbox && spec.sandbox->active() ? spec.sandbox : nullptr;
 
   Child child;
   child.started_ = Clock::now();
   int parent_pid = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw EnvironmentError(std::string("fork: ") + strerror(errno));
-  if (pid == 0) ExecChild(argv, envp, log_fd, capture[1], channel[1], spec.channel_fd, parent_pid);
+  if (pid == 0)
+    ExecChild(argv, envp, log_fd, capture[1], channel[1], spec.channel_fd, control[0],
+              spec.control_fd, parent_pid, sandbox);
 
   ::setpgid(pid, pid);  // also here, so that KillGroup works even before the child ran
   child.pid_ = pid;
   if (log_fd >= 0) ::close(log_fd);
   if (capture[1] >= 0) ::close(capture[1]);
   if (channel[1] >= 0) ::close(channel[1]);
+  if (control[0] >= 0) ::close(control[0]);
+  child.control_write_ = control[1];
+  child.channel_limit_ = spec.channel_limit_bytes ? spec.channel_limit_bytes : (64u << 20);
   child.capture_read_ = capture[0];
   child.channel_read_ = channel[0];
   if (child.capture_read_ >= 0) SetNonBlocking(child.capture_read_);
@@ -150,13 +182,16 @@ Child::Child(Child&& o) noexcept
     : pid_(o.pid_),
       channel_read_(o.channel_read_),
       capture_read_(o.capture_read_),
+      control_write_(o.control_write_),
+      channel_limit_(o.channel_limit_),
+      channel_bytes_(o.channel_bytes_),
       started_(o.started_),
       lines_(std::move(o.lines_)),
       partial_line_(std::move(o.partial_line_)),
       captured_(std::move(o.captured_)),
       reaped_(o.reaped_) {
   o.pid_ = -1;
-  o.channel_read_ = o.capture_read_ = -1;
+  o.channel_read_ = o.capture_read_ = o.control_write_ = -1;
   o.reaped_ = true;
 }
 
@@ -168,6 +203,22 @@ Child::~Child() {
   }
   if (channel_read_ >= 0) ::close(channel_read_);
   if (capture_read_ >= 0) ::close(capture_read_);
+  if (control_write_ >= 0) ::close(control_write_);
+}
+
+bool Child::SendControl(const std::string& line) {
+  if (control_write_ < 0) return false;
+  std::string data = line + "\n";
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(control_write_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
 }
 
 void Child::KillGroup() {
@@ -177,8 +228,10 @@ void Child::KillGroup() {
   }
 }
 
-ExitInfo Child::Wait(Clock::time_point deadline) {
+ExitInfo Child::Wait(Clock::time_point deadline,
+                     const std::function<void(const std::string&)>& on_line) {
   ExitInfo info;
+  bool overflow = false;
   char buf[65536];
   // Drain both pipes until they close (the child and everything it started are gone or
   // closed them) or the deadline passes.
@@ -202,11 +255,33 @@ ExitInfo Child::Wait(Clock::time_point deadline) {
       ssize_t got = ::read(p.fd, buf, sizeof buf);
       if (got > 0) {
         if (p.fd == channel_read_) {
+          channel_bytes_ += static_cast<size_t>(got);
+          if (channel_bytes_ > channel_limit_) {
+            // A flood: stop reading and end the child; nothing more it says is kept.
+            overflow = true;
+            KillGroup();
+            ::close(channel_read_);
+            channel_read_ = -1;
+            partial_line_.clear();
+            continue;
+          }
           partial_line_.append(buf, static_cast<size_t>(got));
           size_t nl;
-          while ((nl = partial_line_.find('\n')) != std::string::npos) {
-            lines_.push_back(partial_line_.substr(0, nl));
-            partial_line_.erase(0, nl + 1);
+          size_t start = 0;
+          while ((nl = partial_line_.find('\n', start)) != std::string::npos) {
+            if (nl > start) {  // empty lines carry nothing and are not kept
+              lines_.push_back(partial_line_.substr(start, nl - start));
+              if (on_line) on_line(lines_.back());
+            }
+            start = nl + 1;
+          }
+          partial_line_.erase(0, start);
+          if (lines_.size() > kMaxChannelLines) {
+            overflow = true;
+            KillGroup();
+            ::close(channel_read_);
+            channel_read_ = -1;
+            partial_line_.clear();
           }
         } else {
           // Bounded: a candidate printing in a loop must not exhaust our memory.
@@ -270,14 +345,17 @@ ExitInfo Child::Wait(Clock::time_point deadline) {
     KillGroup();
   }
   info.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  info.channel_overflow = overflow;
   return info;
 }
 
 CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-                         const std::vector<std::pair<std::string, std::string>>& set_env) {
+                         const std::vector<std::pair<std::string, std::string>>& set_env,
+                         const PreparedSandbox* sandbox) {
   ProcessSpec spec;
   spec.argv = argv;
   spec.set_env = set_env;
+  spec.sandbox = sandbox;
   Child child = Child::Start(spec);
   CommandResult r;
   r.exit = child.Wait(Clock::now() + timeout);

@@ -14,12 +14,15 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace ptxbench {
+
+class PreparedSandbox;
 
 struct ProcessSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
@@ -29,6 +32,15 @@ struct ProcessSpec {
   std::string log_path;
   // When >= 0, a pipe is made whose write end the child sees as this descriptor number.
   int channel_fd = -1;
+  // The most the parent reads from the channel; past it the child is killed and the exit
+  // says so (a flood costs the parent nothing). 0: 64 MiB.
+  size_t channel_limit_bytes = 0;
+  // When >= 0, a pipe the parent writes to (Child::SendControl) and the child reads as this
+  // descriptor number: instructions that must not be known in advance.
+  int control_fd = -1;
+  // Confinement applied between fork and exec (common/sandbox.h); its environment allow-list
+  // replaces ours. Null: the child inherits our environment and runs unconfined.
+  const PreparedSandbox* sandbox = nullptr;
 };
 
 // How a child ended.
@@ -39,6 +51,8 @@ struct ExitInfo {
   int code = 0;    // exit code when kExited
   int signal = 0;  // signal number when kSignaled
   double seconds = 0;
+  // The child wrote more than the channel's limit and was killed for it.
+  bool channel_overflow = false;
   // "exit code 3", "killed by signal 11 (Segmentation fault)", "timed out after 10 s".
   std::string Describe() const;
 };
@@ -53,7 +67,12 @@ class Child {
 
   // Reads the channel until EOF, the process exits, or `deadline`; returns what arrived, split
   // into lines. Then reaps the child, killing its group when the deadline passed.
-  ExitInfo Wait(std::chrono::steady_clock::time_point deadline);
+  // `on_line`, when given, sees each channel line as it arrives (before Wait returns), so the
+  // parent can answer on the control pipe.
+  ExitInfo Wait(std::chrono::steady_clock::time_point deadline,
+                const std::function<void(const std::string&)>& on_line = {});
+  // Writes a line to the child's control pipe; false when the child is gone.
+  bool SendControl(const std::string& line);
   const std::vector<std::string>& channel_lines() const { return lines_; }
   // Output captured in memory when the spec had no log_path.
   const std::string& captured_output() const { return captured_; }
@@ -65,6 +84,8 @@ class Child {
   pid_t pid_ = -1;
   int channel_read_ = -1;
   int capture_read_ = -1;
+  int control_write_ = -1;
+  size_t channel_limit_ = 0, channel_bytes_ = 0;
   std::chrono::steady_clock::time_point started_;
   std::vector<std::string> lines_;
   std::string partial_line_;
@@ -77,8 +98,11 @@ struct CommandResult {
   ExitInfo exit;
   std::string output;
 };
+// Output beyond 8 MiB is dropped; `sandbox` (when given)
+// confines the command (common/sandbox.h).
 CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-                         const std::vector<std::pair<std::string, std::string>>& set_env = {});
+                         const std::vector<std::pair<std::string, std::string>>& set_env = {},
+                         const PreparedSandbox* sandbox = nullptr);
 
 // Looks a program up in PATH (and, for CUDA tools, in $CUDA_HOME/bin and /usr/local/cuda/bin).
 std::optional<std::string> FindProgram(const std::string& name);

@@ -203,6 +203,7 @@ DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
       d.unmatched_kernels.push_back(k.name);
       continue;
     }
+    d.matched_functions.push_back(functions[best].mangled);
     const OffsetIndex& by_offset = indexes[best];
     for (const auto& p : k.instructions) {
       auto it = by_offset.find(p.offset);
@@ -234,7 +235,10 @@ nlohmann::json DynamicInspection::ToJson() const {
                   {"thread_executions_true", e.thread_executions_true}};
     if (name == "gmma") fams[name]["flops"] = e.gmma_flops;
   }
-  return {{"families", fams}, {"unmatched_kernels", unmatched_kernels}, {"evidence", evidence}};
+  return {{"families", fams},
+          {"unmatched_kernels", unmatched_kernels},
+          {"kernels", matched_functions},
+          {"evidence", evidence}};
 }
 
 }  // namespace ptxbench

@@ -54,6 +54,7 @@ struct FamilyExecution {
 struct DynamicInspection {
   std::map<std::string, FamilyExecution> families;
   std::vector<std::string> unmatched_kernels;  // profiled but not found in the static listing
+  std::vector<std::string> matched_functions;  // mangled names of the profiled kernels' matches
   nlohmann::json evidence = nlohmann::json::array();
   nlohmann::json ToJson() const;
 };

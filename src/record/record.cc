@@ -96,6 +96,7 @@ nlohmann::json EvaluationRecord::ToJson() const {
                       {"instructions", instructions},
                       {"performance", performance},
                       {"stage_seconds", stages}};
+  if (!sandbox.is_null()) j["sandbox"] = sandbox;
   return j;
 }
 

@@ -46,6 +46,9 @@ struct EvaluationRecord {
   nlohmann::json memcheck;
   nlohmann::json instructions;  // issue 3
   nlohmann::json performance;   // issue 4
+  // The confinement of the processes that loaded the candidate: what the probe found, what
+  // each child ran under, and what the child saw from inside before the candidate loaded.
+  nlohmann::json sandbox;
   std::map<std::string, double> stage_seconds;
   std::string created_at;  // UTC, ISO 8601
   std::string ptxbench_version;

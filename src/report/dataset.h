@@ -21,12 +21,25 @@ struct TurnRow {
   std::optional<double> speedup;  // correct turns that were timed
   std::optional<double> tflops;
   std::string verification;  // the record's instructions.verification ("" without a record)
-  std::string arch_tag;      // "H", "B" or "" (the credit earned)
+  std::string arch_tag;      // "H", "B" or "" (the credit earned, under our rule)
+  // The tag under the paper's rule (correct, a required family in the SASS and executed at
+  // least once with a true predicate), which ours tightens (a tensor-core work fraction of at
+  // least 0.5 and an out-of-process witness). nullopt where the record predates the field (or
+  // the reader does not know it): then arch_tag is the paper's tag too (UpstreamArchTag()).
+  std::optional<std::string> upstream_arch_tag;
   std::string evaluation_id, kernel_file, evaluation_file;  // relative to the run folder
   int64_t prompt_tokens = 0, completion_tokens = 0, reasoning_tokens = 0;
   double model_seconds = 0, evaluation_seconds = 0;
   bool Correct() const { return outcome == "correct" || outcome == "verified"; }
-  bool Verified() const { return outcome == "verified"; }
+  bool Verified() const { return outcome == "verified"; }  // our rule
+  const std::string& UpstreamArchTag() const {
+    return upstream_arch_tag ? *upstream_arch_tag : arch_tag;
+  }
+  // Passed with a tag under the paper's rule: what published results count as verified. For a
+  // record without the paper's tag, the same as Verified().
+  bool VerifiedUpstream() const {
+    return upstream_arch_tag ? Correct() && !upstream_arch_tag->empty() : Verified();
+  }
 };
 
 struct TrajectoryRow {

@@ -75,6 +75,9 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
         const json ins = rec.is_object() ? rec.value("instructions", json::object()) : json();
         r.verification = Str(ins, "verification");
         r.arch_tag = Str(ins, "arch_tag");
+        // Absent from records written before the paper's tag was kept: arch_tag stands for it.
+        if (ins.is_object() && ins.contains("upstream_arch_tag"))
+          r.upstream_arch_tag = Str(ins, "upstream_arch_tag");
       }
       row.turns.push_back(r);
     }

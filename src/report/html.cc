@@ -192,7 +192,8 @@ void Page::Summary(const std::string& gid, const GroupMetrics& g) {
             std::to_string(g.bootstrap_resamples) + " resamples)";
   out_ +=
       "</caption>\n<thead><tr><th>T</th><th>trajectories</th><th>correct@T</th>"
-      "<th>verified@T</th><th>best speedup@T</th><th>median per-trajectory best</th>";
+      "<th>verified@T</th><th>verified@T (paper)</th><th>best speedup@T</th>"
+      "<th>median per-trajectory best</th>";
   for (int k : ks) out_ += "<th>pass@" + std::to_string(k) + "</th>";
   out_ += "</tr></thead>\n<tbody>\n";
   for (const auto& l : g.by_limit) {
@@ -207,6 +208,7 @@ void Page::Summary(const std::string& gid, const GroupMetrics& g) {
     };
     share("correct", l.correct);
     share("verified", l.verified);
+    share("verified_upstream", l.verified_upstream);
     auto value = [&](const std::string& metric, const std::optional<double>& v,
                      const std::string& extra) {
       out_ += "<td" + Attr("data-metric", metric) +
@@ -285,14 +287,19 @@ void Page::Curve(const std::string& gid, const std::vector<const TrajectoryRow*>
             "\" text-anchor=\"middle\">" + std::to_string(t) + "</text>\n";
   out_ += "<text class=\"label\" x=\"" + Px(kLeft + pw / 2) + "\" y=\"" + Px(kH - 4) +
           "\" text-anchor=\"middle\">turn limit t</text>\n";
-  for (const char* series : {"correct", "verified"}) {
-    bool verified = std::string_view(series) == "verified";
+  for (const char* series : {"correct", "verified", "verified_upstream"}) {
+    std::string_view name = series;
+    auto counts = [&](const TurnRow& r) {
+      return name == "verified"            ? r.Verified()
+             : name == "verified_upstream" ? r.VerifiedUpstream()
+                                           : r.Correct();
+    };
     std::string points, dots;
     for (int t = 1; t <= max_turn; ++t) {
       int n = 0;
       for (const auto* tr : trs)
         for (const auto& r : tr->turns)
-          if (r.turn <= t && (verified ? r.Verified() : r.Correct())) {
+          if (r.turn <= t && counts(r)) {
             ++n;
             break;
           }
@@ -311,7 +318,8 @@ void Page::Curve(const std::string& gid, const std::vector<const TrajectoryRow*>
   }
   out_ +=
       "</svg>\n<p class=\"key\"><span class=\"swatch correct\"></span>correct "
-      "<span class=\"swatch verified\"></span>verified</p></figure>\n";
+      "<span class=\"swatch verified\"></span>verified "
+      "<span class=\"swatch verified_upstream\"></span>verified (paper's rule)</p></figure>\n";
 }
 
 void Page::Speedups(const std::string& gid, const std::vector<const TrajectoryRow*>& trs) {
@@ -409,7 +417,8 @@ void Page::Evidence(const std::string& gid, const std::vector<const TrajectoryRo
           ">\n<caption>Instruction evidence per trajectory (its best turn: verified, else "
           "correct, fastest first; else its last turn)</caption>\n<thead><tr><th>trajectory</th>"
           "<th>turns</th><th>best turn</th><th>best outcome</th><th>speedup</th>"
-          "<th>verification</th><th>arch tag</th><th>exit</th></tr></thead>\n<tbody>\n";
+          "<th>verification</th><th>arch tag</th><th>tag (paper)</th><th>exit</th></tr></thead>\n"
+          "<tbody>\n";
   for (const auto* t : trs) {
     const TurnRow* b = BestTurn(*t);
     auto speed = b ? FiniteSpeedup(*b) : std::nullopt;
@@ -422,8 +431,10 @@ void Page::Evidence(const std::string& gid, const std::vector<const TrajectoryRo
             (speed ? Attr("data-value", Num(*speed)) : "") + ">" +
             (speed ? Num(*speed) + "×" : "—") + "</td><td" + Attr("data-field", "verification") +
             ">" + (b ? HtmlEscape(b->verification) : "") + "</td><td" +
-            Attr("data-field", "arch_tag") + ">" + (b ? HtmlEscape(b->arch_tag) : "") +
-            "</td><td>" + HtmlEscape(t->exit_status) + "</td></tr>\n";
+            Attr("data-field", "arch_tag") + ">" + (b ? HtmlEscape(b->arch_tag) : "") + "</td><td" +
+            Attr("data-field", "upstream_arch_tag") + ">" +
+            (b ? HtmlEscape(b->UpstreamArchTag()) : "") + "</td><td>" + HtmlEscape(t->exit_status) +
+            "</td></tr>\n";
   }
   out_ += "</tbody></table>\n";
 }
@@ -504,7 +515,11 @@ void Page::Kernels(const std::string& gid, const std::vector<const TrajectoryRow
               Attr("data-turn", std::to_string(r.turn)) + Attr("data-outcome", r.outcome) +
               "><summary>" + HtmlEscape(t->id) + " turn " + std::to_string(r.turn) + ": " +
               HtmlEscape(r.outcome) + (speed ? ", " + Num(*speed) + "×" : "") +
-              (r.arch_tag.empty() ? "" : ", tag " + HtmlEscape(r.arch_tag)) + "</summary>\n";
+              (r.arch_tag.empty() ? "" : ", tag " + HtmlEscape(r.arch_tag)) +
+              (r.UpstreamArchTag() == r.arch_tag || r.UpstreamArchTag().empty()
+                   ? ""
+                   : ", tag " + HtmlEscape(r.UpstreamArchTag()) + " under the paper's rule only") +
+              "</summary>\n";
       bool cut = false;
       if (auto src = ReadRunFile(*t, r.kernel_file, opt_.max_source_bytes, &cut)) {
         out_ += "<h4>Kernel source (" + HtmlEscape(r.kernel_file) + ")</h4><pre class=\"source\">" +
@@ -552,10 +567,12 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}th{background:#f3f3f
 figure.chart{margin:0;border:1px solid #e3e3e3;padding:6px}figcaption{font-size:12px;color:#555}
 svg text{font-size:11px;fill:#444}.grid{stroke:#eee}.axis{stroke:#888}
 polyline.correct{stroke:#1e88e5;stroke-width:2}polyline.verified{stroke:#2e7d32;stroke-width:2}
-circle.correct{fill:#1e88e5}circle.verified{fill:#2e7d32}circle.point{fill:#6a1b9a;opacity:.75}
+polyline.verified_upstream{stroke:#9ccc65;stroke-width:2;stroke-dasharray:5 3}
+circle.correct{fill:#1e88e5}circle.verified{fill:#2e7d32}circle.verified_upstream{fill:#9ccc65}circle.point{fill:#6a1b9a;opacity:.75}
 .reference{stroke:#d32f2f;stroke-dasharray:4 3}.median{stroke:#222;stroke-width:2}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 8px;vertical-align:middle}
 .swatch.correct{background:#1e88e5}.swatch.verified{background:#2e7d32}
+.swatch.verified_upstream{background:#9ccc65}
 ul.legend{list-style:none;padding:0;margin:4px 0;font-size:12px;max-width:420px}
 ul.legend li{display:inline-block}.key{font-size:12px;margin:2px 0}
 pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;overflow:auto;max-height:480px;font-size:12px}
@@ -653,7 +670,9 @@ std::string HtmlReport(const Dataset& data, const std::vector<GroupMetrics>& gro
                                     : "; generated " + HtmlEscape(options.generated_at)) +
       ". Speedups are against the library (cuBLAS/cuDNN) measured in the same "
       "run; verified = passed with the architecture's instructions present and "
-      "executed.</p>\n";
+      "executed, doing at least half of the work on tensor cores, confirmed out of process; "
+      "verified (paper) = the paper's rule, which published figures use: passed with the "
+      "instructions present and executed at least once.</p>\n";
   return head + page.out() + "<script>" + kScript + "</script>\n</body>\n</html>\n";
 }
 

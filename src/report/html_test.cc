@@ -163,6 +163,9 @@ void ExpectFixtureNumbers(const std::string& html) {
   EXPECT_EQ(AttrOf(html, "data-metric=\"correct@4\"", "data-count"), "2");
   EXPECT_EQ(AttrOf(html, "data-metric=\"verified@1\""), "0.333333");
   EXPECT_EQ(AttrOf(html, "data-metric=\"verified@4\""), "0.666667");
+  // No record has a paper's tag apart from arch_tag: the paper's rule counts the same.
+  EXPECT_EQ(AttrOf(html, "data-metric=\"verified_upstream@1\""), "0.333333");
+  EXPECT_EQ(AttrOf(html, "data-metric=\"verified_upstream@4\""), "0.666667");
   EXPECT_NE(AttrOf(html, "data-metric=\"correct@4\"", "data-ci-low"), "<absent>");
   EXPECT_EQ(AttrOf(html, "data-metric=\"best_speedup@1\""), "1.2");
   EXPECT_EQ(AttrOf(html, "data-metric=\"best_speedup@4\""), "1.2");
@@ -178,6 +181,7 @@ void ExpectFixtureNumbers(const std::string& html) {
     std::string turn = " data-turn=\"" + std::to_string(t) + "\"";
     EXPECT_EQ(AttrOf(html, "data-series=\"correct\"" + turn), correct[t - 1]) << t;
     EXPECT_EQ(AttrOf(html, "data-series=\"verified\"" + turn), verified[t - 1]) << t;
+    EXPECT_EQ(AttrOf(html, "data-series=\"verified_upstream\"" + turn), verified[t - 1]) << t;
   }
   EXPECT_EQ(TagWith(html, "data-series=\"correct\" data-turn=\"4\""), "");
   // Speedups: one point per timed trajectory, the library line, the median.
@@ -205,6 +209,7 @@ void ExpectFixtureNumbers(const std::string& html) {
   EXPECT_EQ(field("gemm-0", "best_outcome"), "verified");
   EXPECT_EQ(field("gemm-1", "verification"), "dynamic_present");
   EXPECT_EQ(field("gemm-1", "arch_tag"), "H");
+  EXPECT_EQ(field("gemm-1", "upstream_arch_tag"), "H");
   EXPECT_EQ(field("gemm-2", "turns"), "2");
   EXPECT_EQ(field("gemm-2", "best_outcome"), "incorrect");
   // A <details> per correct turn, and only those.
@@ -284,6 +289,30 @@ TEST(HtmlReport, CutsLongSourcesAndNotesMissingFiles) {
   EXPECT_NE(html.find("<pre class=\"source\">// a &lt; b &amp;</pre>"), std::string::npos);
   EXPECT_NE(html.find("cut at 10 bytes"), std::string::npos);
   EXPECT_NE(html.find("No kernel source at kernels/not-there.cu."), std::string::npos);
+}
+
+// gemm-0's turn 2 with the paper's tag but not ours: verified (paper) from turn 2, ours from 3.
+TEST(HtmlReport, ShowsThePapersTagBesideOurs) {
+  ScratchDir dir("html-test");
+  std::string run = dir.File("run");
+  WriteFixtureRun(run);
+  json rec = FixtureRecord(true);
+  rec["instructions"]["arch_tag"] = nullptr;
+  rec["instructions"]["upstream_arch_tag"] = "H";
+  WriteFileAtomic(run + "/evaluations/gemm-0-turn2.json", rec.dump());
+  Dataset d = LoadRunFolders({run}).dataset;
+  MetricOptions mo;
+  mo.turn_limits = {2};
+  mo.bootstrap_resamples = 0;
+  std::string html = HtmlReport(d, ComputeMetrics(d, mo), FixtureOptions());
+  EXPECT_EQ(AttrOf(html, "data-metric=\"verified@2\""), "0.333333");
+  EXPECT_EQ(AttrOf(html, "data-metric=\"verified_upstream@2\""), "0.666667");
+  EXPECT_EQ(AttrOf(html, "data-series=\"verified\" data-turn=\"2\""), "0.333333");
+  EXPECT_EQ(AttrOf(html, "data-series=\"verified_upstream\" data-turn=\"2\""), "0.666667");
+  EXPECT_NE(html.find("gemm-0 turn 2: correct, 0.5×, tag H under the paper's rule only"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th>verified@T (paper)</th>"), std::string::npos);
+  EXPECT_NE(html.find("<th>tag (paper)</th>"), std::string::npos);
 }
 
 TEST(HtmlReport, EmptyInputGivesAValidPage) {

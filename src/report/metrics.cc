@@ -88,7 +88,7 @@ CenterStats Center(const std::vector<double>& values) {
 
 // What one trajectory contributes at one turn limit.
 struct LimitFacts {
-  bool correct = false, verified = false;
+  bool correct = false, verified = false, verified_upstream = false;
   std::optional<double> best;  // over its correct, timed turns
 };
 
@@ -98,6 +98,7 @@ LimitFacts FactsWithin(const TrajectoryRow& t, int limit) {
     if (turn.turn > limit) continue;  // by turn number, not position: rows may be unordered
     f.correct |= turn.Correct();
     f.verified |= turn.Verified();
+    f.verified_upstream |= turn.VerifiedUpstream();
     if (turn.Correct() && turn.speedup && std::isfinite(*turn.speedup)) {
       f.best = f.best ? std::max(*f.best, *turn.speedup) : *turn.speedup;
     }
@@ -108,7 +109,7 @@ LimitFacts FactsWithin(const TrajectoryRow& t, int limit) {
 // One turn limit's per-trajectory columns, laid out for the bootstrap's inner loop.
 struct LimitColumns {
   int limit = 0;
-  std::vector<uint8_t> correct, verified, timed;  // timed: has a best speedup
+  std::vector<uint8_t> correct, verified, verified_upstream, timed;  // timed: has a best speedup
   std::vector<int> by_speedup;  // indices of trajectories with a best, ascending by it
   std::vector<double> best;     // indexed by trajectory; meaningful where it has one
 };
@@ -119,12 +120,14 @@ LimitColumns Columns(const std::vector<const TrajectoryRow*>& group, int limit) 
   size_t n = group.size();
   c.correct.resize(n);
   c.verified.resize(n);
+  c.verified_upstream.resize(n);
   c.timed.resize(n);
   c.best.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     LimitFacts f = FactsWithin(*group[i], limit);
     c.correct[i] = f.correct;
     c.verified[i] = f.verified;
+    c.verified_upstream[i] = f.verified_upstream;
     if (f.best) {
       c.timed[i] = 1;
       c.best[i] = *f.best;
@@ -158,31 +161,36 @@ double WeightedMedian(const LimitColumns& c, const std::vector<int>& mult, int m
 
 // The bootstrap's statistics for one turn limit, one entry per resample.
 struct LimitResamples {
-  std::vector<int> correct, verified;  // counts
-  std::vector<double> median;          // only resamples that had a speedup
+  std::vector<int> correct, verified, verified_upstream;  // counts
+  std::vector<double> median;                             // only resamples that had a speedup
 };
 
-// A trajectory's three indicators at one limit packed into one word, one 21-bit lane each, so
-// that adding the words of the drawn trajectories counts all three at once.
+// A trajectory's indicators at one limit packed into two words of 21-bit lanes (correct,
+// verified and timed in the first, verified under the paper's rule in the second), so that
+// adding the words of the drawn trajectories counts all of them at once.
 constexpr int kLaneBits = 21;
 constexpr uint64_t kLaneMask = (uint64_t{1} << kLaneBits) - 1;
 constexpr int kMaxBootstrapTrajectories = (1 << kLaneBits) - 1;  // a lane's sum must not carry
+constexpr size_t kWordsPerLimit = 2;
 
 std::vector<uint64_t> PackedIndicators(const std::vector<LimitColumns>& columns, int n) {
   size_t limits = columns.size();
-  std::vector<uint64_t> packed(n * limits);  // trajectory-major: one draw reads adjacent words
+  // Trajectory-major: one draw reads adjacent words.
+  std::vector<uint64_t> packed(n * kWordsPerLimit * limits);
   for (int i = 0; i < n; ++i) {
     for (size_t l = 0; l < limits; ++l) {
       const LimitColumns& c = columns[l];
-      packed[i * limits + l] = uint64_t{c.correct[i]} | uint64_t{c.verified[i]} << kLaneBits |
-                               uint64_t{c.timed[i]} << (2 * kLaneBits);
+      uint64_t* words = &packed[(i * limits + l) * kWordsPerLimit];
+      words[0] = uint64_t{c.correct[i]} | uint64_t{c.verified[i]} << kLaneBits |
+                 uint64_t{c.timed[i]} << (2 * kLaneBits);
+      words[1] = uint64_t{c.verified_upstream[i]};
     }
   }
   return packed;
 }
 
 // Resamples trajectories (not turns) with replacement; every statistic of every limit is
-// computed from the same resample. Per resample: one draw and one add per limit for each
+// computed from the same resample. Per resample: one draw and two adds per limit for each
 // trajectory, plus a walk to the median of the timed ones.
 std::vector<LimitResamples> Bootstrap(const std::vector<LimitColumns>& columns, int n,
                                       int resamples, uint64_t seed) {
@@ -195,25 +203,28 @@ std::vector<LimitResamples> Bootstrap(const std::vector<LimitColumns>& columns, 
   for (LimitResamples& r : out) {
     r.correct.reserve(resamples);
     r.verified.reserve(resamples);
+    r.verified_upstream.reserve(resamples);
     r.median.reserve(resamples);
   }
   std::vector<uint64_t> packed = PackedIndicators(columns, n);
   IndexDrawer draw(seed);
   std::vector<int> mult(n);
-  std::vector<uint64_t> sums(limits);
+  std::vector<uint64_t> sums(limits * kWordsPerLimit);
   for (int r = 0; r < resamples; ++r) {
     std::fill(mult.begin(), mult.end(), 0);
     std::fill(sums.begin(), sums.end(), 0);
     for (int j = 0; j < n; ++j) {
       int i = draw.Draw(n);
       ++mult[i];
-      const uint64_t* words = &packed[i * limits];
-      for (size_t l = 0; l < limits; ++l) sums[l] += words[l];
+      const uint64_t* words = &packed[i * limits * kWordsPerLimit];
+      for (size_t w = 0; w < sums.size(); ++w) sums[w] += words[w];
     }
     for (size_t l = 0; l < limits; ++l) {
-      out[l].correct.push_back(static_cast<int>(sums[l] & kLaneMask));
-      out[l].verified.push_back(static_cast<int>(sums[l] >> kLaneBits & kLaneMask));
-      int timed = static_cast<int>(sums[l] >> (2 * kLaneBits));
+      uint64_t first = sums[l * kWordsPerLimit], second = sums[l * kWordsPerLimit + 1];
+      out[l].correct.push_back(static_cast<int>(first & kLaneMask));
+      out[l].verified.push_back(static_cast<int>(first >> kLaneBits & kLaneMask));
+      out[l].verified_upstream.push_back(static_cast<int>(second & kLaneMask));
+      int timed = static_cast<int>(first >> (2 * kLaneBits));
       if (timed > 0) out[l].median.push_back(WeightedMedian(columns[l], mult, timed));
     }
   }
@@ -261,12 +272,13 @@ std::optional<ConfidenceInterval> IntervalOf(const std::vector<int>& counts,
   return ConfidenceInterval{quantile(tail), quantile(1 - tail)};
 }
 
-Share MakeShare(int count, int n, const LimitResamples* r, bool verified, double confidence) {
+// `resampled`: the count in each bootstrap resample; nullptr without resamples.
+Share MakeShare(int count, int n, const std::vector<int>* resampled, double confidence) {
   Share s{count, n, static_cast<double>(count) / n, std::nullopt};
-  if (r == nullptr) return s;
+  if (resampled == nullptr) return s;
   std::vector<double> share_of(n + 1);
   for (int c = 0; c <= n; ++c) share_of[c] = static_cast<double>(c) / n;
-  s.ci = IntervalOf(verified ? r->verified : r->correct, share_of, confidence);
+  s.ci = IntervalOf(*resampled, share_of, confidence);
   return s;
 }
 
@@ -289,8 +301,10 @@ TurnLimitMetrics LimitMetrics(const LimitColumns& c, const LimitResamples* r,
   TurnLimitMetrics m;
   m.turn_limit = c.limit;
   int correct = CountSet(c.correct);
-  m.correct = MakeShare(correct, n, r, false, o.confidence);
-  m.verified = MakeShare(CountSet(c.verified), n, r, true, o.confidence);
+  m.correct = MakeShare(correct, n, r ? &r->correct : nullptr, o.confidence);
+  m.verified = MakeShare(CountSet(c.verified), n, r ? &r->verified : nullptr, o.confidence);
+  m.verified_upstream = MakeShare(CountSet(c.verified_upstream), n,
+                                  r ? &r->verified_upstream : nullptr, o.confidence);
   if (!c.by_speedup.empty()) m.best_speedup = c.best[c.by_speedup.back()];
   m.per_trajectory_best = Speedups(c, r, o.confidence);
   for (int k : o.pass_k) {
@@ -396,6 +410,7 @@ nlohmann::json LimitJson(const TurnLimitMetrics& m) {
   return {{"turn_limit", m.turn_limit},
           {"correct", ShareJson(m.correct)},
           {"verified", ShareJson(m.verified)},
+          {"verified_upstream", ShareJson(m.verified_upstream)},
           {"best_speedup", OptionalJson(m.best_speedup)},
           {"per_trajectory_best_speedup",
            {{"trajectories", s.trajectories},

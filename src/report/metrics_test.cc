@@ -193,6 +193,51 @@ TEST(Metrics, VerifiedNeedsTheVerifiedOutcome) {
   EXPECT_EQ(g.by_limit[0].verified.count, 0);
 }
 
+TEST(Metrics, VerifiedUnderThePapersRuleOnly) {
+  // Ours is stricter: a correct turn with the paper's tag H but none of ours counts under the
+  // paper's rule only. An old record (no paper's tag) counts the same under both.
+  TurnRow paper_only = Turn(1, "correct", 1.0);
+  paper_only.upstream_arch_tag = "H";
+  TurnRow old = Turn(2, "verified", 2.0);
+  old.arch_tag = "H";
+  TurnRow both = Turn(1, "verified", 1.5);
+  both.arch_tag = "H";
+  both.upstream_arch_tag = "H";
+  TurnRow no_tag = Turn(1, "correct", 0.5);
+  no_tag.upstream_arch_tag = "";
+  TurnRow failed_with_tag = Turn(1, "incorrect");  // a tag never counts without correctness
+  failed_with_tag.upstream_arch_tag = "H";
+  Dataset d;
+  d.trajectories.push_back(Trajectory({paper_only}));
+  d.trajectories.push_back(Trajectory({Turn(1, "compile"), old}));
+  d.trajectories.push_back(Trajectory({both}));
+  d.trajectories.push_back(Trajectory({no_tag}));
+  d.trajectories.push_back(Trajectory({failed_with_tag}));
+  GroupMetrics g = OnlyGroup(d);
+  const TurnLimitMetrics& t1 = g.by_limit[0];
+  EXPECT_EQ(t1.correct.count, 3);
+  EXPECT_EQ(t1.verified.count, 1);           // both
+  EXPECT_EQ(t1.verified_upstream.count, 2);  // paper_only, both
+  EXPECT_DOUBLE_EQ(t1.verified_upstream.share, 0.4);
+  ExpectBrackets(t1.verified_upstream.ci, 0.4);
+  const TurnLimitMetrics& t4 = g.by_limit[1];
+  EXPECT_EQ(t4.verified.count, 2);  // and old, at turn 2
+  EXPECT_EQ(t4.verified_upstream.count, 3);
+  nlohmann::json j = ToJson(g);
+  EXPECT_EQ(j["by_turn_limit"][0]["verified"]["count"], 1);
+  EXPECT_EQ(j["by_turn_limit"][0]["verified_upstream"]["count"], 2);
+  EXPECT_EQ(j["by_turn_limit"][0]["verified_upstream"]["ci"].size(), 2u);
+
+  // Without any paper's tag, the two rules agree everywhere, intervals included.
+  GroupMetrics five = OnlyGroup(FiveTrajectories());
+  for (const TurnLimitMetrics& m : five.by_limit) {
+    EXPECT_EQ(m.verified_upstream.count, m.verified.count);
+    ASSERT_TRUE(m.verified_upstream.ci && m.verified.ci);
+    EXPECT_DOUBLE_EQ(m.verified_upstream.ci->low, m.verified.ci->low);
+    EXPECT_DOUBLE_EQ(m.verified_upstream.ci->high, m.verified.ci->high);
+  }
+}
+
 TEST(Metrics, TurnsCountByNumberNotPosition) {
   // Rows out of order: the correct row is turn 5, so it is beyond T=4 though listed first.
   Dataset d;

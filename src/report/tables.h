@@ -10,7 +10,8 @@
 
 namespace ptxbench {
 
-// One table row per group and turn limit: correct@T and verified@T (count/n, share, CI),
+// One table row per group and turn limit: correct@T and verified@T under our rule and under the
+// paper's (count/n, share, CI),
 // best speedup@T (the paper's max), median per-trajectory best, pass@k; then each group's
 // outcome distribution per turn and first-correct turns.
 std::string MetricsTable(const std::vector<GroupMetrics>& groups);
@@ -25,7 +26,9 @@ std::string MetricsCsv(const std::vector<GroupMetrics>& groups);
 std::string TurnsJsonl(const Dataset& data);
 
 // The upstream per-turn layout: trajectory,turn,correctness,speedup,sass_tag,verification
-// (correctness 0/1; speedup empty when not timed; sass_tag "H"/"B" or empty).
+// (correctness 0/1; speedup empty when not timed; sass_tag "H"/"B" or empty). sass_tag is the
+// tag under the paper's rule (TurnRow::VerifiedUpstream), so that it lines up with published
+// results; ours is stricter and is in the other exports.
 std::string UpstreamTurnsCsv(const Dataset& data);
 
 struct PublishedResult {
@@ -37,7 +40,8 @@ std::vector<PublishedResult> LoadPublishedResults(const std::string& path);  // 
 std::string PublishedArch(const std::string& arch);  // sm_90a → hopper, sm_100a → blackwell
 
 // Ours next to the published figure wherever model (case-insensitive), arch, task and turn
-// limit match; "" when nothing matches.
+// limit match; "" when nothing matches. Verified counts are compared under the paper's rule,
+// with ours (stricter) beside them.
 std::string ComparisonTable(const std::vector<GroupMetrics>& groups,
                             const std::vector<PublishedResult>& published);
 

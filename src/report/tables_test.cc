@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/strings.h"
 #include "common/subprocess.h"
 #include "report/from_runs.h"
 #include "report/html.h"
@@ -97,12 +98,14 @@ TEST(Report, ExportsCarryTheHandComputedFigures) {
   // T=1: correct 1/3 (trajectory 1), verified 1/3, best 1.2; T=4: correct 2/3, verified 2/3,
   // best 1.2, per-trajectory bests {0.8, 1.2}: median 1, mean 1; pass@1 = 2/3, pass@2 =
   // 1 - C(1,2)/C(3,2) = 1.
-  EXPECT_NE(csv.find("Fixture Model,sm_90a,gemm_n7168_k5120,full,1,3,1,0.333333,,,1,0.333333,,,1.2,"
-                     "1,1.2,,,1.2,1:0.333333;2:0.666667\n"),
+  // Verified under our rule, then under the paper's: the same here (no record has the paper's
+  // tag apart from arch_tag).
+  EXPECT_NE(csv.find("Fixture Model,sm_90a,gemm_n7168_k5120,full,1,3,1,0.333333,,,1,0.333333,,,"
+                     "1,0.333333,,,1.2,1,1.2,,,1.2,1:0.333333;2:0.666667\n"),
             std::string::npos)
       << csv;
-  EXPECT_NE(csv.find("Fixture Model,sm_90a,gemm_n7168_k5120,full,4,3,2,0.666667,,,2,0.666667,,,1.2,"
-                     "2,1,,,1,1:0.666667;2:1\n"),
+  EXPECT_NE(csv.find("Fixture Model,sm_90a,gemm_n7168_k5120,full,4,3,2,0.666667,,,2,0.666667,,,"
+                     "2,0.666667,,,1.2,2,1,,,1,1:0.666667;2:1\n"),
             std::string::npos)
       << csv;
   std::string up = UpstreamTurnsCsv(d);
@@ -125,6 +128,83 @@ TEST(Report, ExportsCarryTheHandComputedFigures) {
   EXPECT_EQ(cmp.find("other"), std::string::npos) << cmp;  // arch must match
   WriteFileAtomic(dir.File("bad.csv"), "a,b\n");
   EXPECT_THROW(LoadPublishedResults(dir.File("bad.csv")), Error);
+}
+
+// A turn whose record has the paper's tag but not ours (ours is stricter) counts as verified
+// under the paper's rule only: in the metrics, and in the upstream per-turn CSV, which lines up
+// with published results.
+TEST(Report, ThePapersTagIsKeptBesideOurs) {
+  ScratchDir dir("report-test");
+  WriteFixtureRun(dir.File("runs/r1"));
+  // Trajectory 0's turn 2 (correct, 0.5): H under the paper's rule, not under ours.
+  json t0 = json::parse(ReadFile(dir.File("runs/r1/trajectories/gemm_n7168_k5120-0.json")));
+  t0["info"]["turns"][1]["evaluation_file"] = "evaluations/gemm_n7168_k5120-0/turn2.json";
+  WriteFileAtomic(dir.File("runs/r1/trajectories/gemm_n7168_k5120-0.json"), t0.dump());
+  WriteFileAtomic(dir.File("runs/r1/evaluations/gemm_n7168_k5120-0/turn2.json"),
+                  json{{"status", "PASSED"},
+                       {"instructions",
+                        {{"verification", "dynamic_present"},
+                         {"arch_tag", nullptr},
+                         {"upstream_arch_tag", "H"},
+                         {"tensor_core_work_fraction", 0.0001}}}}
+                      .dump());
+  Dataset d = LoadRunFolders({dir.File("runs/r1")}).dataset;
+  ASSERT_EQ(d.trajectories.size(), 3u);
+  const TurnRow& paper_only = d.trajectories[0].turns.at(1);
+  EXPECT_EQ(paper_only.arch_tag, "");
+  EXPECT_EQ(paper_only.upstream_arch_tag, std::optional<std::string>("H"));
+  EXPECT_FALSE(paper_only.Verified());
+  EXPECT_TRUE(paper_only.VerifiedUpstream());
+  // Trajectory 1's record predates the field: its arch_tag is the paper's tag too.
+  const TurnRow& old = d.trajectories[1].turns.at(0);
+  EXPECT_EQ(old.upstream_arch_tag, std::nullopt);
+  EXPECT_EQ(old.UpstreamArchTag(), "H");
+  EXPECT_TRUE(old.VerifiedUpstream());
+
+  MetricOptions mo;
+  mo.turn_limits = {2};
+  mo.pass_k = {1};
+  mo.bootstrap_resamples = 0;
+  auto groups = ComputeMetrics(d, mo);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].by_limit[0].verified.count, 1);           // trajectory 1
+  EXPECT_EQ(groups[0].by_limit[0].verified_upstream.count, 2);  // and trajectory 0
+  EXPECT_NE(MetricsCsv(groups).find(",2,3,2,0.666667,,,1,0.333333,,,2,0.666667,,,1.2,"),
+            std::string::npos)
+      << MetricsCsv(groups);
+  std::string table = MetricsTable(groups);
+  EXPECT_NE(table.find("verified@T (paper) [CI]"), std::string::npos) << table;
+  EXPECT_NE(table.find("1/3 0.33                  2/3 0.67"), std::string::npos) << table;
+
+  std::string up = UpstreamTurnsCsv(d);
+  EXPECT_NE(up.find("r1/gemm_n7168_k5120-0,2,1,0.5,H,dynamic_present\n"), std::string::npos) << up;
+  EXPECT_NE(up.find("r1/gemm_n7168_k5120-1,1,1,1.2,H,dynamic_present\n"), std::string::npos) << up;
+  int seen = 0;
+  for (const std::string& line : SplitLines(TurnsJsonl(d))) {
+    json j = json::parse(line);
+    if (j["trajectory"] != "gemm_n7168_k5120-0" || j["turn"] != 2) continue;
+    ++seen;
+    EXPECT_EQ(j["arch_tag"], "");
+    EXPECT_EQ(j["upstream_arch_tag"], "H");
+  }
+  EXPECT_EQ(seen, 1);
+
+  // The published comparison counts under the paper's rule, with ours beside it.
+  WriteFileAtomic(dir.File("pub.csv"),
+                  "model,arch,definition,run,turn_limit,trajectories,correct,"
+                  "correct_with_verified_arch_instructions,best_speedup\n"
+                  "fixture model,hopper,gemm_n7168_k5120,paper-run,2,12,9,5,0.95\n");
+  std::string cmp = ComparisonTable(groups, LoadPublishedResults(dir.File("pub.csv")));
+  EXPECT_NE(cmp.find("2/3 vs 5/12"), std::string::npos) << cmp;
+  EXPECT_NE(cmp.find("1/3"), std::string::npos) << cmp;
+
+  // `report --upstream-csv` writes the paper's tag.
+  CommandResult r = RunCommand({std::getenv("PTXBENCH_BIN"), "report", "--runs", dir.File("runs"),
+                                "--upstream-csv", dir.File("u.csv"), "--no-published"},
+                               std::chrono::seconds(60));
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  std::string u = ReadFile(dir.File("u.csv"));
+  EXPECT_NE(u.find("r1/gemm_n7168_k5120-0,2,1,0.5,H,dynamic_present\n"), std::string::npos) << u;
 }
 
 // A run whose pack was never run on its chip (the Blackwell pack) is marked in every report.

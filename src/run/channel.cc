@@ -1,6 +1,9 @@
 #include "run/channel.h"
 
+#include <poll.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <cerrno>
 
@@ -16,6 +19,28 @@ void ChannelWriter::Send(const nlohmann::json& message) {
     if (n <= 0) return;  // the parent is gone; nothing left to tell
     p += n;
     left -= static_cast<size_t>(n);
+  }
+}
+
+std::string ReadControlLine(int fd, int timeout_ms) {
+  std::string line;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) return {};
+    pollfd p = {fd, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {};
+    char c;
+    ssize_t got = ::read(fd, &c, 1);  // byte by byte: lines are short and rare
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return {};
+    if (c == '\n') return line;
+    line.push_back(c);
+    if (line.size() > (1u << 20)) return {};
   }
 }
 

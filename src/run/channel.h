@@ -23,6 +23,10 @@ class ChannelWriter {
   int fd_;
 };
 
+// Reads one line (without its newline) from the parent's control descriptor, waiting at most
+// `timeout_ms`; empty when the parent closed it or said nothing in time.
+std::string ReadControlLine(int fd, int timeout_ms);
+
 // Parses the lines a child sent; lines that are not JSON objects are returned in `garbage`
 // (a candidate may have written to the descriptor) rather than trusted.
 std::vector<nlohmann::json> ParseChannel(const std::vector<std::string>& lines,

@@ -114,7 +114,17 @@ void SendCallError(ChannelWriter& out, const char* stage, uint64_t seed, cudaErr
             {"message", std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)}});
 }
 
-void RunCandidate(const json& spec, ChannelWriter& out) {
+// The candidate's kernels among what CUPTI recorded (the harness's own are named ptxbench_*).
+json CandidateKernels(ActivityTimer* timer) {
+  std::set<std::string> names;
+  if (!timer) return json(nullptr);
+  for (const auto& s : timer->CollectAll())
+    if (s.kind == ActivitySpan::Kind::kKernel && s.name.find("ptxbench_") == std::string::npos)
+      names.insert(s.name);
+  return json(std::vector<std::string>(names.begin(), names.end()));
+}
+
+void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
   const Family* family = FindFamily(spec.at("family").get<std::string>());
   Axes axes = spec.at("axes").get<Axes>();
   std::string out_dir = spec.at("out_dir");
@@ -127,8 +137,23 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
   Buffers b;
   Allocate(*family, axes, &b);
 
+  // Code for an architecture this GPU cannot run is our machine's limit, not the
+  // candidate's failure: say so before loading it.
+  if (spec.contains("arch")) {
+    json dev = DeviceInfo();
+    std::string cc = dev.value("compute_capability", std::string());
+    std::string arch = spec["arch"];
+    std::string need = arch.rfind("sm_100", 0) == 0 ? "10.0" : arch.rfind("sm_90", 0) == 0 ? "9.0" : "";
+    if (!need.empty() && cc != need) {
+      out.Send({{"event", "arch_unavailable"},
+                {"arch", arch},
+                {"gpu", dev.value("name", std::string())},
+                {"compute_capability", cc}});
+      return;
+    }
+  }
   std::set<std::string> objects_before = LoadedObjects();
-  void* run = LoadCandidateRun(spec.at("shared_object"), out);
+  void* run = LoadCandidateRun(spec, out);
   if (!run) return;
 
   for (uint64_t seed : spec.at("seeds").get<std::vector<uint64_t>>()) {
@@ -185,6 +210,7 @@ void RunCandidate(const json& spec, ChannelWriter& out) {
                                  : json::array();
     std::vector<uint64_t> after = InputChecksums(b, stream);
     out.Send({{"event", "trial"},
+              {"kernels", CandidateKernels(timer)},
               {"seed", seed},
               {"rc", rc},
               {"input_checksums_before", before},
@@ -221,6 +247,14 @@ int ChildMain(int argc, char** argv) {
         out.Send({{"event", "done"}});
         return 0;
       }
+    } else if (role == "candidate" && spec.value("kernels", false)) {
+      // Which kernels the candidate launches, to hold against the other children's; where a
+      // wrapping tool holds CUPTI itself, the list is missing and says why.
+      try {
+        timer = std::make_unique<ActivityTimer>();
+      } catch (const std::exception& e) {
+        out.Send({{"event", "kernels_unavailable"}, {"reason", e.what()}});
+      }
     }
     if (!ProbeDevice(out)) {
       out.Send({{"event", "done"}});
@@ -231,7 +265,7 @@ int ChildMain(int argc, char** argv) {
     } else if (role == "reference")
       RunReference(spec, out);
     else if (role == "candidate")
-      RunCandidate(spec, out);
+      RunCandidate(spec, out, timer.get());
     else if (role == "timing")
       RunTiming(spec, *timer, out);
     else

@@ -1,5 +1,9 @@
 #include "run/child_support.h"
 
+#include <sys/prctl.h>
+
+#include "common/sandbox.h"
+
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -40,6 +44,21 @@ void AllocateInputs(const Family& family, const Axes& axes, Buffers* b) {
   }
 }
 
+void AllocateOutputs(const Family& family, const Axes& axes, Buffers* b) {
+  for (const auto& spec : family.Tensors(axes)) {
+    DeviceTensor t{spec, nullptr};
+    if (spec.role == TensorRole::kOutput) PTXBENCH_CUDA_CHECK(cudaMalloc(&t.data, spec.Bytes()));
+    b->tensors.push_back(t);
+  }
+}
+
+std::vector<DeviceTensor> Combine(const Buffers& inputs, const Buffers& outputs) {
+  std::vector<DeviceTensor> t = inputs.tensors;
+  for (size_t i = 0; i < t.size() && i < outputs.tensors.size(); ++i)
+    if (t[i].spec.role == TensorRole::kOutput) t[i] = outputs.tensors[i];
+  return t;
+}
+
 void WriteBytes(const std::string& path, const void* data, size_t bytes) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f || std::fwrite(data, 1, bytes, f.get()) != bytes)
@@ -75,7 +94,24 @@ nlohmann::json DeviceInfo() {
           {"runtime_version", runtime}};
 }
 
-void* LoadCandidateRun(const std::string& shared_object, ChannelWriter& out) {
+void* LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) {
+  const std::string shared_object = spec.at("shared_object");
+  // The last moment the harness alone owns this process: lock it down before the candidate's
+  // constructors run. Landlock, the namespaces and the user were set before exec; what a
+  // process can only do to itself comes here.
+  if (spec.contains("confine")) {
+    // Not dumpable: no process of the same user may read or trace this one's memory.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    SeccompProfile profile;
+    profile.allow_inet_sockets = spec["confine"].value("allow_inet", false);
+    std::string why;
+    bool seccomp = spec["confine"].value("seccomp", true) && ApplySeccomp(profile, &why);
+    nlohmann::json c = SelfConfinement();
+    c["event"] = "confinement";
+    c["seccomp"] = seccomp;
+    if (!why.empty()) c["seccomp_why"] = why;
+    out.Send(c);
+  }
   // The handle is never closed: unloading a library whose kernels the runtime may still
   // reference is a crash we would wrongly blame on the candidate.
   void* handle = ::dlopen(shared_object.c_str(), RTLD_NOW | RTLD_LOCAL);

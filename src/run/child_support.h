@@ -27,12 +27,18 @@ struct Buffers {
 void Allocate(const Family& family, const Axes& axes, Buffers* b);
 // The inputs only (outputs stay null): a base that timed inputs are derived from.
 void AllocateInputs(const Family& family, const Axes& axes, Buffers* b);
+// The outputs only (inputs stay null): a timed call's own output buffers.
+void AllocateOutputs(const Family& family, const Axes& axes, Buffers* b);
+// The tensors of a call: the inputs of `inputs`, the outputs of `outputs`.
+std::vector<DeviceTensor> Combine(const Buffers& inputs, const Buffers& outputs);
 void WriteBytes(const std::string& path, const void* data, size_t bytes);
 // The "device" message: name, compute capability, SM count, L2, clocks, PCI bus id, UUID.
 nlohmann::json DeviceInfo();
 // Loads the candidate's shared object and finds `run`; nullptr after telling the parent
 // (an "error" message at stage "load") when either fails.
-void* LoadCandidateRun(const std::string& shared_object, ChannelWriter& out);
+// A spec with "confine" first locks the process down (no dumping, the seccomp filter) and
+// reports the protections it runs under, before the candidate's code is mapped.
+void* LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out);
 // One checksum per input tensor, in ABI order. Synchronizes `stream`.
 std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream);
 // Writes every output tensor of `b` to out_dir/<prefix>_<name>.out and describes the files.

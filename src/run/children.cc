@@ -1,8 +1,13 @@
 #include "run/children.h"
 
 #include "common/files.h"
+#include "common/sandbox.h"
 #include "common/strings.h"
 #include "run/channel.h"
+#include "run/confine.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ptxbench {
 
@@ -25,23 +30,60 @@ std::vector<const nlohmann::json*> ChildOutcome::All(const std::string& event) c
   return v;
 }
 
+std::string ChildFolder(const std::string& work_dir, const std::string& name) {
+  return work_dir + "/" + name + ".d";
+}
+
 ChildOutcome RunChild(const ChildRequest& r) {
+  ChildOutcome o;
+  nlohmann::json spec = r.spec;
+  std::string executable = r.executable.empty() ? SelfExecutable() : r.executable;
   std::string spec_path = r.work_dir + "/" + r.name + ".spec.json";
-  WriteFileAtomic(spec_path, r.spec.dump(2));
+  SandboxPolicy policy;
+  if (r.confine) {
+    o.folder = ChildFolder(r.work_dir, r.name);
+    policy = CandidateChildPolicy(o.folder, r.tool_roots);
+    if (r.keep_user) policy.drop_user = false;
+    MakeChildFolder(r.work_dir, r.name + ".d", policy);
+    if (spec.contains("shared_object"))
+      spec["shared_object"] =
+          CopyIntoChildFolder(spec["shared_object"], o.folder, "candidate.so", policy);
+    spec["out_dir"] = o.folder;
+    spec["confine"] = {{"seccomp", true}, {"allow_inet", r.allow_inet}};
+    executable = SandboxedExecutable(executable);
+    spec_path = o.folder + "/spec.json";
+  }
+  // The program the child runs must be readable and executable inside its confinement.
+  if (r.confine) policy.read_paths.push_back(executable);
+  WriteFileAtomic(spec_path, spec.dump(2));
+  if (r.confine && ProbeSandbox().user_drop) ::chown(spec_path.c_str(), policy.uid, policy.gid);
+  PreparedSandbox sandbox(policy);
+  o.sandbox = sandbox.Describe();
   ProcessSpec p;
   p.argv = r.wrapper;
-  p.argv.push_back(r.executable.empty() ? SelfExecutable() : r.executable);
+  p.argv.push_back(executable);
   p.argv.push_back("__child");
   p.argv.push_back(spec_path);
   p.log_path = r.work_dir + "/" + r.name + ".log";
   p.channel_fd = kChannelFd;
+  p.control_fd = kControlFd;
+  p.sandbox = r.confine ? &sandbox : nullptr;
   Child child = Child::Start(p);
-  ChildOutcome o;
-  o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout);
+  std::function<void(const std::string&)> on_line;
+  // Lives as long as the wait: on_line answers through it.
+  ChildRequest::Reply reply = [&child](const std::string& line) { return child.SendControl(line); };
+  if (r.on_message) {
+    on_line = [&](const std::string& line) {
+      std::vector<std::string> garbage;
+      for (const auto& m : ParseChannel({line}, &garbage)) r.on_message(m, reply);
+    };
+  }
+  o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout, on_line);
   o.messages = ParseChannel(child.channel_lines(), &o.garbage);
   o.log_path = p.log_path;
   try {
-    o.log_tail = TailLines(ReadFile(p.log_path), 40);
+    // A candidate's output reaches records and the model's feedback: never a secret of ours.
+    o.log_tail = RedactSecrets(TailLines(ReadFile(p.log_path), 40));
   } catch (const std::exception&) {
   }
   return o;

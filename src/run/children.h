@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ struct ChildOutcome {
   std::vector<std::string> garbage;  // channel lines that were not harness messages
   std::string log_tail;              // the child's stdout/stderr (the candidate's printf too)
   std::string log_path;
+  std::string folder;      // a confined child's own folder (its outputs are there)
+  nlohmann::json sandbox;  // what confined it (PreparedSandbox::Describe)
 
   // The first (or last) message with this event name.
   const nlohmann::json* First(const std::string& event) const;
@@ -33,7 +36,25 @@ struct ChildRequest {
   std::chrono::seconds timeout{60};
   std::vector<std::string> wrapper;  // a program to run the child under (compute-sanitizer …)
   std::string executable;            // the ptxbench binary; empty: this one
+  // A child that loads a candidate: confined (run/confine.h) in its own folder
+  // (ChildFolder(work_dir, name)), with its own copy of spec["shared_object"]; spec["out_dir"]
+  // is set to that folder.
+  bool confine = false;
+  std::vector<std::string> tool_roots;  // install folders of the wrapper, readable inside
+  bool allow_inet = false;              // the wrapper talks to its target over loopback TCP
+  // Keep the caller's user (root on the GPU machines): the profiler's hardware counters are
+  // reserved to administrators where the driver says so. Every other protection stays.
+  bool keep_user = false;
+  // Sees each message as it arrives and may answer on the child's control pipe.
+  using Reply = std::function<bool(const std::string&)>;
+  std::function<void(const nlohmann::json&, const Reply&)> on_message;
 };
+
+// The folder a confined child `name` works in (made by RunChild).
+std::string ChildFolder(const std::string& work_dir, const std::string& name);
+
+// The control descriptor children read instructions from.
+constexpr int kControlFd = 4;
 
 ChildOutcome RunChild(const ChildRequest& request);
 

@@ -17,6 +17,7 @@
 #include "measure/nvml_clocks.h"
 #include "run/baseline.h"
 #include "run/child_support.h"
+#include "run/children.h"
 #include "run/device_ops.h"
 
 namespace ptxbench {
@@ -33,6 +34,9 @@ struct PhaseOptions {
   bool fresh_inputs = true;        // regenerate the inputs before every call
   std::set<int> write_outputs_of;  // calls whose outputs are written for re-validation
   const Family* family = nullptr;  // whose inputs these are: the task's unless set (the peak)
+  // Timed call k (after the warm-ups) writes its outputs to kept[k] when there is one: the
+  // parent chooses which to check after the loop, so no call can know it will be checked.
+  std::vector<Buffers>* kept = nullptr;
 };
 
 // One candidate or baseline call; returns run()'s result. May throw.
@@ -107,7 +111,10 @@ class TimingSession {
         family_.MakeTimedInputs(bases_.at(i % n_sets).tensors, b.tensors, axes_, seed, hstream_);
       else if (o.fresh_inputs || i < n_sets)
         (o.family ? *o.family : family_).MakeInputs(b.tensors, axes_, seed, hstream_);
-      for (const auto& t : b.tensors)
+      const int k = i - o.warmup;
+      const bool keep = o.kept && k >= 0 && k < static_cast<int>(o.kept->size());
+      std::vector<DeviceTensor> tensors = keep ? Combine(b, (*o.kept)[k]) : b.tensors;
+      for (const auto& t : tensors)
         if (t.spec.role == TensorRole::kOutput)
           FillPoison(t.data, t.spec.dtype, static_cast<size_t>(t.spec.Elements()), hstream_);
       // Cold L2: write twice its size, so that no input or output of this call is cached.
@@ -120,7 +127,7 @@ class TimingSession {
       auto t0 = Clock::now();
       int rc = 0;
       try {
-        rc = call(b.tensors, cstream_);
+        rc = call(tensors, cstream_);
       } catch (const BaselineError& e) {
         out_.Send({{"event", "baseline_error"}, {"phase", o.phase}, {"message", e.what()}});
         return false;
@@ -153,6 +160,7 @@ class TimingSession {
       json sample = {
           {"event", "timing_sample"}, {"phase", o.phase},   {"index", i},
           {"warmup", i < o.warmup},   {"host_ns", host_ns}, {"inputs_unchanged", before == after}};
+      if (keep) sample["kept"] = k;
       if (o.write_outputs_of.count(i)) {
         sample["seed"] = seed;
         sample["set"] = i % n_sets;
@@ -175,6 +183,31 @@ class TimingSession {
   }
 
   std::vector<Buffers>& sets() { return sets_; }
+  std::vector<Buffers>& bases() { return bases_; }
+  cudaStream_t harness_stream() const { return hstream_; }
+  cudaStream_t candidate_stream() const { return cstream_; }
+  uint64_t set_seed0() const { return set_seed0_; }
+  const Family& family() const { return family_; }
+  const Axes& axes() const { return axes_; }
+  const std::string& out_dir() const { return out_dir_; }
+
+  // Output buffers for up to `wanted` timed calls, fewer when they would take more than a
+  // third of the free device memory.
+  std::vector<Buffers> AllocateKept(int wanted) {
+    size_t free_bytes = 0, total = 0;
+    PTXBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    size_t per = 0;
+    for (const auto& t : family_.Tensors(axes_))
+      if (t.role == TensorRole::kOutput) per += t.Bytes();
+    int n = per ? static_cast<int>(std::min<size_t>(wanted, free_bytes / 3 / per)) : 0;
+    std::vector<Buffers> kept;
+    for (int i = 0; i < n; ++i) {
+      Buffers b;
+      AllocateOutputs(family_, axes_, &b);
+      kept.push_back(std::move(b));
+    }
+    return kept;
+  }
   json Protocol() const {
     return {{"l2_bytes", l2_bytes_},
             {"timed_inputs", bases_.empty() ? "fresh" : "derived from a base per set"},
@@ -228,6 +261,101 @@ bool MeasurePeak(TimingSession& session, ChannelWriter& out, int n) {
   return ok;
 }
 
+// After the candidate's timed loop: the parent's instructions arrive on the control
+// descriptor only now, so nothing in the candidate's reach could know them in advance.
+//  1. {"check": [k, ...], "witness": {"calls": W, "rounds": R, "seed0": S}}: the outputs of
+//     the kept timed calls k are written out; then W fresh input sets are made (seeds S + j).
+//  2. "go" (the parent has started its out-of-process witness): R rounds of the W calls run
+//     back to back, with no harness work between them, then the device is synchronized.
+//  3. {"check": [j, ...]}: the outputs of witness calls j are written out.
+bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call& call,
+                  ChannelWriter& out) {
+  const int control_timeout_ms = 120000;
+  out.Send({{"event", "timed_loop_done"}, {"kept", kept.size()}});
+  json plan = json::parse(ReadControlLine(kControlFd, control_timeout_ms), nullptr, false);
+  if (!plan.is_object()) {
+    out.Send({{"event", "error"}, {"stage", "harness"}, {"message", "no plan from the parent"}});
+    return false;
+  }
+  Stream hs = session.harness_stream();
+  for (int k : plan.value("check", std::vector<int>{})) {
+    if (k < 0 || k >= static_cast<int>(kept.size())) continue;
+    json outputs = WriteOutputs(kept[k], session.out_dir(), "timed" + std::to_string(k), hs);
+    out.Send({{"event", "timed_output"}, {"kept", k}, {"outputs", outputs}});
+  }
+  json w = plan.value("witness", json());
+  if (!w.is_object()) return true;
+  int calls = std::min<int>(w.value("calls", 0), static_cast<int>(kept.size()));
+  int rounds = std::max(1, w.value("rounds", 1));
+  uint64_t seed0 = w.value("seed0", uint64_t{0});
+  const Family& family = session.family();
+  const bool derived = !session.bases().empty();
+  std::vector<Buffers> inputs;
+  for (int j = 0; j < calls; ++j) {
+    size_t free_bytes = 0, total = 0;
+    PTXBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    size_t need = 0;
+    for (const auto& t : family.Tensors(session.axes()))
+      if (t.role == TensorRole::kInput) need += t.Bytes();
+    if (need * 4 > free_bytes) break;  // keep room for the candidate's own workspace
+    Buffers b;
+    AllocateInputs(family, session.axes(), &b);
+    uint64_t seed = seed0 + static_cast<uint64_t>(j);
+    if (derived)
+      family.MakeTimedInputs(session.bases().at(j % session.bases().size()).tensors, b.tensors,
+                             session.axes(), seed, hs);
+    else
+      family.MakeInputs(b.tensors, session.axes(), seed, hs);
+    for (const auto& t : kept[j].tensors)
+      if (t.spec.role == TensorRole::kOutput)
+        FillPoison(t.data, t.spec.dtype, static_cast<size_t>(t.spec.Elements()), hs);
+    inputs.push_back(std::move(b));
+  }
+  calls = static_cast<int>(inputs.size());
+  PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+  out.Send({{"event", "witness_ready"}, {"calls", calls}, {"rounds", rounds}});
+  if (ReadControlLine(kControlFd, control_timeout_ms) != "go") {
+    out.Send({{"event", "error"}, {"stage", "harness"}, {"message", "no go for the witness"}});
+    return false;
+  }
+  auto t0 = Clock::now();
+  Stream cs = session.candidate_stream();
+  for (int r = 0; r < rounds; ++r)
+    for (int j = 0; j < calls; ++j) {
+      int rc = 0;
+      try {
+        rc = call(Combine(inputs[j], kept[j]), cs);
+      } catch (const std::exception& e) {
+        rc = -1;
+      }
+      if (rc != 0) {
+        out.Send({{"event", "refused"}, {"phase", "witness"}, {"index", j}, {"rc", rc}});
+        return false;
+      }
+    }
+  cudaError_t e_stream = cudaStreamSynchronize(cs);
+  cudaError_t e_device = cudaDeviceSynchronize();
+  double host_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (cudaError_t e : {e_stream, e_device, cudaGetLastError()})
+    if (e != cudaSuccess) {
+      out.Send({{"event", "error"},
+                {"stage", "timing"},
+                {"phase", "witness"},
+                {"cuda_error", cudaGetErrorName(e)},
+                {"message", std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)}});
+      return false;
+    }
+  out.Send({{"event", "witness_done"}, {"calls", calls * rounds}, {"host_s", host_s}});
+  json check = json::parse(ReadControlLine(kControlFd, control_timeout_ms), nullptr, false);
+  if (check.is_object())
+    for (int j : check.value("check", std::vector<int>{})) {
+      if (j < 0 || j >= calls) continue;
+      json outputs = WriteOutputs(kept[j], session.out_dir(), "witness" + std::to_string(j), hs);
+      out.Send({{"event", "witness_output"}, {"index", j}, {"outputs", outputs}});
+    }
+  return true;
+}
+
 }  // namespace
 
 void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
@@ -245,28 +373,26 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
     return nvml ? ToJson(nvml->Sample()) : json{{"state", "unavailable"}, {"reason", nvml_why}};
   };
 
-  // --- the baseline, before the candidate exists in this process ---
-  std::unique_ptr<Baseline> baseline;
-  if (spec.value("baseline", true)) {
+  // --- a baseline child: the vendor library alone, in a process no candidate ever enters ---
+  if (spec.value("baseline_only", false)) {
+    std::unique_ptr<Baseline> baseline;
     std::string why;
+    std::string phase = spec.value("baseline_phase", "baseline_before");
     try {
       baseline = MakeBaseline(*family, axes, &why);
     } catch (const BaselineUnsupported& e) {
       out.Send({{"event", "baseline_unsupported"}, {"message", e.what()}});
     } catch (const BaselineError& e) {
-      out.Send({{"event", "baseline_error"}, {"phase", "baseline_before"}, {"message", e.what()}});
+      out.Send({{"event", "baseline_error"}, {"phase", phase}, {"message", e.what()}});
     }
     if (!baseline && !why.empty()) out.Send({{"event", "baseline_none"}, {"reason", why}});
-  }
-  Baseline* bl = baseline.get();
-  Call baseline_call = BaselineCall(bl);
-  if (bl) {
-    PhaseOptions o{"baseline_before", warmup, iterations, seed_base + 1000000, true, {}};
-    if (!session.Loop(o, session.sets(), baseline_call)) bl = nullptr;
-  }
-  if (int n = spec.value("peak_n", 0); n > 0) MeasurePeak(session, out, n);
-  // The baseline alone (`ptxbench baseline`, the baseline tables): no candidate to load.
-  if (spec.value("baseline_only", false)) {
+    if (baseline) {
+      PhaseOptions o{phase,      warmup,
+                     iterations, seed_base + spec.value("baseline_seed_offset", 1000000),
+                     true,       {}};
+      session.Loop(o, session.sets(), BaselineCall(baseline.get()));
+    }
+    if (int n = spec.value("peak_n", 0); n > 0) MeasurePeak(session, out, n);
     out.Send({{"event", "timing_done"},
               {"protocol", session.Protocol()},
               {"clocks", {{"after", clock_sample()}}},
@@ -276,38 +402,34 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
     return;
   }
 
-  // --- the candidate ---
+  // --- the candidate, in a process that holds no vendor library ---
   std::set<std::string> objects_before = LoadedObjects();
-  void* run = LoadCandidateRun(spec.at("shared_object"), out);
+  void* run = LoadCandidateRun(spec, out);
   if (!run) return;
   json clocks = {{"before", clock_sample()}};
+  std::vector<Buffers> kept =
+      spec.value("control", false) ? session.AllocateKept(iterations) : std::vector<Buffers>{};
   // Polled on its own thread through the timed calls: a throttled clock explains a slow run.
   ClockSampler sampler(nvml.get(), nvml_why);
   sampler.Start();
   out.Send({{"event", "call_started"}, {"phase", "candidate"}});
-  // The calls the parent chose to check again: the last on each buffer set, and a few at
-  // random among the timed ones, so that a candidate counting its calls cannot know which.
-  std::set<int> checked;
-  for (int i : spec.value("check_calls", std::vector<int>{})) checked.insert(i);
-  PhaseOptions o{"candidate", warmup, iterations, seed_base, true, checked};
-  bool ok = session.Loop(o, session.sets(), [&](const std::vector<DeviceTensor>& t, Stream s) {
+  Call candidate_call = [&](const std::vector<DeviceTensor>& t, Stream s) {
     return family->CallCandidate(run, t, axes, s);
-  });
+  };
+  PhaseOptions o{"candidate", warmup, iterations, seed_base, true, {}, nullptr, &kept};
+  bool ok = session.Loop(o, session.sets(), candidate_call);
   clocks["during"] = ToJson(sampler.Stop());
   clocks["after"] = clock_sample();
   if (!ok) return;
   std::vector<std::string> new_vendor = NewVendorLibraries(objects_before, LoadedObjects());
-
-  // --- the baseline again, after the candidate ran: a drift says the machine changed ---
-  if (bl) {
-    PhaseOptions ob{"baseline_after", warmup, iterations, seed_base + 2000000, true, {}};
-    session.Loop(ob, session.sets(), baseline_call);
-  }
+  if (spec.value("control", false) && !AfterTheLoop(session, kept, candidate_call, out)) return;
+  json protocol = session.Protocol();
+  protocol["kept_outputs"] = kept.size();
   out.Send({{"event", "timing_done"},
-            {"protocol", session.Protocol()},
+            {"protocol", protocol},
             {"clocks", clocks},
-            {"baseline_name", baseline ? baseline->Name() : ""},
-            {"baseline", baseline ? baseline->Describe() : json(nullptr)},
+            {"baseline_name", ""},
+            {"baseline", json(nullptr)},
             {"new_vendor_libraries", new_vendor}});
 }
 

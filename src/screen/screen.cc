@@ -141,6 +141,15 @@ constexpr ScreenRule kRules[] = {
 };
 
 constexpr std::string_view kComputedInclude = "computed #include";
+constexpr std::string_view kFilePath = "file path";
+constexpr std::string_view kPathIncludeReason =
+    "includes must name a toolkit or system header, not a path";
+constexpr std::string_view kComputedIncludeReason =
+    "the file a macro names cannot be judged before preprocessing";
+constexpr std::string_view kAsmFileReason =
+    "assembler directives that read files (.incbin, .include) are not allowed";
+constexpr std::string_view kPathLineReason =
+    "a #line file name must be a plain name, not a path (compilers quote from that file)";
 
 // ---------------------------------------------------------------------------
 // Characters.
@@ -304,7 +313,7 @@ class Lexer {
         while (i < n_ && IsIdentChar(t_[i])) ++i;
         const std::string_view word(t_.data() + b, i - b);
         if (prev_dir == Dir::kHash &&
-            (word == "include" || word == "include_next" || word == "import")) {
+            (word == "include" || word == "include_next" || word == "import" || word == "embed")) {
           dir = Dir::kExpectHeader;
         } else if (i < n_ && t_[i] == '"' && IsRawPrefix(word)) {
           i = RawString(i);
@@ -444,6 +453,7 @@ struct Hit {
   size_t pos;  // in the spliced text
   std::string library;
   std::string what;
+  std::string reason = {};  // see ScreenFinding::reason
 };
 
 // Keywords that may stand right before a global `::name`.
@@ -555,6 +565,41 @@ const ScreenRule* MatchHeader(std::string_view header) {
   return nullptr;
 }
 
+std::string_view TrimHorizontal(std::string_view s) {
+  while (!s.empty() && IsHorizontalSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsHorizontalSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Whether a header name reaches out of the include search path: an absolute path (/dev, /proc
+// and /sys among them), a home folder (~), a ".." component, or a name whose first component
+// is dev or proc (no toolkit or system header lives there). Both separators count, as in
+// MatchHeader.
+bool IsPathHeader(std::string_view header) {
+  header = TrimHorizontal(header);
+  if (header.empty()) return false;
+  if (header.front() == '/' || header.front() == '\\' || header.front() == '~') return true;
+  size_t i = 0;
+  while (i <= header.size()) {
+    size_t j = header.find_first_of("/\\", i);
+    if (j == std::string_view::npos) j = header.size();
+    const std::string_view part = header.substr(i, j - i);
+    if (part == "..") return true;
+    if (i == 0 && j < header.size() && (part == "dev" || part == "proc")) return true;
+    i = j + 1;
+  }
+  return false;
+}
+
+// Whether the file name of a #line directive (a string literal, escapes not decoded) is more
+// than a plain name in the compiler's working folder. GCC reads that file to quote "source"
+// lines in its diagnostics, so `#line 1 "/etc/passwd"` would print the file's lines.
+bool IsPathLineFile(std::string_view name) {
+  name = TrimHorizontal(name);
+  return name.find_first_of("/\\") != std::string_view::npos || name.starts_with("~") ||
+         name == "..";
+}
+
 const ScreenRule* MatchPragma(std::string_view word) {
   for (const ScreenRule& rule : kRules) {
     if (rule.kind == K::kPragma && word == rule.pattern) return &rule;
@@ -575,7 +620,9 @@ std::string Collapse(std::string_view s) {
   return out;
 }
 
-DirectiveScan ScanDirectives(std::string_view code) {
+// `code` is the blanked text, `raw` the spliced text it was made from (same length), where
+// the file names of #line directives, which the lexer blanked as literals, can be read.
+DirectiveScan ScanDirectives(std::string_view code, std::string_view raw) {
   DirectiveScan out;
   out.code = std::string(code);
   size_t ls = 0;
@@ -598,7 +645,7 @@ DirectiveScan ScanDirectives(std::string_view code) {
       while (ne < le && IsIdentChar(code[ne])) ++ne;
       const std::string_view name = code.substr(i, ne - i);
       bool hide = false;
-      if (name == "include" || name == "include_next" || name == "import") {
+      if (name == "include" || name == "include_next" || name == "import" || name == "embed") {
         hide = true;
         size_t h = SkipHorizontal(code, ne, le);
         if (h < le && (code[h] == '<' || code[h] == '"')) {
@@ -608,14 +655,47 @@ DirectiveScan ScanDirectives(std::string_view code) {
           size_t he = code.substr(0, le).find(close, h + 1);
           if (he == std::string_view::npos) he = le;
           const std::string_view header = code.substr(h + 1, he - h - 1);
+          const std::string what =
+              "#" + std::string(name) + " " + open + std::string(header) + close;
+          // One finding per directive: a library's name says more than its path does.
           if (const ScreenRule* rule = MatchHeader(header)) {
+            out.hits.push_back({hash, std::string(rule->library), what});
+          } else if (IsPathHeader(header)) {
             out.hits.push_back(
-                {hash, std::string(rule->library),
-                 "#" + std::string(name) + " " + open + std::string(header) + close});
+                {hash, std::string(kFilePath), what, std::string(kPathIncludeReason)});
           }
         } else if (h < le) {
           out.hits.push_back({hash, std::string(kComputedInclude),
-                              "#" + std::string(name) + " " + Collapse(code.substr(h, le - h))});
+                              "#" + std::string(name) + " " + Collapse(code.substr(h, le - h)),
+                              std::string(kComputedIncludeReason)});
+        }
+      } else if (name == "line" || (!name.empty() && IsDigit(name.front()))) {
+        // `#line 7 "name"` and GCC's line markers `# 7 "name" 1`.
+        const bool marker = name != "line";
+        const std::string directive = marker ? "#" : "#line";
+        const size_t ns = marker ? i : SkipHorizontal(code, ne, le);
+        size_t n = ns;
+        while (n < le && (IsIdentChar(code[n]) || code[n] == '\'')) ++n;
+        bool plain = n > ns && std::all_of(code.begin() + static_cast<std::ptrdiff_t>(ns),
+                                           code.begin() + static_cast<std::ptrdiff_t>(n),
+                                           [](char c) { return IsDigit(c) || c == '\''; });
+        const size_t f = SkipHorizontal(code, n, le);
+        if (plain && f < le && code[f] == '"') {
+          // The literal's contents are blank in `code`; its closing quote is not.
+          size_t fe = code.substr(0, le).find('"', f + 1);
+          if (fe == std::string_view::npos) fe = le;
+          const std::string_view file = raw.substr(f + 1, fe - f - 1);
+          if (IsPathLineFile(file)) {
+            out.hits.push_back({hash, std::string(kFilePath),
+                                directive + " " + std::string(code.substr(ns, n - ns)) + " \"" +
+                                    std::string(file) + "\"",
+                                std::string(kPathLineReason)});
+          }
+        } else if (f < le || (!plain && n > ns)) {
+          // A macro could supply the file name; its value is not judged here.
+          out.hits.push_back({hash, "computed #line",
+                              directive + " " + Collapse(code.substr(ns, le - ns)),
+                              std::string(kComputedIncludeReason)});
         }
       } else if (name == "error" || name == "warning") {
         // Their text is a message for people, never code.
@@ -627,6 +707,33 @@ DirectiveScan ScanDirectives(std::string_view code) {
         if (const ScreenRule* rule = MatchPragma(code.substr(w, we - w))) {
           out.hits.push_back(
               {hash, std::string(rule->library), "#pragma " + std::string(rule->pattern)});
+        } else if (code.substr(w, we - w) == "GCC") {
+          // `#pragma GCC dependency "file"` opens the file (a FIFO blocks the compiler).
+          size_t d = SkipHorizontal(code, we, le);
+          size_t de = d;
+          while (de < le && IsIdentChar(code[de])) ++de;
+          const size_t h = SkipHorizontal(code, de, le);
+          if (code.substr(d, de - d) == "dependency" && h < le) {
+            const std::string what = "#pragma GCC dependency";
+            if (code[h] == '"' || code[h] == '<') {
+              // A "..." name is a literal (blank in `code` but for its quotes); in <...> the
+              // lexer may have taken "//" for a comment: the name is read from `raw`.
+              const char close = code[h] == '<' ? '>' : '"';
+              size_t he = close == '"' ? code.substr(0, le).find('"', h + 1)
+                                       : raw.substr(0, le).find('>', h + 1);
+              if (he == std::string_view::npos) he = le;
+              const std::string_view file = raw.substr(h + 1, he - h - 1);
+              if (IsPathHeader(file)) {
+                out.hits.push_back({hash, std::string(kFilePath),
+                                    what + " " + code[h] + std::string(file) + close,
+                                    std::string(kPathIncludeReason)});
+              }
+            } else {
+              out.hits.push_back({hash, std::string(kComputedInclude),
+                                  what + " " + Collapse(code.substr(h, le - h)),
+                                  std::string(kComputedIncludeReason)});
+            }
+          }
         }
       }
       if (hide) std::fill(out.code.begin() + ls, out.code.begin() + le, ' ');
@@ -634,6 +741,45 @@ DirectiveScan ScanDirectives(std::string_view code) {
     ls = le + 1;
   }
   return out;
+}
+
+// __has_include(<name>), __has_include("name") (and __has_include_next, __has_embed) tell
+// whether a file exists, so a path there probes the machine: judged like an #include.
+void ScanHasInclude(std::string_view raw, std::string_view code, const std::vector<Token>& toks,
+                    std::vector<Hit>* hits) {
+  for (size_t k = 0; k + 1 < toks.size(); ++k) {
+    if (!toks[k].ident) continue;
+    const std::string_view word = Text(code, toks[k]);
+    if (word != "__has_include" && word != "__has_include_next" && word != "__has_embed") {
+      continue;
+    }
+    if (Text(code, toks[k + 1]) != "(") continue;
+    size_t p = toks[k + 1].end;
+    while (p < code.size() && IsSpace(code[p])) ++p;
+    if (p >= code.size() || code[p] == ')') continue;
+    size_t le = raw.find('\n', p);
+    if (le == std::string_view::npos) le = raw.size();
+    if (code[p] == '"' || code[p] == '<') {
+      const char close = code[p] == '<' ? '>' : '"';
+      // A "..." name is a literal to the lexer: blank in `code` but for its closing quote. In a
+      // <...> name the lexer may have taken "//" for a comment, so the raw text is read.
+      size_t e =
+          close == '"' ? code.substr(0, le).find('"', p + 1) : raw.substr(0, le).find('>', p + 1);
+      if (e == std::string_view::npos) e = le;
+      const std::string_view name = raw.substr(p + 1, e - p - 1);
+      if (IsPathHeader(name)) {
+        hits->push_back({toks[k].begin, std::string(kFilePath),
+                         std::string(word) + "(" + code[p] + std::string(name) + close + ")",
+                         std::string(kPathIncludeReason)});
+      }
+    } else {
+      size_t e = code.substr(0, le).find(')', p);
+      if (e == std::string_view::npos) e = le;
+      hits->push_back({toks[k].begin, std::string(kComputedInclude),
+                       std::string(word) + "(" + Collapse(code.substr(p, e - p)) + ")",
+                       std::string(kComputedIncludeReason)});
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -764,9 +910,27 @@ void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code
     if (context == "_Pragma") {
       // The string is a #pragma line, with comments and literals of its own.
       for (const ScreenFinding& f : ScreenSource("#pragma " + joined).findings) {
-        hits->push_back({pos_of(0), f.library, f.what + " in _Pragma(...)"});
+        hits->push_back({pos_of(0), f.library, f.what + " in _Pragma(...)", f.reason});
       }
       continue;
+    }
+    if (context.find("asm") != std::string_view::npos) {
+      // GNU as reads any file these name into the object (or as source): not a header.
+      const std::string lower = Lower(joined);
+      for (const std::string_view directive : {".incbin", ".include"}) {
+        for (size_t at = lower.find(directive); at != std::string::npos;
+             at = lower.find(directive, at + 1)) {
+          const size_t after = at + directive.size();
+          const bool starts = at == 0 || IsSpace(lower[at - 1]) || lower[at - 1] == ';';
+          const bool ends = after >= lower.size() || IsSpace(lower[after]) || lower[after] == '"';
+          if (starts && ends) {
+            hits->push_back({pos_of(at), std::string(kFilePath),
+                             std::string(directive) + " in " + std::string(context) + "(...)",
+                             std::string(kAsmFileReason)});
+            break;
+          }
+        }
+      }
     }
     const std::vector<Token> inner = Tokenize(joined);
     const IdentifierMatcher matcher(joined, inner);
@@ -861,7 +1025,7 @@ std::string StripCommentsAndStrings(std::string_view source) {
 ScreenResult ScreenSource(std::string_view source) {
   const Spliced sp = SpliceLines(source);
   const Lexed lx = Lexer(sp).Run();
-  DirectiveScan ds = ScanDirectives(lx.code);
+  DirectiveScan ds = ScanDirectives(lx.code, sp.text);
   std::vector<Hit> hits = std::move(ds.hits);
 
   const std::vector<Token> toks = Tokenize(ds.code);
@@ -873,6 +1037,7 @@ ScreenResult ScreenSource(std::string_view source) {
       hits.push_back({toks[k].begin, std::string(rule->library), std::move(what)});
     }
   }
+  ScanHasInclude(sp.text, ds.code, toks, &hits);
   ScanSymbolStrings(sp, lx, ds.code, toks, &hits);
 
   std::vector<size_t> line_starts = {0};
@@ -896,6 +1061,7 @@ ScreenResult ScreenSource(std::string_view source) {
     f.line = static_cast<int>(index) + 1;
     f.library = std::move(hit.library);
     f.what = ValidUtf8(hit.what);
+    f.reason = std::move(hit.reason);
     f.excerpt = Excerpt(source.substr(start, end - start));
     placed.push_back({orig, std::move(f)});
   }
@@ -918,8 +1084,9 @@ ScreenResult ScreenSource(std::string_view source) {
 std::string ScreenResult::message() const {
   if (findings.empty()) return "";
   const ScreenFinding& f = findings.front();
-  std::string m = "line " + std::to_string(f.line) + ": " + f.what + " (" + f.library +
-                  " is forbidden): `" + f.excerpt + "`";
+  std::string m = "line " + std::to_string(f.line) + ": " + f.what;
+  m +=
+      f.reason.empty() ? " (" + f.library + " is forbidden): `" + f.excerpt + "`" : ": " + f.reason;
   if (findings.size() > 1) m += " (and " + std::to_string(findings.size() - 1) + " more)";
   return m;
 }
@@ -927,8 +1094,10 @@ std::string ScreenResult::message() const {
 nlohmann::json ToJson(const ScreenResult& result) {
   nlohmann::json findings = nlohmann::json::array();
   for (const ScreenFinding& f : result.findings) {
-    findings.push_back(
-        {{"line", f.line}, {"library", f.library}, {"what", f.what}, {"excerpt", f.excerpt}});
+    nlohmann::json j = {
+        {"line", f.line}, {"library", f.library}, {"what", f.what}, {"excerpt", f.excerpt}};
+    if (!f.reason.empty()) j["reason"] = f.reason;
+    findings.push_back(std::move(j));
   }
   return {{"passed", result.passed()}, {"findings", std::move(findings)}};
 }

@@ -13,6 +13,14 @@
 // __attribute__((alias/weakref(...))) or _Pragma(...) strings, because those
 // bind or call symbols even though they are spelled as literals.
 //
+// The screen also keeps the compiler on toolkit and system headers: an
+// #include (#include_next, #import, #embed, __has_include) whose name is a
+// path (absolute, `~`, a `..` component, /dev or /proc) is rejected, as is a
+// #line that names a path (GCC quotes "source" lines from that file in its
+// messages), a `#pragma GCC dependency` that names one (GCC opens it), and an
+// asm(...) string holding the assembler's .incbin or .include. The build's
+// confinement (build/nvcc.h) is the second wall.
+//
 // What it does not do: run the preprocessor. Code inside `#if 0` still
 // counts (a candidate should not carry library code at all), an include
 // whose header is a macro is rejected because the screen cannot tell what it
@@ -60,7 +68,9 @@ struct ScreenRule {
 
 // The whole rule table (defined in screen.cc), for documentation and tests.
 // Besides these rows, an #include whose operand is neither <...> nor "..."
-// is a finding of library "computed #include".
+// is a finding of library "computed #include" (likewise "computed #line"),
+// and one whose header name is a path (when no row names its library) is a
+// finding of library "file path"; both carry a reason.
 std::span<const ScreenRule> ScreenRules();
 
 struct ScreenFinding {
@@ -68,6 +78,10 @@ struct ScreenFinding {
   std::string library;  // e.g. "cuBLAS", "run-time loading"
   std::string what;     // e.g. "#include <cublas_v2.h>" or "call of cublasGemmEx"
   std::string excerpt;  // the original source line, trimmed, at most 120 bytes
+  // Why the finding rejects the source, for findings that are no forbidden
+  // library ("includes must name a toolkit or system header, not a path");
+  // empty for library findings.
+  std::string reason;
 };
 
 struct ScreenResult {
@@ -75,6 +89,8 @@ struct ScreenResult {
   bool passed() const { return findings.empty(); }
   // One line for people, naming the first finding:
   //   line 3: #include <cublas_v2.h> (cuBLAS is forbidden): `#include <cublas_v2.h>`
+  // or, for a finding with a reason,
+  //   line 3: #include "/etc/passwd": includes must name a toolkit or system header, not a path
   // followed by " (and N more)" when there are several. Empty when passed.
   std::string message() const;
 };
@@ -92,7 +108,8 @@ std::string StripCommentsAndStrings(std::string_view source);
 // malformed or unterminated constructs are screened as far as they go.
 ScreenResult ScreenSource(std::string_view source);
 
-// {"passed": bool, "findings": [{"line", "library", "what", "excerpt"}]}.
+// {"passed": bool, "findings": [{"line", "library", "what", "excerpt"}]}, with
+// "reason" in a finding that has one.
 // All strings are valid UTF-8 (invalid source bytes become '?').
 nlohmann::json ToJson(const ScreenResult& result);
 

@@ -110,6 +110,152 @@ TEST(ScreenIncludeTest, ComputedIncludeIsRejected) {
                        "#include HDR"));
 }
 
+TEST(ScreenIncludeTest, ComputedIncludeMessageSaysWhy) {
+  const ScreenResult r = ScreenSource("#define HDR <cuda.h>\n#include HDR\n");
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.message(),
+            "line 2: #include HDR: the file a macro names cannot be judged before preprocessing");
+  EXPECT_TRUE(
+      FindsOne("#define X \"a.h\"\n#include_next X\n", 2, "computed #include", "#include_next X"));
+  EXPECT_TRUE(FindsOne("#embed DATA\n", 1, "computed #include", "#embed DATA"));
+}
+
+// ---------------------------------------------------------------------------
+// Includes that name a path: the compiler would read (and quote) any file.
+
+TEST(ScreenPathTest, EachPathIncludeForm) {
+  const std::vector<Case> cases = {
+      {"#include \"/etc/passwd\"", "file path", "#include \"/etc/passwd\""},
+      {"#include </etc/passwd>", "file path", "#include </etc/passwd>"},
+      {"#include \"/dev/zero\"", "file path", "#include \"/dev/zero\""},
+      {"#include </proc/self/environ>", "file path", ""},
+      {"#include \"/var/lib/postgresql/16/main/base/1/1259\"", "file path", ""},
+      {"#include \"//etc/passwd\"", "file path", ""},
+      {"#include \"~/.pgpass\"", "file path", "#include \"~/.pgpass\""},
+      {"#include \"~root/.bash_history\"", "file path", ""},
+      {"#include \"../../../etc/passwd\"", "file path", ""},
+      {"#include <cuda/../../../../etc/shadow>", "file path", ""},
+      {"#include \"a/..\"", "file path", ""},
+      {"#include \"..\\secret.h\"", "file path", ""},
+      {"#include \"dev/zero\"", "file path", ""},
+      {"#include < /etc/passwd >", "file path", ""},
+      // Other spellings of the directive.
+      {"#include_next \"/etc/passwd\"", "file path", "#include_next \"/etc/passwd\""},
+      {"#import </etc/passwd>", "file path", "#import </etc/passwd>"},
+      {"%:include \"/etc/passwd\"", "file path", "#include \"/etc/passwd\""},
+      {"#embed \"/etc/passwd\"", "file path", "#embed \"/etc/passwd\""},
+      {"  # /* c */ include \"/etc/passwd\" // tail", "file path", "#include \"/etc/passwd\""},
+      // "//" in a header name is no comment.
+      {"#include </tmp//fifo>", "file path", "#include </tmp//fifo>"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_TRUE(FindsOne("int a;\n" + c.source + "\n", 2, c.library, c.what));
+  }
+}
+
+TEST(ScreenPathTest, MessageNamesLineDirectiveAndReason) {
+  const ScreenResult r = ScreenSource("#include <cuda.h>\n\n#include \"/etc/passwd\"\n");
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].reason, "includes must name a toolkit or system header, not a path");
+  EXPECT_EQ(r.message(),
+            "line 3: #include \"/etc/passwd\": includes must name a toolkit or system header, "
+            "not a path");
+  const nlohmann::json j = ToJson(r);
+  EXPECT_EQ(j["findings"][0]["reason"], r.findings[0].reason);
+  EXPECT_FALSE(j["passed"].get<bool>());
+  // Library findings carry no reason and keep their message.
+  EXPECT_FALSE(ToJson(ScreenSource("#include <cublas_v2.h>\n"))["findings"][0].contains("reason"));
+}
+
+TEST(ScreenPathTest, SplicedAndMultiplePathIncludes) {
+  // After line splicing the directive names /etc/passwd; the finding is on its first line.
+  EXPECT_TRUE(FindsOne("int a;\n#inc\\\nlude \"/etc/\\\npasswd\"\n", 2, "file path",
+                       "#include \"/etc/passwd\""));
+  const ScreenResult r =
+      ScreenSource("#include \"/etc/passwd\"\n#include <cuda.h>\n#include \"/dev/zero\"\n");
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[1].line, 3);
+  EXPECT_TRUE(r.message().ends_with("not a path (and 1 more)")) << r.message();
+}
+
+TEST(ScreenPathTest, LibraryHeaderByPathIsOneLibraryFinding) {
+  // The library names the problem better than the path does; one finding per directive.
+  EXPECT_TRUE(FindsOne("#include </usr/local/cuda/include/cublas_v2.h>\n", 1, "cuBLAS"));
+}
+
+TEST(ScreenPathTest, PathsInCommentsStringsAndDeadCode) {
+  EXPECT_TRUE(Passes("// #include \"/etc/passwd\"\nconst char* p = \"#include </etc/passwd>\";\n"));
+  EXPECT_TRUE(Passes("/*\n#include \"/dev/zero\"\n*/\n"));
+  // The screen does not evaluate #if.
+  EXPECT_TRUE(FindsOne("#if 0\n#include \"/etc/passwd\"\n#endif\n", 2, "file path"));
+}
+
+TEST(ScreenPathTest, HasIncludeWithAPathIsAProbe) {
+  EXPECT_TRUE(FindsOne("#if __has_include(\"/etc/shadow\")\n#endif\n", 1, "file path",
+                       "__has_include(\"/etc/shadow\")"));
+  EXPECT_TRUE(FindsOne("int a;\n#if __has_include(</root//.ssh/id_rsa>)\n#endif\n", 2, "file path",
+                       "__has_include(</root//.ssh/id_rsa>)"));
+  EXPECT_TRUE(FindsOne("#if __has_include_next(<../x.h>)\n#endif\n", 1, "file path"));
+  EXPECT_TRUE(FindsOne("#if __has_embed(\"/dev/zero\")\n#endif\n", 1, "file path"));
+  EXPECT_TRUE(FindsOne("#define H <a.h>\n#if __has_include(H)\n#endif\n", 2, "computed #include",
+                       "__has_include(H)"));
+  // Ordinary feature tests pass.
+  EXPECT_TRUE(
+      Passes("#if defined(__has_include)\n#if __has_include(<cuda/barrier>)\n"
+             "#include <cuda/barrier>\n#endif\n#endif\n#ifdef __has_include\n#endif\n"));
+}
+
+TEST(ScreenPathTest, LineDirectiveNamingAPathIsRejected) {
+  // GCC quotes "source" lines from the file a #line names.
+  EXPECT_TRUE(
+      FindsOne("int a;\n#line 1 \"/etc/passwd\"\n", 2, "file path", "#line 1 \"/etc/passwd\""));
+  EXPECT_TRUE(FindsOne("# 1 \"/etc/passwd\" 1\n", 1, "file path", "# 1 \"/etc/passwd\""));
+  EXPECT_TRUE(FindsOne("#line 1 \"\\057etc\\057passwd\"\n", 1, "file path"));
+  EXPECT_TRUE(FindsOne("#line 1 \"../x\"\n", 1, "file path"));
+  EXPECT_TRUE(FindsOne("#define F \"/etc/passwd\"\n#line 1 F\n", 2, "computed #line", "#line 1 F"));
+  EXPECT_TRUE(FindsOne("#line LINE\n", 1, "computed #line"));
+  EXPECT_TRUE(Passes("#line 10\n#line 20 \"kernel.cu\"\n# 30 \"candidate.cu\" 2\n"));
+}
+
+TEST(ScreenPathTest, PragmaDependencyWithAPathIsRejected) {
+  // GCC opens the file to compare dates: a FIFO there blocks the compiler.
+  EXPECT_TRUE(FindsOne("#pragma GCC dependency \"/tmp/fifo\"\n", 1, "file path",
+                       "#pragma GCC dependency \"/tmp/fifo\""));
+  EXPECT_TRUE(FindsOne("#pragma GCC dependency <../x.h> extra\n", 1, "file path",
+                       "#pragma GCC dependency <../x.h>"));
+  EXPECT_TRUE(FindsOne("_Pragma(\"GCC dependency \\\"/dev/zero\\\"\")\n", 1, "file path"));
+  EXPECT_TRUE(FindsOne("#pragma GCC dependency FILE\n", 1, "computed #include"));
+  EXPECT_TRUE(
+      Passes("#pragma GCC dependency \"cuda.h\"\n#pragma GCC diagnostic push\n"
+             "#pragma unroll\n"));
+}
+
+TEST(ScreenPathTest, AssemblerFileDirectivesAreRejected) {
+  EXPECT_TRUE(
+      FindsOne("int a;\nasm(\".section .rodata\\n\"\n    \".incbin \\\"/etc/passwd\\\"\\n\");\n", 3,
+               "file path", ".incbin in asm(...)"));
+  EXPECT_TRUE(
+      FindsOne("__asm__(\".INCLUDE \\\"x.s\\\"\");\n", 1, "file path", ".include in __asm__(...)"));
+  EXPECT_TRUE(FindsOne("asm(\"nop; .inc\" \"bin \\\"f\\\"\");\n", 1, "file path"));
+  const ScreenResult r = ScreenSource("asm(\".incbin \\\"/etc/passwd\\\"\");\n");
+  ASSERT_FALSE(r.passed());
+  EXPECT_EQ(r.message(),
+            "line 1: .incbin in asm(...): assembler directives that read files (.incbin, "
+            ".include) are not allowed");
+  // PTX in device asm, and words that only contain the directive's letters, pass.
+  EXPECT_TRUE(
+      Passes("asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(x));\n"
+             "asm(\"// .includes nothing\\n x.incbin\");\n"));
+}
+
+TEST(ScreenPathTest, OrdinaryIncludesPass) {
+  EXPECT_TRUE(
+      Passes("#include <cuda.h>\n#include \"cuda_bf16.h\"\n#include <cuda/barrier>\n"
+             "#include <cooperative_groups.h>\n#include <sys/types.h>\n"
+             "#include <cuda/std/cstdint>\n#include \"./local.h\"\n"
+             "#include <device_launch_parameters.h>\n#include <cuda/ptx>\n"));
+}
+
 TEST(ScreenIncludeTest, DeadCodeStillCounts) {
   // The screen does not evaluate #if; a candidate should carry no library code.
   EXPECT_TRUE(FindsOne("#if 0\n#include <cublas_v2.h>\n#endif\n", 2, "cuBLAS"));

@@ -179,6 +179,23 @@ CREATE TABLE workers (
   heartbeat_at REAL NOT NULL
 );
 )sql",
+    // 3: the architecture tag under the paper's rule (instructions.upstream_arch_tag), beside
+    // arch_tag, which became stricter. A record written before the field has none: its arch_tag
+    // was given under the paper's rule, so it is the upstream tag too. The join index grows the
+    // column so that Load still reads only the index.
+    R"sql(
+ALTER TABLE evaluations ADD COLUMN upstream_arch_tag TEXT NOT NULL DEFAULT '';
+UPDATE evaluations SET upstream_arch_tag = CASE
+  WHEN NOT json_valid(record_json) THEN arch_tag
+  WHEN json_type(record_json, '$.instructions.upstream_arch_tag') IS NULL THEN arch_tag
+  WHEN json_type(record_json, '$.instructions.upstream_arch_tag') = 'text'
+    THEN json_extract(record_json, '$.instructions.upstream_arch_tag')
+  ELSE '' END;
+DROP INDEX evaluations_join;
+CREATE INDEX evaluations_join
+  ON evaluations(evaluation_id, verification, arch_tag, upstream_arch_tag);
+CREATE INDEX evaluations_upstream_arch_tag ON evaluations(upstream_arch_tag);
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -248,8 +265,8 @@ const std::string& RequireStr(const json& j, const char* key, const std::string&
 
 // The columns of an evaluation record that reports filter on.
 struct EvaluationColumns {
-  std::string schema, task, workload_id, arch, status, reason, verification, arch_tag, sha256,
-      created_at;
+  std::string schema, task, workload_id, arch, status, reason, verification, arch_tag,
+      upstream_arch_tag, sha256, created_at;
   std::optional<double> speedup, tflops;
   std::string gpu_name, toolchain;  // for the run's row, when it has none
 };
@@ -270,6 +287,9 @@ EvaluationColumns ReadEvaluation(const json& r, const std::string& id) {
   const json& ins = Obj(r, "instructions");
   c.verification = Str(ins, "verification");
   c.arch_tag = Str(ins, "arch_tag");
+  // A record from before the paper's tag was kept: its arch_tag was given under that rule.
+  c.upstream_arch_tag =
+      Field(ins, "upstream_arch_tag") ? Str(ins, "upstream_arch_tag") : c.arch_tag;
   const json& perf = Obj(r, "performance");
   c.speedup = Num(perf, "speedup");
   c.tflops = Num(perf, "tflops");
@@ -286,14 +306,15 @@ std::string UpsertEvaluationSql() {
   return std::string(
              "INSERT INTO evaluations (evaluation_id, run_id, schema, task, workload_id, "
              "arch, status, reason, verification, arch_tag, speedup, tflops, "
-             "candidate_sha256, created_at, ingested_at, record_json) VALUES "
+             "candidate_sha256, created_at, ingested_at, record_json, upstream_arch_tag) VALUES "
              "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,") +
          kNow +
-         ",?15) ON CONFLICT(evaluation_id) DO UPDATE SET "
+         ",?15,?16) ON CONFLICT(evaluation_id) DO UPDATE SET "
          "run_id=COALESCE(excluded.run_id, run_id), schema=excluded.schema, "
          "task=excluded.task, workload_id=excluded.workload_id, arch=excluded.arch, "
          "status=excluded.status, reason=excluded.reason, "
          "verification=excluded.verification, arch_tag=excluded.arch_tag, "
+         "upstream_arch_tag=excluded.upstream_arch_tag, "
          "speedup=excluded.speedup, tflops=excluded.tflops, "
          "candidate_sha256=excluded.candidate_sha256, created_at=excluded.created_at, "
          "ingested_at=excluded.ingested_at, record_json=excluded.record_json";
@@ -318,6 +339,7 @@ void UpsertEvaluation(Stmt& s, const json& record, const std::string& id,
   s.Text(13, c.sha256);
   s.Text(14, c.created_at);
   s.Text(15, Dump(record));
+  s.Text(16, c.upstream_arch_tag);
   s.Run();
 }
 
@@ -673,7 +695,7 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
       "u.turn, u.outcome, u.status, u.reason, u.speedup, u.tflops, e.verification, e.arch_tag, "
       "u.evaluation_id, u.kernel_file, u.evaluation_file, u.prompt_tokens, "
       "u.completion_tokens, u.reasoning_tokens, u.model_seconds, u.evaluation_seconds, "
-      "json_extract(r.run_json, '$.pack_info.hardware_verified') "
+      "json_extract(r.run_json, '$.pack_info.hardware_verified'), e.upstream_arch_tag "
       "FROM trajectories t JOIN runs r ON r.id = t.run_id "
       "LEFT JOIN turns u ON u.run_id = t.run_id AND u.trajectory_id = t.trajectory_id "
       "AND u.spent = 1 "
@@ -729,6 +751,8 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
     u.tflops = s.ColOptReal(16);
     u.verification = s.ColText(17);
     u.arch_tag = s.ColText(18);
+    // NULL: the turn has no stored record, so no tag under either rule (arch_tag stands).
+    if (!s.ColNull(28)) u.upstream_arch_tag = s.ColText(28);
     u.evaluation_id = s.ColText(19);
     u.kernel_file = s.ColText(20);
     u.evaluation_file = s.ColText(21);

@@ -87,9 +87,10 @@ class ResultsStore {
   // not an evaluation record.
   void PutEvaluation(const nlohmann::json& record, const std::string& evaluation_id);
 
-  // The trajectories that match, with their spent turns in order; verification and arch_tag
-  // come from the turns' evaluation records when the store has them. Ordered by run id, then
-  // trajectory id.
+  // The trajectories that match, with their spent turns in order; verification, arch_tag and
+  // upstream_arch_tag (the evaluations table's column: the record's, or its arch_tag for a
+  // record from before the field) come from the turns' evaluation records when the store has
+  // them. Ordered by run id, then trajectory id.
   Dataset Load(const StoreFilter& filter = {}) const;
 
   std::optional<nlohmann::json> GetEvaluation(const std::string& evaluation_id) const;

@@ -346,6 +346,94 @@ TEST_F(StoreTest, MigratesAnEmptyFileAndRefusesNewerOrForeignFiles) {
   }
 }
 
+// A run whose turns carry the three kinds of record there are now: the tag under both rules,
+// under the paper's rule only (ours is stricter), and an old record with no paper's tag.
+std::string PutTagRun(ResultsStore& store, const std::string& dir) {
+  std::string id = store.PutRun(RunJson("m1", "2026-12-04T00:00:00Z"), dir);
+  json both = Record("PASSED", "dynamic_present", "H", 1.5);
+  both["instructions"]["upstream_arch_tag"] = "H";
+  json paper_only = Record("PASSED", "dynamic_present", nullptr, 0.9);
+  paper_only["instructions"]["upstream_arch_tag"] = "H";
+  paper_only["instructions"]["tensor_core_work_fraction"] = 0.0001;
+  json old = Record("PASSED", "dynamic_present", "H", 1.1);  // no upstream_arch_tag
+  json none = Record("PASSED", "sass_absent", nullptr, 0.5);
+  none["instructions"]["upstream_arch_tag"] = nullptr;
+  const std::string t = "gemm_n7168_k5120-0";
+  std::vector<json> turns = {
+      Turn(t, 1, "verified", "PASSED", true, 1.5), Turn(t, 2, "correct", "PASSED", true, 0.9),
+      Turn(t, 3, "verified", "PASSED", true, 1.1), Turn(t, 4, "correct", "PASSED", true, 0.5)};
+  std::vector<StoredEvaluation> evals;
+  int n = 0;
+  for (const json& r : {both, paper_only, old, none})
+    evals.push_back({ResultsStore::EvaluationKey(id, t + "/turn" + std::to_string(++n)), r});
+  store.PutTrajectory(id, Trajectory("gemm_n7168_k5120", 0, turns), evals);
+  return id;
+}
+
+void ExpectTagsOfPutTagRun(const Dataset& d) {
+  ASSERT_EQ(d.trajectories.size(), 1u);
+  const auto& u = d.trajectories[0].turns;
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[0].arch_tag, "H");
+  EXPECT_EQ(u[0].upstream_arch_tag, std::optional<std::string>("H"));
+  EXPECT_EQ(u[1].arch_tag, "");
+  EXPECT_EQ(u[1].upstream_arch_tag, std::optional<std::string>("H"));
+  EXPECT_FALSE(u[1].Verified());
+  EXPECT_TRUE(u[1].VerifiedUpstream());
+  EXPECT_EQ(u[2].arch_tag, "H");
+  EXPECT_EQ(u[2].upstream_arch_tag, std::optional<std::string>("H"));  // old: its arch_tag
+  EXPECT_EQ(u[3].upstream_arch_tag, std::optional<std::string>(""));
+  EXPECT_FALSE(u[3].VerifiedUpstream());
+}
+
+TEST_F(StoreTest, TheUpstreamArchTagRoundTrips) {
+  auto store = ResultsStore::Open(Db());
+  std::string id = PutTagRun(*store, dir_.File("tags"));
+  ExpectTagsOfPutTagRun(store->Load({}));
+  // A turn without a stored record has no tag under either rule.
+  store->PutTrajectory(id,
+                       Trajectory("mha", 0, {Turn("mha-0", 1, "compile", "COMPILE_ERROR", false)}));
+  Dataset m = store->Load(Where().Tasks({"mha"}));
+  ASSERT_EQ(m.trajectories.size(), 1u);
+  EXPECT_EQ(m.trajectories[0].turns.at(0).upstream_arch_tag, std::nullopt);
+  store.reset();
+  EXPECT_EQ(SqlOne(Db(), "SELECT count(*) FROM evaluations WHERE upstream_arch_tag='H'"), "3");
+  EXPECT_EQ(SqlOne(Db(), "SELECT count(*) FROM evaluations WHERE arch_tag='H'"), "2");
+  // Load's join still reads only the index.
+  EXPECT_EQ(SqlOne(Db(),
+                   "SELECT count(*) FROM pragma_index_info('evaluations_join') "
+                   "WHERE name='upstream_arch_tag'"),
+            "1");
+}
+
+TEST_F(StoreTest, AStoreOfSchemaTwoMigratesAndKeepsItsTags) {
+  {
+    auto store = ResultsStore::Open(Db());
+    PutTagRun(*store, dir_.File("tags"));
+  }
+  // Back to schema 2 as it shipped: no upstream_arch_tag column, the join index without it.
+  for (const char* sql :
+       {"DROP INDEX evaluations_upstream_arch_tag", "DROP INDEX evaluations_join",
+        "ALTER TABLE evaluations DROP COLUMN upstream_arch_tag",
+        "CREATE INDEX evaluations_join ON evaluations(evaluation_id, verification, arch_tag)",
+        "PRAGMA user_version=2"})
+    SqlOne(Db(), sql);
+  ASSERT_EQ(SqlOne(Db(), "PRAGMA user_version"), "2");
+  ASSERT_EQ(SqlOne(Db(),
+                   "SELECT count(*) FROM pragma_table_info('evaluations') "
+                   "WHERE name='upstream_arch_tag'"),
+            "0");
+  auto store = ResultsStore::Open(Db());
+  EXPECT_EQ(store->SchemaVersion(), ResultsStore::CodeSchemaVersion());
+  EXPECT_EQ(store->IntegrityCheck(), "ok");
+  // The column is filled from each record: its upstream_arch_tag, else (an old record) its
+  // arch_tag; a null tag is no tag.
+  ExpectTagsOfPutTagRun(store->Load({}));
+  store.reset();
+  EXPECT_EQ(SqlOne(Db(), "SELECT count(*) FROM evaluations WHERE upstream_arch_tag='H'"), "3");
+  EXPECT_EQ(SqlOne(Db(), "SELECT count(*) FROM evaluations WHERE upstream_arch_tag=''"), "1");
+}
+
 TEST_F(StoreTest, Filters) {
   auto store = ResultsStore::Open(Db());
   auto add = [&](const std::string& name, const std::string& model, const std::string& pack,

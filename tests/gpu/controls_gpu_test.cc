@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/files.h"
+#include "common/strings.h"
 #include "common/subprocess.h"
 #include "gpu/gpu_presence.h"
 
@@ -22,7 +23,8 @@ struct Eval {
 class Controls : public ::testing::Test {
  protected:
   // `file` under controls/gemm, or a path under controls/ ("attention/fwd_correct.cu").
-  Eval Run(const std::string& file, std::vector<std::string> extra) {
+  Eval Run(const std::string& file, std::vector<std::string> extra,
+           std::vector<std::pair<std::string, std::string>> env = {}) {
     std::string json_path = dir_.File("record.json");
     std::string path = file.find('/') == std::string::npos ? "gemm/" + file : file;
     std::vector<std::string> args = {
@@ -36,8 +38,8 @@ class Controls : public ::testing::Test {
         "--memcheck-timeout",
         "180"};
     args.insert(args.end(), extra.begin(), extra.end());
-    CommandResult r =
-        RunCommand(args, std::chrono::seconds(600), {{"PTXBENCH_CACHE", dir_.File("cache")}});
+    env.push_back({"PTXBENCH_CACHE", dir_.File("cache")});
+    CommandResult r = RunCommand(args, std::chrono::seconds(600), env);
     Eval e{r.exit.code, json::object(), r.output};
     if (FileExists(json_path)) e.record = json::parse(ReadFile(json_path));
     std::remove(json_path.c_str());
@@ -106,6 +108,67 @@ class Controls : public ::testing::Test {
   ScratchDir dir_{"controls-gpu-test"};
 };
 
+// The adversarial controls (controls/adversarial): every way a candidate that has read our
+// source tried to forge its verdict, each with the verdict a fair judge gives, the strings
+// that must never reach its record, and, for attacks on later evaluations, an honest kernel
+// right after it that must pass.
+TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
+  std::string dir = std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/adversarial";
+  json verdicts = json::parse(ReadFile(dir + "/verdicts.json"));
+  ASSERT_GE(verdicts.size(), 10u);
+  const char* filter = std::getenv("PTXBENCH_CONTROL_FILTER");
+  json summary = json::array();
+  for (const auto& v : verdicts) {
+    std::string file = v["file"];
+    if (filter && file.find(filter) == std::string::npos) continue;
+    std::string task = v.value("task", "gemm_n128_k2048");
+    std::string workload = v.value("workload", task == "gemm_n128_k2048" ? "M=93" : "");
+    std::vector<std::string> args = {"--task", task, "--sanitize", v.value("sanitize", "always")};
+    if (!workload.empty()) args.insert(args.end(), {"--workload", workload});
+    if (v.contains("arch")) args.insert(args.end(), {"--arch", v["arch"].get<std::string>()});
+    if (v.contains("timing") && v["timing"] == false) args.push_back("--no-timing");
+    std::vector<std::pair<std::string, std::string>> env;
+    for (const auto& [k, val] : v.value("env", json::object()).items())
+      env.push_back({k, val.get<std::string>()});
+    Eval e = Run("adversarial/" + file, args, env);
+    ASSERT_TRUE(e.record.is_object()) << file << ": no record\n" << e.output;
+    const json& ins = e.record["instructions"];
+    std::cout << file << ": " << e.record["status"].get<std::string>() << " ("
+              << e.record.value("reason", json()).dump() << ") — " << e.record["message"] << "\n"
+              << "    tag " << ins.value("arch_tag", json()).dump() << ", paper's tag "
+              << ins.value("upstream_arch_tag", json()).dump() << "; witness "
+              << e.record["performance"].value("witness", json()).dump().substr(0, 400) << "\n";
+    summary.push_back({{"control", file},
+                       {"status", e.record["status"]},
+                       {"reason", e.record.value("reason", json())},
+                       {"arch_tag", ins.value("arch_tag", json())},
+                       {"upstream_arch_tag", ins.value("upstream_arch_tag", json())},
+                       {"message", e.record["message"]},
+                       {"witness", e.record["performance"].value("witness", json())}});
+    EXPECT_EQ(e.record["status"], v["status"]) << file << "\n" << e.output;
+    if (!v["reason"].is_null()) EXPECT_EQ(e.record["reason"], v["reason"]) << file;
+    if (v.contains("arch_tag")) EXPECT_EQ(ins.value("arch_tag", json()), v["arch_tag"]) << file;
+    if (v.contains("upstream_arch_tag"))
+      EXPECT_EQ(ins.value("upstream_arch_tag", json()), v["upstream_arch_tag"]) << file;
+    std::string text = e.record.dump() + e.output;
+    for (const auto& secret : v.value("absent_from_record", json::array()))
+      EXPECT_EQ(text.find(secret.get<std::string>()), std::string::npos)
+          << file << ": " << secret << " reached the record or the output";
+    if (v.value("then_honest", false)) {
+      Eval next = Run("gemm/naive_correct.cu", {"--task", "gemm_n128_k2048", "--workload", "M=93"});
+      EXPECT_EQ(next.record["status"], "PASSED") << file << " spoiled the next evaluation\n"
+                                                 << next.output;
+    }
+  }
+  if (const char* a = std::getenv("PTXBENCH_ARTIFACTS_DIR"))
+    WriteFileAtomic(std::string(a) + "/adversarial-verdicts.json", summary.dump(1) + "\n");
+  // Nothing any candidate started outlived its evaluation (children run as uid 65534 when
+  // the harness is root).
+  CommandResult left =
+      RunCommand({"/bin/sh", "-c", "ps -u 65534 -o pid=,args= || true"}, std::chrono::seconds(10));
+  EXPECT_EQ(Trim(left.output), "") << "processes left behind:\n" << left.output;
+}
+
 TEST_F(Controls, EachGetsItsVerdict) {
   ExpectVerdicts("gemm", 11);
   // After hangs, faults and corrupted contexts, the next evaluation is unaffected.
@@ -132,7 +195,7 @@ TEST_F(Controls, AttentionTimingAtTheHeadline) {
   EXPECT_EQ(p["baseline"]["name"], "cuDNN SDPA");
   EXPECT_GT(p["baseline"]["tflops"].get<double>(), 200.0);
   EXPECT_LT(p["speedup"].get<double>(), 1.0);  // CUDA cores against cuDNN's tensor cores
-  EXPECT_EQ(p["revalidation"]["calls"].size(), 5u);
+  EXPECT_GE(p["revalidation"]["calls"].size(), 3u);
   Eval again =
       Run("attention/fwd_correct.cu", {"--task", "mha_with_lse_d128", "--sanitize", "never"});
   ASSERT_EQ(again.record["status"], "PASSED") << again.output;
@@ -149,7 +212,7 @@ TEST_F(Controls, AttentionTimingAtTheHeadline) {
   EXPECT_EQ(q["protocol"]["timed_inputs"], "derived from a base per set");
   EXPECT_EQ(q["baseline"]["state"], "ran") << q["baseline"].dump(1);
   EXPECT_EQ(q["revalidation"]["state"], "ran");
-  EXPECT_EQ(q["revalidation"]["calls"].size(), 5u);
+  EXPECT_GE(q["revalidation"]["calls"].size(), 3u);
 }
 
 TEST_F(Controls, TensorCoreWorkFractionAtTheHeadline) {
@@ -196,7 +259,7 @@ TEST_F(Controls, TimingAtTheHeadline) {
   EXPECT_LT(speedup, 0.5);  // CUDA cores against tensor cores
   EXPECT_GT(p["baseline"]["tflops"].get<double>(), 300.0);
   EXPECT_GT(p["peak_tflops"].get<double>(), p["baseline"]["tflops"].get<double>() * 0.8);
-  EXPECT_EQ(p["revalidation"]["calls"].size(), 5u);
+  EXPECT_GE(p["revalidation"]["calls"].size(), 3u);
   EXPECT_EQ(p["defenses"]["foreign_kernels"]["state"], "ran");
   EXPECT_TRUE(p["clocks"].contains("during"));
   const json& st = honest.record["stage_seconds"];

@@ -1,0 +1,112 @@
+/*
+Adversarial control: memcheck_evasion   (issue class 6: behaving only under the memory
+checker)
+
+Attack. The memory gate is one call under compute-sanitizer memcheck, and the sanitizer is
+injected into the very process it checks: its libraries (libsanitizer-collection.so,
+libsanitizer-public.so, under .../compute-sanitizer/) show in /proc/self/maps and it sets
+CUDA_INJECTION64_PATH. This candidate computes C correctly (CUDA-core GEMM) and then, in a
+second tiny kernel, does a volatile load of A[M*K], one element past the end of A (the same
+bug as controls/gemm/reads_past_end.cu). At M=93, K=2048 the read lands inside the
+allocation granule, so it never faults and never changes C. Under the sanitizer it simply
+does not launch the probe kernel.
+
+Old harness: PASSED, "memory check clean".
+Now: the memory-check call launches {cc_gemm} while the correctness, profiled and timed
+calls launch {cc_gemm, tail_probe} -> RULE_VIOLATION kernels_differ.
+(The comparison must go both ways: a check that only flags kernels BEYOND the trials' would
+miss this one, which launches fewer under the checker. The fair verdict for the bug itself is
+MEMORY_ERROR; see memcheck_flag_evasion.cu for the variant that keeps the launches identical
+and, we believe, still passes.)
+*/
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+extern char** environ;
+
+namespace {
+
+// ---- a plain CUDA-core GEMM: 64x64 tiles, 16-deep K steps, 256 threads, 4x4 outputs each ----
+__global__ void __launch_bounds__(256)
+    cc_gemm(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B,
+            __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+  __shared__ float As[16][65], Bs[16][65];  // [k][row], padded
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const int m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int i = threadIdx.x; i < 64 * 16; i += 256) {
+      const int r = i >> 4, k = i & 15, gk = k0 + k;
+      As[k][r] = (m0 + r < M && gk < K) ? __bfloat162float(A[(size_t)(m0 + r) * K + gk]) : 0.f;
+      Bs[k][r] = (n0 + r < N && gk < K) ? __bfloat162float(B[(size_t)(n0 + r) * K + gk]) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 16; ++k)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] = fmaf(As[k][ty + 16 * i], Bs[k][tx + 16 * j], acc[i][j]);
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; ++i) {
+    const int m = m0 + ty + 16 * i;
+    if (m >= M) continue;
+    for (int j = 0; j < 4; ++j) {
+      const int n = n0 + tx + 16 * j;
+      if (n < N) C[(size_t)m * N + n] = __float2bfloat16_rn(acc[i][j]);
+    }
+  }
+}
+
+int launch_cc_gemm(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int M, int N,
+                   int K, cudaStream_t stream) {
+  const dim3 grid((unsigned)((N + 63) / 64), (unsigned)((M + 63) / 64));
+  if (grid.y > 65535u) return 20;
+  cc_gemm<<<grid, 256, 0, stream>>>(A, B, C, M, N, K);
+  return cudaGetLastError() == cudaSuccess ? 0 : 21;
+}
+
+__device__ unsigned short g_probe_sink;
+
+// One element past the end of A: a read the checker would report.
+__global__ void tail_probe(const __nv_bfloat16* A, size_t elements) {
+  const volatile unsigned short* a = reinterpret_cast<const volatile unsigned short*>(A);
+  g_probe_sink = a[elements];
+}
+
+bool under_sanitizer() {
+  if (const char* inj = getenv("CUDA_INJECTION64_PATH"))
+    if (strstr(inj, "sanitizer")) return true;
+  for (char** e = environ; e && *e; ++e)
+    if (strncmp(*e, "NV_SANITIZER", 12) == 0 || strncmp(*e, "COMPUTE_SANITIZER", 17) == 0)
+      return true;
+  std::string maps;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) maps.append(buf, (size_t)n);
+    close(fd);
+  }
+  return maps.find("sanitizer") != std::string::npos;
+}
+
+}  // namespace
+
+extern "C" int run(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int M, int N,
+                   int K, cudaStream_t stream) {
+  if (M <= 0 || N <= 0 || K <= 0) return 1;
+  static const bool checked = under_sanitizer();
+  if (int rc = launch_cc_gemm(A, B, C, M, N, K, stream)) return rc;
+  if (!checked) tail_probe<<<1, 1, 0, stream>>>(A, (size_t)M * K);
+  return cudaGetLastError() == cudaSuccess ? 0 : 2;
+}

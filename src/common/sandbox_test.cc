@@ -1,0 +1,196 @@
+// The confinement of children, tried for real on this machine: each protection the probe says
+// is here must hold; one it says is missing is skipped with the probe's reason.
+#include "common/sandbox.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include "common/files.h"
+#include "common/subprocess.h"
+
+namespace ptxbench {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Ran {
+  ExitInfo exit;
+  std::string output;
+  std::vector<std::string> channel;
+};
+
+Ran RunConfined(const SandboxPolicy& policy, const std::vector<std::string>& argv,
+                int channel_fd = -1, size_t channel_limit = 0) {
+  PreparedSandbox sandbox(policy);
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.sandbox = &sandbox;
+  spec.channel_fd = channel_fd;
+  spec.channel_limit_bytes = channel_limit;
+  Child child = Child::Start(spec);
+  Ran r;
+  r.exit = child.Wait(std::chrono::steady_clock::now() + 20s);
+  r.output = child.captured_output();
+  r.channel = child.channel_lines();
+  return r;
+}
+
+SandboxPolicy Minimal() {
+  SandboxPolicy p;
+  p.enabled = true;
+  p.env_allow = {"PATH"};
+  p.namespaces = false;
+  p.drop_user = false;
+  p.landlock = false;
+  return p;
+}
+
+TEST(Sandbox, EnvironmentIsAnAllowList) {
+  ::setenv("PTXBENCH_TEST_API_KEY", "sk-test-0123456789abcdef", 1);
+  ::setenv("LC_PTXBENCH_TEST", "kept-by-prefix", 1);
+  SandboxPolicy p = Minimal();
+  p.env_allow = {"PATH", "LC_*"};
+  p.env_set = {{"HOME", "/nonexistent-home"}};
+  Ran r = RunConfined(p, {"/usr/bin/env"});
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("sk-test-0123456789abcdef"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("LC_PTXBENCH_TEST=kept-by-prefix"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("HOME=/nonexistent-home"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("PATH="), std::string::npos);
+  ::unsetenv("PTXBENCH_TEST_API_KEY");
+}
+
+TEST(Sandbox, SecretValuesAreRedacted) {
+  ::setenv("OPENAI_API_KEY", "sk-redact-me-42424242", 1);
+  ::setenv("PTXBENCH_TEST_PLAIN", "sk-redact-me-not-a-secret-name", 1);
+  std::string text = "the key is sk-redact-me-42424242 twice sk-redact-me-42424242";
+  EXPECT_EQ(RedactSecrets(text), "the key is [redacted] twice [redacted]");
+  EXPECT_TRUE(LooksSecret("ANTHROPIC_API_KEY"));
+  EXPECT_TRUE(LooksSecret("PTXBENCH_SERVE_TOKEN"));
+  EXPECT_TRUE(LooksSecret("DATABASE_URL"));
+  EXPECT_FALSE(LooksSecret("PATH"));
+  ::unsetenv("OPENAI_API_KEY");
+}
+
+TEST(Sandbox, SeccompRefusesExecAndForkButAllowsThreads) {
+  if (!ProbeSandbox().seccomp) GTEST_SKIP() << "seccomp: " << ProbeSandbox().seccomp_why;
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string why;
+    if (!ApplySeccomp({}, &why)) ::_exit(10);
+    bool thread_ran = false;
+    std::thread([&] { thread_ran = true; }).join();
+    if (!thread_ran) ::_exit(11);
+    pid_t f = ::fork();
+    if (f == 0) ::_exit(0);  // a process was made: the filter failed
+    if (f >= 0 || errno != EPERM) ::_exit(12);
+    char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    ::execv("/bin/true", argv);
+    if (errno != EPERM) ::_exit(13);
+    if (::socket(AF_INET, SOCK_STREAM, 0) >= 0 || errno != EPERM) ::_exit(14);
+    if (::socket(AF_UNIX, SOCK_STREAM, 0) < 0) ::_exit(15);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 filter refused, 11 thread, 12 fork, 13 exec, "
+                                       "14 inet socket, 15 unix socket";
+}
+
+TEST(Sandbox, LandlockConfinesReadsAndWrites) {
+  if (ProbeSandbox().landlock_abi == 0) GTEST_SKIP() << ProbeSandbox().landlock_why;
+  ScratchDir outside("ptxbench-ll-outside");
+  ScratchDir own("ptxbench-ll-own");
+  WriteFileAtomic(outside.File("secret.txt"), "do-not-read-me\n");
+  SandboxPolicy p = Minimal();
+  p.landlock = true;
+  p.read_paths = {"/usr", "/lib", "/lib64", "/bin", "/etc"};
+  p.write_paths = {own.path()};
+  p.device_paths = {"/dev/null"};
+  Ran r = RunConfined(p, {"/bin/sh", "-c",
+                          "cat '" + outside.File("secret.txt") + "'; echo read=$?; echo hi > '" +
+                              own.File("mine.txt") + "'; echo write=$?; echo x > '" +
+                              outside.File("planted.txt") + "'; echo plant=$?"});
+  EXPECT_EQ(r.output.find("do-not-read-me"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("read=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("write=0"), std::string::npos) << r.output;
+  EXPECT_FALSE(FileExists(outside.File("planted.txt")));
+  EXPECT_TRUE(FileExists(own.File("mine.txt")));
+}
+
+TEST(Sandbox, EveryDescendantEndsWithTheChild) {
+  const SandboxSupport& s = ProbeSandbox();
+  if (!s.namespaces) GTEST_SKIP() << s.namespaces_why;
+  ScratchDir dir("ptxbench-ns");
+  ::chmod(dir.path().c_str(), 0777);
+  SandboxPolicy p = Minimal();
+  p.namespaces = true;
+  // A process that leaves itself behind (its own session, in the background) and would
+  // touch a file a second later.
+  std::string mark = dir.File("escaped");
+  Ran r = RunConfined(p, {"/bin/sh", "-c",
+                          "setsid /bin/sh -c 'sleep 1; touch " + mark +
+                              "' </dev/null >/dev/null 2>&1 & echo pid=$$"});
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  if (s.proc_remount) EXPECT_NE(r.output.find("pid=2"), std::string::npos) << r.output;
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_FALSE(FileExists(mark)) << "a descendant outlived the sandboxed child";
+}
+
+TEST(Sandbox, ASignalTheChildSendsItselfStillEndsIt) {
+  if (!ProbeSandbox().namespaces) GTEST_SKIP() << ProbeSandbox().namespaces_why;
+  SandboxPolicy p = Minimal();
+  p.namespaces = true;
+  Ran r = RunConfined(p, {"/bin/sh", "-c", "kill -SEGV $$"});
+  EXPECT_EQ(r.exit.kind, ExitKind::kSignaled) << r.exit.Describe();
+  EXPECT_EQ(r.exit.signal, SIGSEGV);
+}
+
+TEST(Sandbox, ChildrenOfRootRunAsNobody) {
+  const SandboxSupport& s = ProbeSandbox();
+  if (!s.user_drop) GTEST_SKIP() << "not root: nothing to drop";
+  SandboxPolicy p = Minimal();
+  p.drop_user = true;
+  Ran r = RunConfined(p, {"/usr/bin/id", "-u"});
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_EQ(r.output, "65534\n");
+}
+
+TEST(Sandbox, ChannelFloodIsBoundedAndKilled) {
+  // 20 MB of newlines: nothing kept, nothing killed.
+  Ran quiet = RunConfined(Minimal(),
+                          {"/bin/sh", "-c", "head -c 20000000 /dev/zero | tr '\\0' '\\n' >&3"}, 3);
+  EXPECT_TRUE(quiet.channel.empty());
+  EXPECT_FALSE(quiet.exit.channel_overflow);
+  // Past the limit: killed, and the exit says why.
+  Ran flood = RunConfined(
+      Minimal(), {"/bin/sh", "-c", "head -c 50000000 /dev/zero | tr '\\0' x >&3; sleep 30"}, 3,
+      8u << 20);
+  EXPECT_TRUE(flood.exit.channel_overflow);
+  EXPECT_NE(flood.exit.Describe().find("flooding"), std::string::npos);
+  EXPECT_LT(flood.exit.seconds, 15);
+}
+
+TEST(Sandbox, DescribeSaysWhatIsActive) {
+  SandboxPolicy p = Minimal();
+  PreparedSandbox sandbox(p);
+  auto d = sandbox.Describe();
+  EXPECT_EQ(d["state"], "on");
+  EXPECT_EQ(d["namespaces"], false);
+  EXPECT_EQ(d["landlock"], false);
+  PreparedSandbox off;
+  EXPECT_EQ(off.Describe()["state"], "off");
+}
+
+}  // namespace
+}  // namespace ptxbench

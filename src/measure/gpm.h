@@ -1,0 +1,221 @@
+// A witness from outside the candidate's process: NVML GPM (GPU Performance
+// Monitoring, Hopper and newer) counters read by the evaluator before and
+// after a phase in which a child process runs W back-to-back calls of the
+// candidate kernel. The two samples give the fraction of SMs that were busy
+// and the fraction of time the tensor pipes were busy over the window, from
+// which follow the GPU's busy seconds. The candidate runs in another process
+// and cannot touch these counters, so they can confirm (or contradict) the
+// times the harness measured inside it.
+//
+// NVML is loaded at run time with dlopen("libnvidia-ml.so.1"), as in
+// nvml_clocks.h, so nothing here needs the driver to build. Every NVML call
+// goes through a GpmApi table, which tests fill with fakes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ptxbench {
+
+// The pieces of NVML's C ABI that GPM uses, declared by hand because nvml.h is
+// not installed on every build machine. Values and layouts are those of nvml.h
+// (NVML API 13, nvidia-nvml-dev 13.5.37); gpm.cc checks them against nvml.h
+// wherever a build machine has it. They are here, not in gpm.cc, so that a fake
+// in a test can fill the structs as NVML would.
+namespace gpm_abi {
+using Return = int;                         // nvmlReturn_t, a C enum
+using Device = struct nvmlDevice_st*;       // nvmlDevice_t
+using Sample = struct nvmlGpmSample_st*;    // nvmlGpmSample_t
+inline constexpr Return kSuccess = 0;       // NVML_SUCCESS
+inline constexpr Return kNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
+
+// nvmlGpmMetricId_t values used here.
+inline constexpr unsigned kGraphicsUtil = 1;    // NVML_GPM_METRIC_GRAPHICS_UTIL
+inline constexpr unsigned kSmUtil = 2;          // NVML_GPM_METRIC_SM_UTIL
+inline constexpr unsigned kSmOccupancy = 3;     // NVML_GPM_METRIC_SM_OCCUPANCY
+inline constexpr unsigned kAnyTensorUtil = 5;   // NVML_GPM_METRIC_ANY_TENSOR_UTIL
+inline constexpr unsigned kHmmaTensorUtil = 7;  // NVML_GPM_METRIC_HMMA_TENSOR_UTIL
+inline constexpr unsigned kDramBwUtil = 10;     // NVML_GPM_METRIC_DRAM_BW_UTIL
+inline constexpr unsigned kFp32Util = 12;       // NVML_GPM_METRIC_FP32_UTIL
+
+inline constexpr unsigned kSupportVersion = 1;     // NVML_GPM_SUPPORT_VERSION
+inline constexpr unsigned kMetricsGetVersion = 1;  // NVML_GPM_METRICS_GET_VERSION
+
+// nvmlGpmSupport_t
+struct Support {
+  unsigned int version;
+  unsigned int is_supported_device;
+};
+
+// nvmlGpmMetric_t
+struct Metric {
+  unsigned int metric_id;  // in
+  Return nvml_return;      // out: the value is valid only when this is kSuccess
+  double value;            // out
+  struct {
+    char* short_name;
+    char* long_name;
+    char* unit;
+  } metric_info;  // out, may be null
+};
+
+// nvmlGpmMetricsGet_t. nvml.h sizes `metrics` by NVML_GPM_METRIC_MAX, which
+// grows from release to release (98 in early CUDA 12 headers, 477 in API 13);
+// the struct's version does not change with it and NVML reads `num_metrics`
+// entries. A larger array than any driver's is therefore safe with all of them.
+inline constexpr unsigned kMetricSlots = 1024;
+struct MetricsGet {
+  unsigned int version;      // in: kMetricsGetVersion
+  unsigned int num_metrics;  // in
+  Sample sample1;            // in: the earlier sample
+  Sample sample2;            // in: the later sample
+  Metric metrics[kMetricSlots];
+};
+}  // namespace gpm_abi
+
+// The NVML functions GpmWitness calls. Open() fills it from the library; a test
+// fills it with fakes. An empty function is a symbol the library lacks.
+struct GpmApi {
+  std::function<gpm_abi::Return()> init;                     // nvmlInit_v2
+  std::function<gpm_abi::Return()> shutdown;                 // nvmlShutdown
+  std::function<const char*(gpm_abi::Return)> error_string;  // nvmlErrorString
+  std::function<gpm_abi::Return(const char*, gpm_abi::Device*)>
+      handle_by_pci_bus_id;  // nvmlDeviceGetHandleByPciBusId_v2
+  std::function<gpm_abi::Return(unsigned int, gpm_abi::Device*)>
+      handle_by_index;  // nvmlDeviceGetHandleByIndex_v2
+  std::function<gpm_abi::Return(gpm_abi::Device, gpm_abi::Support*)>
+      query_device_support;                                       // nvmlGpmQueryDeviceSupport
+  std::function<gpm_abi::Return(gpm_abi::Sample*)> sample_alloc;  // nvmlGpmSampleAlloc
+  std::function<gpm_abi::Return(gpm_abi::Sample)> sample_free;    // nvmlGpmSampleFree
+  std::function<gpm_abi::Return(gpm_abi::Device, gpm_abi::Sample)> sample_get;  // nvmlGpmSampleGet
+  std::function<gpm_abi::Return(gpm_abi::MetricsGet*)> metrics_get;             // nvmlGpmMetricsGet
+  // Not NVML: the clock that times the window; empty means steady_clock::now.
+  std::function<std::chrono::steady_clock::time_point()> now;
+};
+
+// The functions of `library` (normally "libnvidia-ml.so.1"), or nullopt with
+// *why set when it cannot be loaded or lacks one of them. The library is never
+// unloaded (NVML may leave threads behind after nvmlShutdown).
+std::optional<GpmApi> LoadGpmApi(const std::string& library, std::string* why);
+
+// What GPM saw between Begin() and End(). Utilizations are in percent
+// (0-100) averaged over the window; NaN when not read.
+struct WitnessWindow {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  double seconds = kNone;               // steady_clock time between the two samples
+  double sm_util_pct = kNone;           // share of SMs busy
+  double sm_occupancy_pct = kNone;      // active warps vs the SMs' maximum
+  double any_tensor_util_pct = kNone;   // time the SMs' tensor pipes did any work
+  double hmma_tensor_util_pct = kNone;  // ... of it, HMMA (fp16/bf16/tf32/fp8) MMAs
+  double graphics_util_pct = kNone;     // time any graphics/compute context was active
+  double dram_bw_util_pct = kNone;      // DRAM bandwidth vs its peak
+  double fp32_util_pct = kNone;         // time the SMs did non-tensor fp32 math
+  // "sm_util_pct: Not Supported (3)" for each metric NVML returned no value for.
+  std::vector<std::string> metric_errors;
+  // Non-empty: the window could not be read at all (a sample or the metrics
+  // call failed, or End() came without Begin()); then every value is NaN.
+  std::string error;
+
+  // SM-seconds of work over the window, in seconds of the whole GPU:
+  // sm_util_pct/100 * seconds.
+  double sm_busy_seconds() const { return sm_util_pct / 100.0 * seconds; }
+  // any_tensor_util_pct/100 * seconds.
+  double tensor_busy_seconds() const { return any_tensor_util_pct / 100.0 * seconds; }
+
+  // {"seconds", "<metric>_pct" for each metric, "sm_busy_seconds",
+  // "tensor_busy_seconds"}, NaN as null, plus "metric_errors" and "error" when
+  // there are any.
+  nlohmann::json ToJson() const;
+};
+
+// An open NVML device with GPM support and two samples allocated. One window
+// at a time: Begin(), the work, End(); it may be repeated. Not thread-safe.
+class GpmWitness {
+ public:
+  // The device with this PCI bus id ("0000:41:00.0"), or index 0 when the id is
+  // empty. Null, with *why set, when NVML cannot be loaded, lacks a GPM
+  // function, fails to initialize, has no such device, or says the device does
+  // not support GPM.
+  static std::unique_ptr<GpmWitness> Open(const std::string& pci_bus_id, std::string* why);
+  // The same through `api` (a test's fake, or LoadGpmApi's result).
+  static std::unique_ptr<GpmWitness> OpenWith(GpmApi api, const std::string& pci_bus_id,
+                                              std::string* why);
+  ~GpmWitness();  // frees the samples, nvmlShutdown()
+  GpmWitness(const GpmWitness&) = delete;
+  GpmWitness& operator=(const GpmWitness&) = delete;
+
+  // Takes the first sample and notes the time. False, with *why set, when
+  // NVML fails; End() then reports the window unavailable.
+  bool Begin(std::string* why);
+  // Takes the second sample and reads the metrics between the two.
+  //
+  // What a sample holds lags the GPU: on an H200 (driver 580) the counters a
+  // sample reads are some 150-200 ms old. Unpadded windows of up to ~140 ms
+  // after an idle spell read all zeros, 200-500 ms ones read a third to two
+  // thirds of the true utilization, and a window opened right after other
+  // work is credited with that work. Leave the GPU idle for >= 300 ms before
+  // Begin() and again between the last call and End(): so padded, even 20
+  // calls of a 1.3 ms GEMM read 0.9-1.0 of their busy time. The padding is
+  // part of `seconds` after Begin(), which keeps sm_util * seconds right.
+  WitnessWindow End();
+
+ private:
+  GpmWitness(GpmApi api, gpm_abi::Device device);
+  std::chrono::steady_clock::time_point Now() const;
+  std::string Error(gpm_abi::Return r) const;
+
+  GpmApi api_;
+  gpm_abi::Device device_;
+  gpm_abi::Sample samples_[2] = {nullptr, nullptr};
+  std::unique_ptr<gpm_abi::MetricsGet> request_;  // 40 KiB: kept, not on the stack
+  bool begun_ = false;
+  std::chrono::steady_clock::time_point begin_time_;
+};
+
+// What the evaluator expects of the window, from the task and the timed run.
+struct WitnessExpectation {
+  static constexpr double kDefaultTimingFactor = 1.5;  // to be measured on the GPU
+  static constexpr double kDefaultTensorFactor = 1.0;  // to be measured on the GPU
+  double calls = 0;                                    // kernel calls in the window (W)
+  double timed_median_seconds = 0;                     // the harness's median per call
+  double flops_per_call = 0;                           // the task's FLOPs per call
+  double tensor_peak_flops_per_second = 0;  // dense tensor-core peak for the task's dtype
+  bool tensor_task = false;                 // the task is meant for tensor cores
+  double timing_factor = kDefaultTimingFactor;
+  double tensor_factor = kDefaultTensorFactor;
+};
+
+struct WitnessJudgement {
+  // "agrees", "timing_disagrees", "no_tensor_activity", "unavailable",
+  // "window_too_short".
+  std::string state;
+  bool timing_ok = false;
+  bool tensor_ok = false;
+  double per_call_busy_seconds = WitnessWindow::kNone;      // sm_busy_seconds / calls
+  double tensor_work_fraction_seen = WitnessWindow::kNone;  // see JudgeWitness
+  std::string message;  // one line for a person, with the numbers
+  // {"state", "timing_ok", "tensor_ok", "per_call_busy_seconds",
+  // "tensor_work_fraction_seen", "message"}, NaN as null.
+  nlohmann::json ToJson() const;
+};
+
+// Decides whether the window bears out the timed median and, for a tensor
+// task, the use of tensor cores. The rules are stated in gpm.cc. Pure.
+WitnessJudgement JudgeWitness(const WitnessWindow& window, const WitnessExpectation& expect,
+                              double min_window_seconds);
+
+// For `doctor`: {"state": "available"|"unavailable", "reason": ...} for the
+// device with this PCI bus id (index 0 when empty). Opens and closes NVML.
+nlohmann::json ProbeGpm(const std::string& pci_bus_id);
+// The same through `api` (tests).
+nlohmann::json ProbeGpmWith(GpmApi api, const std::string& pci_bus_id);
+
+}  // namespace ptxbench

@@ -1,0 +1,140 @@
+#include "run/confine.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+#include "common/error.h"
+#include "common/files.h"
+
+namespace ptxbench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool DropsUser(const SandboxPolicy& p) {
+  return p.enabled && p.drop_user && ProbeSandbox().user_drop;
+}
+
+void GiveTo(const std::string& path, const SandboxPolicy& p) {
+  if (DropsUser(p) && ::chown(path.c_str(), p.uid, p.gid) != 0)
+    throw EnvironmentError("cannot hand " + path + " to the sandbox user");
+}
+
+// Every device file of the GPU driver: /dev/nvidia0, nvidiactl, nvidia-uvm, ... and the
+// capability folder of MIG set-ups.
+std::vector<std::string> NvidiaDevices() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/dev", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("nvidia", 0) == 0) out.push_back(e.path().string());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string MakeChildFolder(const std::string& parent_dir, const std::string& name,
+                            const SandboxPolicy& policy) {
+  // The dropped user may pass through the evaluation's folder to its own, never list it.
+  if (DropsUser(policy)) ::chmod(parent_dir.c_str(), 0711);
+  std::string dir = parent_dir + "/" + name;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (::mkdir(dir.c_str(), 0700) != 0) throw EnvironmentError("cannot make " + dir);
+  GiveTo(dir, policy);
+  return dir;
+}
+
+SandboxPolicy CandidateChildPolicy(const std::string& folder,
+                                   const std::vector<std::string>& tool_roots) {
+  SandboxPolicy p;
+  p.enabled = true;
+  // What the CUDA runtime, the driver, CUPTI and the tools read from the environment; nothing
+  // else (no API key, service token or database URL) reaches a candidate.
+  p.env_allow = {"PATH", "LANG", "LC_*", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
+                 "CUDA_PATH", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES",
+                 "NVIDIA_DRIVER_CAPABILITIES", "CUDA_MODULE_LOADING",
+                 // The test suite's stand-in child (tests/fake_child.cc) reads its part here.
+                 "PTXBENCH_FAKE_*"};
+  p.env_set = {{"HOME", folder},
+               {"TMPDIR", folder},
+               {"XDG_CACHE_HOME", folder + "/.cache"},
+               {"CUDA_CACHE_PATH", folder + "/.nv"}};
+  p.namespaces = true;
+  p.drop_user = true;
+  // Off for now: with these rules cuInit fails (cudaErrorOperatingSystem) inside the full
+  // sandbox on the H200, although the same rules plus /proc/self work alone (see
+  // scripts/probes/landlock_cuda.py and docs/gpu-runs/2026-12-03-h200-issue19.md). The rules
+  // stay below for the next session to finish; the record says Landlock was off.
+  p.landlock = false;
+  p.read_paths = {"/usr",
+                  "/lib",
+                  "/lib64",
+                  "/lib32",
+                  "/bin",
+                  "/sbin",
+                  "/etc",
+                  "/opt",
+                  "/sys",
+                  "/proc",
+                  "/run/nvidia-persistenced"};
+  if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch) p.read_paths.push_back(ch);
+  for (const auto& t : tool_roots) p.read_paths.push_back(t);
+  // The CUDA driver creates POSIX shared memory (cuInit fails with cudaErrorOperatingSystem
+  // without it). A private tmpfs there would be better; until then a child can leave files
+  // in /dev/shm (docs/threat-model.md, residual risks).
+  p.write_paths = {folder, "/dev/shm"};
+  p.device_paths = {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"};
+  for (const auto& d : NvidiaDevices()) p.device_paths.push_back(d);
+  // The CUDA driver writes to its own /proc entries (cuInit fails with
+  // cudaErrorOperatingSystem otherwise; measured on the H200). The rule is opened in the child
+  // after it entered its namespaces, so /proc/self is its own. Under a tool the target is a
+  // process of the tool's, so the whole of the namespace's own /proc is writable there.
+  p.device_paths.push_back(tool_roots.empty() ? "/proc/self" : "/proc");
+  // No memory limit (the CUDA driver reserves terabytes of address space); the rest bound
+  // what a runaway candidate can do to the machine.
+  p.limits.cpu_seconds = 3600;
+  p.limits.file_size_bytes = 64ull << 30;
+  p.limits.open_files = 4096;
+  return p;
+}
+
+std::string SandboxedExecutable(const std::string& executable) {
+  static std::mutex mu;
+  static std::string copy;
+  static std::string from;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!copy.empty() && from == executable) return copy;
+  if (::geteuid() != 0) return executable;  // no uid drop: our own copy is readable
+  // One folder per process, removed at exit; /dev/shm lets every user traverse it.
+  static ScratchDir dir("ptxbench-exe");
+  ::chmod(dir.path().c_str(), 0755);
+  std::string target = dir.File("ptxbench");
+  std::error_code ec;
+  fs::copy_file(executable, target, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw EnvironmentError("cannot copy " + executable + " for the sandbox: " + ec.message());
+  ::chmod(target.c_str(), 0555);
+  copy = target;
+  from = executable;
+  return copy;
+}
+
+std::string CopyIntoChildFolder(const std::string& file, const std::string& folder,
+                                const std::string& name, const SandboxPolicy& policy) {
+  std::string target = folder + "/" + name;
+  std::error_code ec;
+  fs::copy_file(file, target, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw EnvironmentError("cannot copy " + file + " into " + folder + ": " + ec.message());
+  GiveTo(target, policy);
+  ::chmod(target.c_str(), 0500);
+  return target;
+}
+
+}  // namespace ptxbench
