@@ -194,6 +194,18 @@ const SandboxSupport& ProbeSandbox() {
     if (pid == 0) {
       ::close(fds[0]);
       unsigned char bits = 0;
+      // Before the namespaces: once their first process has ended, no more can be forked there.
+      // The uid drop, tried for real: a container's root may lack CAP_SETUID.
+      if (::geteuid() == 0) {
+        pid_t u = ::fork();
+        if (u == 0)
+          ::_exit(::syscall(SYS_setresgid, 65534, 65534, 65534) == 0 &&
+                          ::syscall(SYS_setresuid, 65534, 65534, 65534) == 0
+                      ? 0
+                      : 1);
+        int st = 0;
+        if (u > 0 && ::waitpid(u, &st, 0) == u && WIFEXITED(st) && WEXITSTATUS(st) == 0) bits |= 8;
+      }
       if (::unshare(kNamespaceFlags) == 0) {
         bits |= 1;
         pid_t inner = ::fork();
@@ -222,6 +234,7 @@ const SandboxSupport& ProbeSandbox() {
     s.namespaces = bits & 1;
     s.proc_remount = bits & 2;
     s.seccomp = bits & 4;
+    s.user_drop = bits & 8;
     if (!s.namespaces)
       s.namespaces_why = ::geteuid() == 0 ? "unshare(PID|mount|net|IPC) refused"
                                           : "not root: new namespaces need CAP_SYS_ADMIN";
@@ -342,7 +355,7 @@ void PreparedSandbox::ApplyInChild() const {
   SetLimit(RLIMIT_NOFILE, policy_.limits.open_files);
   struct rlimit no_core = {0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
-  if (policy_.drop_user && root) {
+  if (policy_.drop_user && root && support_.user_drop) {
     // Raw system calls: glibc's wrappers would try to reach threads this child does not have.
     if (::syscall(SYS_setgroups, 0, nullptr) != 0) Die("setgroups");
     if (::syscall(SYS_setresgid, policy_.gid, policy_.gid, policy_.gid) != 0) Die("setresgid");
