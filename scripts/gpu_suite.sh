@@ -140,23 +140,40 @@ fi
 
 if [[ "${1:-}" == "adversarial" ]]; then
   before=${BEFORE:-8058d7b}
+  cost=${COST:-1}  # COST=0: the controls only, no build of the commit before
   # The commit before the defenses, built beside this one (both at once: 16 cores).
-  rm -rf /tmp/ptxbench-before && git worktree add -f /tmp/ptxbench-before "$before" >/dev/null 2>&1
-  ( cd /tmp/ptxbench-before && PTXBENCH_BUILD_DIR=build-before scripts/setup.sh --no-run \
+  # The GPU machine gets no .git: a tarball of that commit can come along in .carry/.
+  rm -rf /tmp/ptxbench-before
+  if [[ -f .carry/before-$before.tar ]]; then
+    mkdir -p /tmp/ptxbench-before && tar -xf ".carry/before-$before.tar" -C /tmp/ptxbench-before
+  else
+    git worktree add -f /tmp/ptxbench-before "$before" >/dev/null 2>&1
+  fi
+  [[ $cost == 1 ]] && ( cd /tmp/ptxbench-before && PTXBENCH_BUILD_DIR=build-before scripts/setup.sh --no-run \
       >"$out/setup-before.log" 2>&1 ) &
   build_or_exit
   wait
   "$bin" doctor 2>&1 | grep -iE "sandbox|landlock|seccomp|namespace|gpm|witness" || true
+  # One honest kernel, fully confined, with Landlock's denials logged to the kernel log: the
+  # record's sandbox field and every denial the driver met, if any.
+  python3 scripts/probes/audit_on.py; dmesg -C 2>/dev/null
+  PTXBENCH_SANDBOX_AUDIT=1 "$bin" eval controls/gemm/tiled_correct.cu --task gemm_n128_k2048 \
+    --workload M=93 --sanitize never --no-timing --json "$out/confined-smoke.json" >/dev/null 2>&1
+  python3 -c "import json; r = json.load(open('$out/confined-smoke.json')); print('confined smoke:', r['status'], json.dumps(r.get('sandbox')))"
+  echo "== Landlock denials in the kernel log: $(dmesg 2>/dev/null | grep -c 'blockers=')"
+  dmesg 2>/dev/null | grep -E 'blockers=' | sed -E 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -20
   t0=$(date +%s)
+  # Straight into a file as it goes: a run cut by the time limit still leaves what it had.
   PTXBENCH_BIN="$bin" PTXBENCH_ARTIFACTS_DIR="$out" PTXBENCH_SOURCE_DIR="$PWD" \
     "$PTXBENCH_BUILD_DIR/tests/controls_gpu_test" \
-    --gtest_filter="${GTEST_FILTER:-Controls.AdversarialControlsGetTheirVerdicts:Controls.EachGetsItsVerdict}" 2>&1 |
-    grep -vE "^\[ *(RUN|OK) *\]" | tail -n 150
+    --gtest_filter="${GTEST_FILTER:-Controls.AdversarialControlsGetTheirVerdicts:Controls.EachGetsItsVerdict}" \
+    >"$out/controls.log" 2>&1
+  grep -vE "^\[ *(RUN|OK) *\]" "$out/controls.log" | tail -n 150
   echo "== controls: $(( $(date +%s) - t0 )) s"
   # Cost at the headline GEMM: wall seconds per evaluation and the record's stage seconds,
   # alternating before/after, three of each.
   old_bin=/tmp/ptxbench-before/build-before/src/cli/ptxbench
-  for i in 1 2 3; do
+  [[ $cost == 1 ]] && for i in 1 2 3; do
     for which in before after; do
       b=$bin; [[ $which == before ]] && b=$old_bin
       [[ -x $b ]] || { echo "cost: no $which binary"; continue; }
@@ -170,7 +187,7 @@ print(r['status'], 'speedup', round(p.get('speedup', 0), 3), 'stages', {k: round
     done
   done
   rm -rf "$out"/cost-cache-*
-  git worktree remove -f /tmp/ptxbench-before >/dev/null 2>&1
+  git worktree remove -f /tmp/ptxbench-before >/dev/null 2>&1 || rm -rf /tmp/ptxbench-before
   exit 0
 fi
 

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <cstdlib>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -250,13 +251,19 @@ PreparedSandbox::PreparedSandbox(const SandboxPolicy& policy) : policy_(policy) 
   support_ = ProbeSandbox();
   if (policy_.landlock && support_.landlock_abi > 0) {
     handled_fs_ = HandledFs(support_.landlock_abi);
+    const char* audit = std::getenv("PTXBENCH_SANDBOX_AUDIT");
+    audit_denials_ = audit && std::string(audit) == "1";
     auto add = [&](const std::vector<std::string>& paths, uint64_t access) {
       for (const auto& p : paths)
         if (!p.empty()) rules_.push_back({p, access & handled_fs_});
     };
     add(policy_.read_paths, kFsExecute | kFsReadFile | kFsReadDir);
     add(policy_.write_paths, handled_fs_);
-    add(policy_.device_paths, kFsReadFile | kFsWriteFile | kFsIoctlDev);
+    // Truncate too: opening for writing with O_TRUNC is how a program writes a device or a
+    // /proc file (`> /dev/null`; the CUDA driver names its threads through
+    // /proc/self/task/<tid>/comm that way, and cuInit fails if it is denied: measured on the
+    // H200 with Landlock's audit log, docs/gpu-runs/2026-12-04-h200-issue19.md).
+    add(policy_.device_paths, kFsReadFile | kFsWriteFile | kFsTruncate | kFsIoctlDev);
   }
 }
 
@@ -388,7 +395,12 @@ void PreparedSandbox::ApplyInChild() const {
         Die("landlock_add_rule");
       ::close(fd);
     }
-    if (::syscall(SYS_landlock_restrict_self, rs, 0) != 0) Die("landlock_restrict_self");
+    // PTXBENCH_SANDBOX_AUDIT=1 (read in the parent, see PreparedSandbox) logs denials after the
+    // exec too (ABI 7, LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON): with audit on they name the
+    // refused path in the kernel log. Older kernels refuse the flag; then without it.
+    if (!(audit_denials_ && ::syscall(SYS_landlock_restrict_self, rs, 2u, 0) == 0) &&
+        ::syscall(SYS_landlock_restrict_self, rs, 0, 0) != 0)
+      Die("landlock_restrict_self");
     ::close(rs);
   }
 }

@@ -96,6 +96,7 @@ class PreparedSandbox {
   SandboxSupport support_;
   std::vector<PathRule> rules_;
   uint64_t handled_fs_ = 0;
+  bool audit_denials_ = false;  // PTXBENCH_SANDBOX_AUDIT=1: Landlock logs denials after exec
 };
 
 // Seccomp profile the child installs on itself, after its own set-up and before the

@@ -128,6 +128,27 @@ TEST(Sandbox, LandlockConfinesReadsAndWrites) {
   EXPECT_TRUE(FileExists(own.File("mine.txt")));
 }
 
+// The CUDA driver names its threads by opening /proc/self/task/<tid>/comm with O_TRUNC; with
+// that denied cuInit fails (found on the H200 through Landlock's audit log). The policy the
+// candidates get must allow it, and `> /dev/null` (also O_TRUNC), while other processes' /proc
+// entries stay closed.
+TEST(Sandbox, LandlockLetsAProcessNameItsThreadsAndTruncateDevices) {
+  if (ProbeSandbox().landlock_abi == 0) GTEST_SKIP() << ProbeSandbox().landlock_why;
+  if (ProbeSandbox().landlock_abi < 3) GTEST_SKIP() << "Landlock ABI < 3 has no truncate right";
+  SandboxPolicy p = Minimal();
+  p.landlock = true;
+  p.read_paths = {"/usr", "/lib", "/lib64", "/bin", "/etc", "/proc"};
+  p.device_paths = {"/dev/null", "/proc/self"};
+  Ran r = RunConfined(p, {"/bin/sh", "-c",
+                          "echo renamed > /proc/self/task/$$/comm; echo comm=$?; "
+                          "cat /proc/$$/task/$$/comm; echo x > /dev/null; echo null=$?; "
+                          "echo y > /proc/1/comm; echo other=$?"});
+  EXPECT_NE(r.output.find("comm=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("renamed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("null=0"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("other=0"), std::string::npos) << r.output;
+}
+
 TEST(Sandbox, EveryDescendantEndsWithTheChild) {
   const SandboxSupport& s = ProbeSandbox();
   if (!s.namespaces) GTEST_SKIP() << s.namespaces_why;

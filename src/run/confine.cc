@@ -69,11 +69,10 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
                {"CUDA_CACHE_PATH", folder + "/.nv"}};
   p.namespaces = true;
   p.drop_user = true;
-  // Off for now: with these rules cuInit fails (cudaErrorOperatingSystem) inside the full
-  // sandbox on the H200, although the same rules plus /proc/self work alone (see
-  // scripts/probes/landlock_cuda.py and docs/gpu-runs/2026-12-03-h200-issue19.md). The rules
-  // stay below for the next session to finish; the record says Landlock was off.
-  p.landlock = false;
+  // Landlock on: reads only below the system folders, writes only in the evaluation's folder
+  // and /dev/shm, devices by name. No rule names the caches, the store or another
+  // evaluation's folder, so none of them can be opened.
+  p.landlock = true;
   p.read_paths = {"/usr",
                   "/lib",
                   "/lib64",
