@@ -43,6 +43,7 @@ build_or_exit() {
     exit 1
   fi
 }
+suite_t0=$(date +%s)
 echo "== ptxbench GPU suite, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${PTXBENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>/dev/null
 
@@ -149,10 +150,16 @@ if [[ "${1:-}" == "adversarial" ]]; then
   else
     git worktree add -f /tmp/ptxbench-before "$before" >/dev/null 2>&1
   fi
-  [[ $cost == 1 ]] && ( cd /tmp/ptxbench-before && PTXBENCH_BUILD_DIR=build-before scripts/setup.sh --no-run \
+  before_pid=
+  if [[ $cost == 1 ]]; then
+    ( cd /tmp/ptxbench-before && PTXBENCH_BUILD_DIR=build-before scripts/setup.sh --no-run \
       >"$out/setup-before.log" 2>&1 ) &
+    before_pid=$!
+  fi
   build_or_exit
-  wait
+  # Only that build: a bare `wait` would also wait for the log's tee, which never ends.
+  [[ -n $before_pid ]] && wait "$before_pid"
+  echo "== built ($(( $(date +%s) - suite_t0 )) s since start)"
   "$bin" doctor 2>&1 | grep -iE "sandbox|landlock|seccomp|namespace|gpm|witness" || true
   # One honest kernel, fully confined, with Landlock's denials logged to the kernel log: the
   # record's sandbox field and every denial the driver met, if any.
