@@ -167,6 +167,11 @@ if [[ "${1:-}" == "adversarial" ]]; then
   PTXBENCH_SANDBOX_AUDIT=1 "$bin" eval controls/gemm/tiled_correct.cu --task gemm_n128_k2048 \
     --workload M=93 --sanitize never --no-timing --json "$out/confined-smoke.json" >/dev/null 2>&1
   python3 -c "import json; r = json.load(open('$out/confined-smoke.json')); print('confined smoke:', r['status'], json.dumps(r.get('sandbox')))"
+  # An honest kernel that does not pass here would fail every control: stop and show why.
+  if ! python3 -c "import json, sys; r = json.load(open('$out/confined-smoke.json')); sys.exit(r['status'] != 'PASSED')"; then
+    python3 -c "import json; r = json.load(open('$out/confined-smoke.json')); print(r.get('message'))"
+    echo "== the confined smoke did not pass: controls not run"; exit 1
+  fi
   echo "== Landlock denials in the kernel log: $(dmesg 2>/dev/null | grep -c 'blockers=')"
   dmesg 2>/dev/null | grep -E 'blockers=' | sed -E 's/^\[[^]]*\] //' | sort | uniq -c | sort -rn | head -20
   t0=$(date +%s)

@@ -1,6 +1,7 @@
 /*
 Control: reads_past_end
-Expected verdict: MEMORY_ERROR (only with the memory check on: compute-sanitizer memcheck)
+Expected verdict: RUNTIME_ERROR at gemm_n128_k2048 M=93 (the read faults on the guard page after A);
+MEMORY_ERROR where it lands inside the 256-byte alignment slack (then only memcheck sees it)
 
 Computes C = A * B^T for bf16 inputs with fp32 accumulation, result rounded to bf16:
   A: [M, K] bf16, row-major contiguous

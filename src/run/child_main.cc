@@ -237,6 +237,7 @@ int ChildMain(int argc, char** argv) {
   try {
     json spec = json::parse(ReadFile(argv[2]));
     std::string role = spec.at("role");
+    SetGuardPages(spec.value("guard_pages", true));
     // CUPTI attaches before the first CUDA call of the process, or it misses the context.
     std::unique_ptr<ActivityTimer> timer;
     if (role == "timing") {

@@ -4,12 +4,16 @@
 
 #include "common/sandbox.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "run/channel.h"
@@ -17,9 +21,149 @@
 
 namespace ptxbench {
 
+namespace {
+
+// Guarded device memory. cudaMalloc rounds small buffers up (512 B, then 2 MiB pages), so a
+// read just past an input lands in slack and never faults: a candidate that skips such a read
+// only under the memory checker passed it. Here each buffer ends where its mapping ends (to
+// cudaMalloc's 256-byte alignment) and an unmapped granule lies on either side, so a read or
+// write past either end faults in every call, with or without a checker. The driver's virtual
+// memory API comes from libcuda at run time: linking it would stop ptxbench from starting on a
+// machine without a driver.
+struct VmmApi {
+  decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
+  decltype(&cuMemAddressReserve) reserve = nullptr;
+  decltype(&cuMemAddressFree) address_free = nullptr;
+  decltype(&cuMemCreate) create = nullptr;
+  decltype(&cuMemRelease) release = nullptr;
+  decltype(&cuMemMap) map = nullptr;
+  decltype(&cuMemUnmap) unmap = nullptr;
+  decltype(&cuMemSetAccess) set_access = nullptr;
+  std::string missing;
+};
+
+const VmmApi& Vmm() {
+  static const VmmApi api = [] {
+    VmmApi a;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) {
+      a.missing = "libcuda.so.1 cannot be opened";
+      return a;
+    }
+    auto find = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn) a.missing += std::string(a.missing.empty() ? "" : ", ") + name;
+    };
+    find(a.granularity, "cuMemGetAllocationGranularity");
+    find(a.reserve, "cuMemAddressReserve");
+    find(a.address_free, "cuMemAddressFree");
+    find(a.create, "cuMemCreate");
+    find(a.release, "cuMemRelease");
+    find(a.map, "cuMemMap");
+    find(a.unmap, "cuMemUnmap");
+    find(a.set_access, "cuMemSetAccess");
+    return a;
+  }();
+  return api;
+}
+
+void CheckCu(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error(std::string("guarded allocation: ") + what + " failed (CUresult " +
+                             std::to_string(static_cast<int>(r)) + ")");
+}
+
+struct Mapping {
+  CUdeviceptr base = 0;  // start of the reserved range (a guard granule)
+  size_t reserved = 0;
+  size_t mapped = 0;
+  CUmemGenericAllocationHandle handle = 0;
+};
+
+bool g_guard_pages = true;
+std::mutex g_mutex;
+std::map<void*, Mapping> g_mappings;
+
+constexpr size_t kAlignment = 256;  // what cudaMalloc promises, and what candidates assume
+
+size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+void* GuardedAlloc(size_t bytes) {
+  const VmmApi& api = Vmm();
+  if (!api.missing.empty())
+    throw std::runtime_error("guarded allocation unavailable: " + api.missing);
+  PTXBENCH_CUDA_CHECK(cudaFree(nullptr));  // the runtime's context is the current one
+  int device = 0;
+  PTXBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  size_t granule = 0;
+  CheckCu(api.granularity(&granule, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+          "cuMemGetAllocationGranularity");
+  const size_t used = RoundUp(bytes, kAlignment);
+  Mapping m;
+  m.mapped = RoundUp(used, granule);
+  m.reserved = m.mapped + 2 * granule;
+  CheckCu(api.reserve(&m.base, m.reserved, granule, 0, 0), "cuMemAddressReserve");
+  if (CUresult r = api.create(&m.handle, m.mapped, &prop, 0); r != CUDA_SUCCESS) {
+    api.address_free(m.base, m.reserved);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) PTXBENCH_CUDA_CHECK(cudaErrorMemoryAllocation);
+    CheckCu(r, "cuMemCreate");
+  }
+  CUresult r = api.map(m.base + granule, m.mapped, 0, m.handle, 0);
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (r == CUDA_SUCCESS) r = api.set_access(m.base + granule, m.mapped, &access, 1);
+  if (r != CUDA_SUCCESS) {
+    api.unmap(m.base + granule, m.mapped);
+    api.release(m.handle);
+    api.address_free(m.base, m.reserved);
+    CheckCu(r, "cuMemMap/cuMemSetAccess");
+  }
+  void* p = reinterpret_cast<void*>(m.base + granule + m.mapped - used);
+  std::lock_guard lock(g_mutex);
+  g_mappings[p] = m;
+  return p;
+}
+
+void* DeviceAlloc(size_t bytes) {
+  if (g_guard_pages && bytes > 0) return GuardedAlloc(bytes);
+  void* p = nullptr;
+  PTXBENCH_CUDA_CHECK(cudaMalloc(&p, bytes));
+  return p;
+}
+
+void DeviceFree(void* p) {
+  Mapping m;
+  {
+    std::lock_guard lock(g_mutex);
+    auto it = g_mappings.find(p);
+    if (it == g_mappings.end()) {
+      cudaFree(p);
+      return;
+    }
+    m = it->second;
+    g_mappings.erase(it);
+  }
+  // Errors are ignored as cudaFree's were: a context the candidate broke cannot free anything.
+  const VmmApi& api = Vmm();
+  size_t granule = (m.reserved - m.mapped) / 2;
+  api.unmap(m.base + granule, m.mapped);
+  api.release(m.handle);
+  api.address_free(m.base, m.reserved);
+}
+
+}  // namespace
+
+void SetGuardPages(bool on) { g_guard_pages = on; }
+
 Buffers::~Buffers() {
   for (auto& t : tensors)
-    if (t.data) cudaFree(t.data);
+    if (t.data) DeviceFree(t.data);
 }
 
 size_t Buffers::Bytes() const {
@@ -28,28 +172,27 @@ size_t Buffers::Bytes() const {
   return n;
 }
 
-void Allocate(const Family& family, const Axes& axes, Buffers* b) {
+namespace {
+void AllocateRole(const Family& family, const Axes& axes, Buffers* b, bool inputs, bool outputs) {
   for (const auto& spec : family.Tensors(axes)) {
     DeviceTensor t{spec, nullptr};
-    PTXBENCH_CUDA_CHECK(cudaMalloc(&t.data, spec.Bytes()));
+    bool want = spec.role == TensorRole::kInput ? inputs : outputs;
+    if (want) t.data = DeviceAlloc(spec.Bytes());
     b->tensors.push_back(t);
   }
+}
+}  // namespace
+
+void Allocate(const Family& family, const Axes& axes, Buffers* b) {
+  AllocateRole(family, axes, b, true, true);
 }
 
 void AllocateInputs(const Family& family, const Axes& axes, Buffers* b) {
-  for (const auto& spec : family.Tensors(axes)) {
-    DeviceTensor t{spec, nullptr};
-    if (spec.role == TensorRole::kInput) PTXBENCH_CUDA_CHECK(cudaMalloc(&t.data, spec.Bytes()));
-    b->tensors.push_back(t);
-  }
+  AllocateRole(family, axes, b, true, false);
 }
 
 void AllocateOutputs(const Family& family, const Axes& axes, Buffers* b) {
-  for (const auto& spec : family.Tensors(axes)) {
-    DeviceTensor t{spec, nullptr};
-    if (spec.role == TensorRole::kOutput) PTXBENCH_CUDA_CHECK(cudaMalloc(&t.data, spec.Bytes()));
-    b->tensors.push_back(t);
-  }
+  AllocateRole(family, axes, b, false, true);
 }
 
 std::vector<DeviceTensor> Combine(const Buffers& inputs, const Buffers& outputs) {

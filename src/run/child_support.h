@@ -24,6 +24,11 @@ struct Buffers {
   size_t Bytes() const;
 };
 
+// Buffers of a workload. Each one ends, to cudaMalloc's 256-byte alignment, where its mapping
+// ends, with unmapped memory on both sides: an access past either end faults in every call,
+// not only under the memory checker. The memory-check child turns this off
+// (SetGuardPages(false)): there the checker itself knows each allocation's exact bounds.
+void SetGuardPages(bool on);
 void Allocate(const Family& family, const Axes& axes, Buffers* b);
 // The inputs only (outputs stay null): a base that timed inputs are derived from.
 void AllocateInputs(const Family& family, const Axes& axes, Buffers* b);

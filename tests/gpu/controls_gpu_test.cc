@@ -144,7 +144,7 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
     const json& ins = e.record["instructions"];
     std::cout << "[" << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
               << " s] ";
-    std::cout << file << ": " << e.record["status"].get<std::string>() << " ("
+    std::cout << file << ": " << e.record.value("status", json()).dump() << " ("
               << e.record.value("reason", json()).dump() << ") — " << e.record["message"] << "\n"
               << "    tag " << ins.value("arch_tag", json()).dump() << ", paper's tag "
               << ins.value("upstream_arch_tag", json()).dump() << "; witness "
@@ -158,8 +158,20 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
                        {"witness", e.record["performance"].value("witness", json())}});
     if (const char* a = std::getenv("PTXBENCH_ARTIFACTS_DIR"))
       WriteFileAtomic(std::string(a) + "/adversarial-verdicts.json", summary.dump(1) + "\n");
-    EXPECT_EQ(e.record["status"], v["status"]) << file << "\n" << e.output;
-    if (!v["reason"].is_null()) EXPECT_EQ(e.record["reason"], v["reason"]) << file;
+    // A control may name other verdicts a fair judge could give as well (status_also_fair,
+    // reason_also_fair); anything else fails.
+    auto fair = [&](const char* key, const char* also) {
+      json got = e.record.value(key, json());
+      if (got == v.value(key, json())) return true;
+      for (const auto& alt : v.value(also, json::array()))
+        if (got == alt) return true;
+      return false;
+    };
+    EXPECT_TRUE(fair("status", "status_also_fair"))
+        << file << ": " << e.record.value("status", json()) << "\n" << e.output;
+    if (!v.value("reason", json()).is_null())
+      EXPECT_TRUE(fair("reason", "reason_also_fair"))
+          << file << ": reason " << e.record.value("reason", json());
     if (v.contains("arch_tag")) EXPECT_EQ(ins.value("arch_tag", json()), v["arch_tag"]) << file;
     if (v.contains("upstream_arch_tag"))
       EXPECT_EQ(ins.value("upstream_arch_tag", json()), v["upstream_arch_tag"]) << file;
@@ -291,10 +303,15 @@ TEST_F(Controls, TimingAtTheHeadline) {
   EXPECT_GT(m["median"].get<double>(), 0.9 * p["candidate"]["p10"].get<double>());
 }
 
-TEST_F(Controls, ReadPastTheEndPassesWithoutTheMemoryCheck) {
+// Guard pages: a read one element past A (whose size is a multiple of 256 bytes here) faults
+// in an ordinary call, so the memory checker is not needed to see it (nor can a candidate that
+// detects the checker hide it).
+TEST_F(Controls, ReadPastTheEndFaultsWithoutTheMemoryCheck) {
   Eval e = Run("reads_past_end.cu",
                {"--task", "gemm_n128_k2048", "--workload", "M=93", "--sanitize", "never"});
-  EXPECT_EQ(e.record["status"], "PASSED") << e.output;
+  EXPECT_EQ(e.record["status"], "RUNTIME_ERROR") << e.output;
+  EXPECT_NE(e.record.value("message", "").find("illegal memory access"), std::string::npos)
+      << e.record["message"];
   EXPECT_EQ(e.record["memcheck"]["state"], "skipped");
 }
 
