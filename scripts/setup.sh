@@ -96,7 +96,9 @@ if [[ ! -f "$build_dir/build.ninja" ]]; then
   # shellcheck disable=SC2086
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PTXBENCH_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build "$build_dir"
+# PTXBENCH_BUILD_TARGETS="a b": only those (a GPU session that needs two binaries, not all).
+# shellcheck disable=SC2086
+cmake --build "$build_dir" ${PTXBENCH_BUILD_TARGETS:+--target $PTXBENCH_BUILD_TARGETS}
 echo "setup: built $build_dir/src/cli/ptxbench"
 
 # --- the main job on the bundled default: the agent loop replaying our own trajectory (a
