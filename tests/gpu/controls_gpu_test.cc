@@ -104,6 +104,8 @@ class Controls : public ::testing::Test {
         std::cout << "    instructions: " << ins["verification"] << " — " << ins["message"] << "\n";
         EXPECT_EQ(ins["verification"], v["verification"]) << file << "\n" << ins.dump(1);
         EXPECT_EQ(ins["arch_tag"], v["arch_tag"]) << file;
+        if (v.contains("upstream_arch_tag"))
+          EXPECT_EQ(ins["upstream_arch_tag"], v["upstream_arch_tag"]) << file;
       }
     }
   }
@@ -136,8 +138,9 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
     if (v.contains("arch")) args.insert(args.end(), {"--arch", v["arch"].get<std::string>()});
     if (v.contains("timing") && v["timing"] == false) args.push_back("--no-timing");
     std::vector<std::pair<std::string, std::string>> env;
-    for (const auto& [k, val] : v.value("env", json::object()).items())
-      env.push_back({k, val.get<std::string>()});
+    // A named json, not a temporary: items() of a temporary dangles in a range-for.
+    const json env_values = v.value("env", json::object());
+    for (const auto& [k, val] : env_values.items()) env.push_back({k, val.get<std::string>()});
     auto started = std::chrono::steady_clock::now();
     Eval e = Run("adversarial/" + file, args, env);
     ASSERT_TRUE(e.record.is_object()) << file << ": no record\n" << e.output;
@@ -312,7 +315,10 @@ TEST_F(Controls, ReadPastTheEndFaultsWithoutTheMemoryCheck) {
   EXPECT_EQ(e.record["status"], "RUNTIME_ERROR") << e.output;
   EXPECT_NE(e.record.value("message", "").find("illegal memory access"), std::string::npos)
       << e.record["message"];
-  EXPECT_EQ(e.record["memcheck"]["state"], "skipped");
+  // The memory check runs after a crash even under --sanitize never, to explain it: on
+  // cudaMalloc'd buffers with padding it names the read.
+  EXPECT_EQ(e.record["memcheck"]["state"], "ran") << e.record["memcheck"].dump(1);
+  EXPECT_GT(e.record["memcheck"].value("error_count", 0), 0) << e.record["memcheck"].dump(1);
 }
 
 TEST_F(Controls, HeadlineShapeAndTheReferenceCache) {
