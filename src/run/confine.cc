@@ -112,9 +112,12 @@ std::string SandboxedExecutable(const std::string& executable) {
   std::lock_guard<std::mutex> lock(mu);
   if (!copy.empty() && from == executable) return copy;
   if (::geteuid() != 0) return executable;  // no uid drop: our own copy is readable
-  // One folder per process, removed at exit; /dev/shm lets every user traverse it.
+  // One folder per process, removed at exit. Mode 0711: the dropped user may pass through to
+  // the copy it is started from, but not list the folder (a candidate listed it, and read the
+  // copy, as "another evaluation's folder" on the H200: harmless, as the binary is public,
+  // but no candidate needs to find it).
   static ScratchDir dir("ptxbench-exe");
-  ::chmod(dir.path().c_str(), 0755);
+  ::chmod(dir.path().c_str(), 0711);
   std::string target = dir.File("ptxbench");
   std::error_code ec;
   fs::copy_file(executable, target, fs::copy_options::overwrite_existing, ec);
