@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "common/files.h"
+#include "common/strings.h"
 #include "common/subprocess.h"
 
 namespace ptxbench {
@@ -113,6 +114,24 @@ TEST_F(EvaluateTest, EachMisbehaviourGetsItsPreciseStatus) {
   }
   // After all that, a correct candidate still passes: nothing leaked into the next run.
   EXPECT_EQ(Eval("correct").status, Status::kPassed);
+}
+
+// Logs hold whatever bytes a candidate or a tool printed; the record quotes them as valid UTF-8
+// (U+FFFD for each bad sequence), so that writing it as JSON never throws.
+TEST_F(EvaluateTest, InvalidUtf8InLogsBecomesReplacementCharacters) {
+  EvaluationRecord r = Eval("crash_binary_log");
+  EXPECT_EQ(r.status, Status::kRuntimeError) << r.message;
+  const std::string tail = r.correctness.value("child_log_tail", "");
+  EXPECT_NE(tail.find("garbage \xEF\xBF\xBD, "), std::string::npos) << tail;
+  EXPECT_TRUE(IsValidUtf8(tail)) << tail;
+  std::string text;
+  EXPECT_NO_THROW(text = r.ToJson().dump(2)) << r.message;
+  EXPECT_TRUE(IsValidUtf8(text));
+  // A compile error quoting the candidate's bytes (nvcc prints the #error line as written).
+  r = Eval("crash", "#error \"bad \xFF\xC0\xAF byte\"\n" + std::string(kTrivialKernel));
+  EXPECT_NO_THROW(text = r.ToJson().dump(2)) << r.message;
+  EXPECT_TRUE(IsValidUtf8(text));
+  EXPECT_TRUE(IsValidUtf8(r.message)) << r.message;
 }
 
 TEST_F(EvaluateTest, ScreeningAndBuildFailuresStopBeforeAnyChild) {

@@ -161,6 +161,13 @@ int main(int argc, char** argv) {
     }
     out.Send({{"event", "call_started"}, {"seed", seed}});
     if (mode == "crash") raise(SIGSEGV);
+    if (mode == "crash_binary_log") {
+      // Bytes that are not UTF-8 in the child's log (a stray 0xFF, an overlong '/', a
+      // surrogate, a sequence cut short at the end), then a crash: the log goes into the record.
+      std::fputs("garbage \xFF, \xC0\xAF, \xED\xA0\x80, \xE2\x82", stderr);
+      std::fflush(stderr);
+      raise(SIGSEGV);
+    }
     if (mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
     if (mode == "exit_early") std::_Exit(0);
     if (mode == "refuse") {

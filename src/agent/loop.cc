@@ -12,6 +12,7 @@
 #include "agent/extract.h"
 #include "agent/feedback.h"
 #include "agent/prompt.h"
+#include "agent/run_identity.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -67,6 +68,9 @@ class Runner {
     std::string run_json = o_.run_dir + "/run.json";
     if (o_.resume && FileExists(run_json)) {
       json before = json::parse(ReadFile(run_json));
+      // Never two runs in one folder: the resumed run must be the same run.
+      if (auto diff = RunIdentityDifference(before, info))
+        throw UsageError("--resume: " + o_.run_dir + " is another run: " + *diff);
       info["started_at"] = before.value("started_at", NowUtcIso8601());
       json resumed = before.value("resumed_at", json::array());
       resumed.push_back(NowUtcIso8601());
@@ -101,7 +105,9 @@ class Runner {
   // `record` is the evaluation of the turn just added, or null.
   void Save(const Trajectory& t, const json& record = json()) {
     json j = ToJson(t);
-    WriteFileAtomic(TrajectoryPath(t.id), j.dump(1) + "\n");
+    // A stray invalid UTF-8 byte (a log quoted somewhere) becomes U+FFFD rather than a throw.
+    WriteFileAtomic(TrajectoryPath(t.id),
+                    j.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
     if (o_.on_save) o_.on_save(j, record);
   }
 
@@ -251,7 +257,8 @@ class Runner {
         turn.evaluation_file = eval_dir + "/turn" + std::to_string(turn.turn) + ".json";
         turn.evaluation_id = t.id + "/turn" + std::to_string(turn.turn);
         record["evaluation_id"] = turn.evaluation_id;
-        WriteFileAtomic(o_.run_dir + "/" + turn.evaluation_file, record.dump(1) + "\n");
+        WriteFileAtomic(o_.run_dir + "/" + turn.evaluation_file,
+                        record.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
         turn.outcome = OutcomeOf(record);
         turn.status = record.value("status", "");
         turn.reason =

@@ -191,7 +191,7 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
       problem = EntryProblem(j, entry + "/" + so_name);
       if (problem.empty()) {
         r.command = j.at("command").get<std::vector<std::string>>();
-        r.log = RedactSecrets(j.at("log").get<std::string>());
+        r.log = ValidUtf8(RedactSecrets(j.at("log").get<std::string>()));
         r.outcome = j.at("built").get<bool>() ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
         r.functions = ParsePtxasReport(r.log);
         if (r.outcome == BuildOutcome::kCompileError) r.errors = TrimCompilerErrors(r.log);
@@ -246,7 +246,7 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
     ended = child.Wait(std::chrono::steady_clock::now() + options.timeout);
   }
   r.seconds = ended.seconds;
-  r.log = RedactSecrets(ReadBounded(spec.log_path));
+  r.log = ValidUtf8(RedactSecrets(ReadBounded(spec.log_path)));  // it quotes the source
   bool ok = ended.kind == ExitKind::kExited && ended.code == 0 && FileExists(work + "/" + so_name);
   if (ended.kind != ExitKind::kExited) r.log += "\nptxbench: nvcc " + ended.Describe() + "\n";
   r.outcome = ok ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;

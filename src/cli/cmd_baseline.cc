@@ -120,6 +120,9 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
       ->envname("PTXBENCH_TASKS");
 
   return [o]() {
+    CheckOutputPaths({{"--csv", o->csv_path}, {"--json", o->json_path}});
+    // With an output on standard output, the table for people goes to standard error.
+    FILE* table = IsStandardOutput(o->csv_path) || IsStandardOutput(o->json_path) ? stderr : stdout;
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
     if (o->warmup < 0 || o->iterations < 1 || o->buffer_sets < 1 || o->timeout < 1)
       throw UsageError("--warmup must be >= 0, --iterations, --buffer-sets, --timeout >= 1");
@@ -186,8 +189,8 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
         "task,workload,state,median_ms,p10_ms,p90_ms,tflops,published_ms,published_tflops,"
         "tflops_vs_published,library_version,plan,reason\n";
     json all = json::array();
-    std::printf("%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", "task", "workload", "state",
-                "median ms", "p10..p90 ms", "TFLOP/s", "pub. ms", "pub. TF", "ratio");
+    std::fprintf(table, "%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", "task", "workload",
+                 "state", "median ms", "p10..p90 ms", "TFLOP/s", "pub. ms", "pub. TF", "ratio");
     int failed = 0;  // failed, or skipped (no GPU, no CUPTI): nothing was measured
     uint64_t seed = 0x62617365ull;
     for (const auto& [def, wl] : jobs) {
@@ -220,14 +223,14 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
       std::string range = ran ? Fixed(m["p10"].get<double>() * 1e3, 4) + ".." +
                                     Fixed(m["p90"].get<double>() * 1e3, 4)
                               : "";
-      std::printf("%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", def->name.c_str(),
-                  shape.c_str(), state.c_str(),
-                  ran ? Fixed(m["median"].get<double>() * 1e3, 4).c_str() : "", range.c_str(),
-                  ran ? Fixed(tf, 1).c_str() : "", pub ? Fixed(pub->ms, 4).c_str() : "",
-                  pub ? Fixed(pub->tflops, 1).c_str() : "",
-                  ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3).c_str() : "");
-      if (!ran) std::printf("    %s\n", m.value("reason", "").c_str());
-      std::fflush(stdout);
+      std::fprintf(table, "%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", def->name.c_str(),
+                   shape.c_str(), state.c_str(),
+                   ran ? Fixed(m["median"].get<double>() * 1e3, 4).c_str() : "", range.c_str(),
+                   ran ? Fixed(tf, 1).c_str() : "", pub ? Fixed(pub->ms, 4).c_str() : "",
+                   pub ? Fixed(pub->tflops, 1).c_str() : "",
+                   ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3).c_str() : "");
+      if (!ran) std::fprintf(table, "    %s\n", m.value("reason", "").c_str());
+      std::fflush(table);
       const json lib = m.value("library", json::object());
       std::string reason = m.value("reason", "");
       for (char& ch : reason)
@@ -241,8 +244,8 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
              lib.value("version", "") + ",\"" + NoQuotes(PlanOf(lib)) + "\"," + reason + "\n";
       all.push_back(m);
     }
-    if (!o->csv_path.empty()) WriteFileAtomic(o->csv_path, csv);
-    if (!o->json_path.empty()) WriteFileAtomic(o->json_path, all.dump(1) + "\n");
+    if (!o->csv_path.empty()) WriteOutput(o->csv_path, csv);
+    if (!o->json_path.empty()) WriteOutput(o->json_path, all.dump(1) + "\n");
     return failed ? 1 : 0;
   };
 }

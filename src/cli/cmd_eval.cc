@@ -1,6 +1,4 @@
 // `ptxbench eval KERNEL.cu --task NAME [...]`: one candidate, one verdict, one record.
-#include <unistd.h>
-
 #include <iostream>
 #include <memory>
 #include <random>
@@ -9,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/source_policy.h"
 #include "common/strings.h"
 #include "evaluate/evaluate.h"
 #include "task/definition.h"
@@ -82,8 +81,9 @@ CommandRunner AddEvalCommand(CLI::App& app) {
 
   return [o]() {
     // Every problem of the request is found before any work starts.
-    if (::access(o->kernel.c_str(), R_OK) != 0 || !FileExists(o->kernel))
-      throw InputError(o->kernel + ": no such readable file");
+    // The source policy (empty, over 1 MiB, NUL bytes, invalid UTF-8) and the output path.
+    ReadSourceFile(o->kernel);
+    CheckOutputPath(o->json_path, "--json");
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
     EvalRequest req;
     req.kernel_path = o->kernel;
@@ -130,8 +130,9 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     FindNvcc("");  // no nvcc: a one-line error, before anything is written
 
     EvaluationRecord rec = Evaluate(req);
-    if (!o->json_path.empty()) WriteFileAtomic(o->json_path, rec.ToJson().dump(2) + "\n");
-    if (!o->quiet) std::cout << HumanSummary(rec);
+    if (!o->json_path.empty()) WriteOutput(o->json_path, rec.ToJson().dump(2) + "\n");
+    // With the record on standard output, the summary goes to standard error.
+    if (!o->quiet) (IsStandardOutput(o->json_path) ? std::cerr : std::cout) << HumanSummary(rec);
     return ExitCodeFor(rec.status);
   };
 }

@@ -26,11 +26,15 @@ CommandRunner AddImportCommand(CLI::App& app) {
   cmd->add_option("--db", o->db, "The results store (SQLite)")
       ->envname("PTXBENCH_DB")
       ->capture_default_str();
-  return [o]() {
 #ifndef PTXBENCH_HAVE_SQLITE
-    throw EnvironmentError("this ptxbench was built without SQLite: no results store");
-    return 2;  // never reached; gives the lambda the CommandRunner's int result
+  // Built without SQLite (not found, or -DPTXBENCH_WITH_SQLITE=OFF): one line, exit 3.
+  return []() -> int {
+    throw EnvironmentError(
+        "this ptxbench was built without SQLite: no results store to import into (rebuild "
+        "with SQLite's headers, libsqlite3-dev)");
+  };
 #else
+  return [o]() {
     auto store = ResultsStore::Open(o->db);
     int problems = 0;
     for (const std::string& p : o->paths) {
@@ -46,8 +50,8 @@ CommandRunner AddImportCommand(CLI::App& app) {
     }
     std::printf("store %s\n", store->path().c_str());
     return problems ? 1 : 0;
-#endif
   };
+#endif
 }
 
 }  // namespace ptxbench

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/source_policy.h"
 #include "inspect/sass.h"
 #include "screen/screen.h"
 
@@ -26,11 +27,19 @@ CommandRunner AddInspectCommand(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_flag("--evidence", o->all, "Print the matched instructions too");
   return [o]() {
-    if (!FileExists(o->kernel)) throw InputError(o->kernel + ": no such readable file");
-    std::string source = ReadFile(o->kernel);
+    // The source policy first (empty, over 1 MiB, NUL bytes, invalid UTF-8): exit 2.
+    std::string source = ReadSourceFile(o->kernel);
+    // With --json every answer is JSON on standard output, a refusal too.
+    auto print_json = [](const nlohmann::json& j) {
+      WriteOutput("-", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    };
     ScreenResult screen = ScreenSource(source);
     if (!screen.passed()) {
-      std::cout << "REJECTED  " << screen.message() << "\n";
+      if (o->json)
+        print_json(
+            {{"state", "rejected"}, {"message", screen.message()}, {"screen", ToJson(screen)}});
+      else
+        std::cout << "REJECTED  " << screen.message() << "\n";
       return 1;
     }
     BuildOptions bo;
@@ -38,13 +47,18 @@ CommandRunner AddInspectCommand(CLI::App& app) {
     if (!o->cache_dir.empty()) bo.cache_dir = o->cache_dir + "/build";
     BuildResult b = BuildCandidate(source, bo);
     if (b.outcome != BuildOutcome::kBuilt) {
-      std::cout << "COMPILE_ERROR\n" << b.errors;
+      if (o->json)
+        print_json({{"state", "compile_error"},
+                    {"message", "the source did not compile"},
+                    {"errors", b.errors}});
+      else
+        std::cout << "COMPILE_ERROR\n" << b.errors;
       return 1;
     }
     ScratchDir scratch("ptxbench-inspect");
     StaticInspection s = InspectSharedObject(b.shared_object, scratch.path());
     if (o->json) {
-      std::cout << s.ToJson().dump(2) << "\n";
+      print_json(s.ToJson());
     } else if (s.state != "ran") {
       std::cout << "static inspection " << s.state << ": " << s.message << "\n";
     } else {

@@ -81,6 +81,16 @@ CommandRunner AddReportCommand(CLI::App& app) {
 
   return [o]() {
     auto start = std::chrono::steady_clock::now();
+    CheckOutputPaths({{"--csv", o->csv},
+                      {"--jsonl", o->jsonl},
+                      {"--upstream-csv", o->upstream_csv},
+                      {"--json", o->json},
+                      {"--html", o->html}});
+    // With an output on standard output, the tables for people go to standard error.
+    bool data_on_stdout = false;
+    for (const std::string* p : {&o->csv, &o->jsonl, &o->upstream_csv, &o->json, &o->html})
+      data_on_stdout = data_on_stdout || IsStandardOutput(*p);
+    std::ostream& text = data_on_stdout ? std::cerr : std::cout;
     MetricOptions mo;
     mo.turn_limits = ParseInts(o->turns, "--turns");
     mo.pass_k = ParseInts(o->pass_k, "--pass-k");
@@ -130,29 +140,29 @@ CommandRunner AddReportCommand(CLI::App& app) {
                    unfinished);
     std::vector<GroupMetrics> groups = ComputeMetrics(data, mo);
     if (groups.empty()) {
-      std::printf("no trajectories matched\n");
+      text << "no trajectories matched\n";
       return 0;
     }
-    std::cout << MetricsTable(groups);
-    if (!o->csv.empty()) WriteFileAtomic(o->csv, MetricsCsv(groups));
-    if (!o->jsonl.empty()) WriteFileAtomic(o->jsonl, TurnsJsonl(data));
-    if (!o->upstream_csv.empty()) WriteFileAtomic(o->upstream_csv, UpstreamTurnsCsv(data));
-    if (!o->json.empty()) WriteFileAtomic(o->json, ToJson(groups).dump(1) + "\n");
+    text << MetricsTable(groups);
+    if (!o->csv.empty()) WriteOutput(o->csv, MetricsCsv(groups));
+    if (!o->jsonl.empty()) WriteOutput(o->jsonl, TurnsJsonl(data));
+    if (!o->upstream_csv.empty()) WriteOutput(o->upstream_csv, UpstreamTurnsCsv(data));
+    if (!o->json.empty()) WriteOutput(o->json, ToJson(groups).dump(1) + "\n");
     if (!o->html.empty()) {
       HtmlOptions ho;
       std::time_t now = std::time(nullptr);
       char stamp[32];
       std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
       ho.generated_at = stamp;
-      WriteFileAtomic(o->html, HtmlReport(data, groups, ho));
+      WriteOutput(o->html, HtmlReport(data, groups, ho));
     }
     std::string published = o->published.empty() ? std::string(PTXBENCH_SOURCE_DIR) +
                                                        "/../shared/reference/published-results.csv"
                                                  : o->published;
     if (!o->no_published && (FileExists(published) || !o->published.empty())) {
       std::string table = ComparisonTable(groups, LoadPublishedResults(published));
-      std::cout << (table.empty() ? "no published figures for these models and tasks\n"
-                                  : "\npublished (" + published + "):\n" + table);
+      text << (table.empty() ? "no published figures for these models and tasks\n"
+                             : "\npublished (" + published + "):\n" + table);
     }
     size_t turns = 0;
     for (const auto& t : data.trajectories) turns += t.turns.size();

@@ -10,12 +10,14 @@
 #include "agent/prompt.h"
 #include "agent/provider.h"
 #include "agent/replay.h"
+#include "agent/run_identity.h"
 #include "build/nvcc.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "common/version.h"
 #include "evaluate/evaluate.h"
 #include "serve/client.h"
 #ifdef PTXBENCH_HAVE_SQLITE
@@ -77,7 +79,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
     std::vector<std::string> tasks;
     int trajectories = 1, turns = 0, concurrency = 4, timeout = 60;
     double target_speedup = 0, timing_budget = 8;
-    bool resume = false, no_timing = false, quiet = false;
+    bool resume = false, overwrite = false, no_timing = false, quiet = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -89,24 +91,35 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_option("--task", o->tasks, "Task definitions (repeatable; default: the replay's)");
   cmd->add_option("--workload", o->workload, "Workload (default: each task's headline)");
   cmd->add_option("--trajectories", o->trajectories, "Trajectories per task")
+      ->check(CLI::Range(1, 10000))
       ->capture_default_str();
-  cmd->add_option("--turns", o->turns, "Turn limit (default 8; a replay: its length)");
+  cmd->add_option("--turns", o->turns, "Turn limit (default 8; a replay: its length)")
+      ->check(CLI::Range(1, 100));
   cmd->add_option("--target-speedup", o->target_speedup,
-                  "Stop a trajectory at a correct kernel this much faster than the baseline");
+                  "Stop a trajectory at a correct kernel this much faster than the baseline")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
   cmd->add_option(
       "--pack", o->pack,
       "Knowledge pack variant: none, base, base+gemm, base+attention-fwd, base+attention-bwd, full "
       "(default: full for a model, none for a replay; `ptxbench pack list`)");
   cmd->add_option("--context", o->context, "History sent to the model: full or condensed")
+      ->check(CLI::IsMember({"full", "condensed"}))
       ->capture_default_str();
-  cmd->add_option("--concurrency", o->concurrency, "Trajectories in flight")->capture_default_str();
+  cmd->add_option("--concurrency", o->concurrency, "Trajectories in flight")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   cmd->add_option("--out", o->out, "Run folder (default runs/<time>-<model>)");
   cmd->add_flag("--resume", o->resume, "Continue the run in --out: finished turns are kept");
+  cmd->add_flag("--overwrite", o->overwrite, "Replace the run in --out (without it, refused)")
+      ->excludes(cmd->get_option("--resume"));
   cmd->add_option("--sanitize", o->sanitize, "Memory check: always, on-failure, never")
       ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout, "Seconds for a candidate's run")->capture_default_str();
+  cmd->add_option("--timeout", o->timeout, "Seconds for a candidate's run")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   cmd->add_option("--timing-budget", o->timing_budget, "Seconds of timed candidate calls")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
@@ -189,6 +202,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
     a.resume = o->resume;
     a.progress = !o->quiet;
     a.run_dir = o->out.empty() ? "runs/" + Stamp() + "-" + model_name : o->out;
+    PrepareRunFolder(a.run_dir, o->resume, o->overwrite);
     a.run_info = {{"model", model_info},
                   {"tasks", o->tasks},
                   {"workload", o->workload},
@@ -202,7 +216,10 @@ CommandRunner AddRunCommand(CLI::App& app) {
                   {"concurrency", o->concurrency},
                   {"sanitize", o->sanitize},
                   {"timing", !o->no_timing},
-                  {"ptxbench_version", PTXBENCH_VERSION}};
+                  {"timeout", o->timeout},
+                  {"timing_budget", o->timing_budget},
+                  {"ptxbench_version", PTXBENCH_VERSION},
+                  {"ptxbench_commit", PtxbenchCommit()}};
 
     Evaluator evaluate = [&, sanitize](const std::string& path, const Definition& def,
                                        const Workload& wl, const EvaluationTag&) {

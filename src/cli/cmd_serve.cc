@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/source_policy.h"
 #include "common/strings.h"
 #include "serve/job_queue.h"
 #include "serve/server.h"
@@ -155,7 +156,7 @@ CommandRunner AddServeCommand(CLI::App& app) {
     std::string host = "127.0.0.1", db, gpus = "all", tasks_dir, cache_dir;
     std::string token_env = "PTXBENCH_SERVE_TOKEN";
     int port = 8737, workers = 1, lease = 30, http_threads = 64;
-    int64_t max_source_bytes = 1 << 20;
+    int64_t max_source_bytes = kMaxSourceBytes;
     bool no_workers = false;
   };
   auto o = std::make_shared<Options>();

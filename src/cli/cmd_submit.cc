@@ -1,7 +1,5 @@
 // `ptxbench submit KERNEL.cu --task T --evaluator http://host:port`: one evaluation through the
 // service, for one-off use; prints the summary, writes the record with --json.
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -9,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/source_policy.h"
 #include "serve/client.h"
 
 namespace ptxbench {
@@ -36,8 +35,9 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
   cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
   cmd->add_flag("--no-wait", o->no_wait, "Print the id and return without waiting");
   return [o]() {
-    if (::access(o->kernel.c_str(), R_OK) != 0 || !FileExists(o->kernel))
-      throw InputError(o->kernel + ": no such readable file");
+    // Refused here, before any connection, with the words the service would answer.
+    std::string source = ReadSourceFile(o->kernel);
+    CheckOutputPath(o->json_path, "--json");
     RemoteOptions r;
     r.url = o->evaluator;
     r.arch = o->arch;
@@ -46,20 +46,22 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
     if (!o->sanitize.empty()) r.options["sanitize"] = o->sanitize;
     if (o->no_timing) r.options["timing"] = false;
     EvaluationClient client(r);
-    std::string id = client.Submit(o->task, o->workload, ReadFile(o->kernel));
+    std::string id = client.Submit(o->task, o->workload, source);
     if (o->no_wait) {
       std::printf("%s\n", id.c_str());
       return 0;
     }
     nlohmann::json rec = client.Wait(id);
-    if (!o->json_path.empty()) WriteFileAtomic(o->json_path, rec.dump(2) + "\n");
+    if (!o->json_path.empty()) WriteOutput(o->json_path, rec.dump(2) + "\n");
     auto text = [&](const char* key) {  // absent or null fields print as nothing
       return rec.contains(key) && rec[key].is_string() ? rec[key].get<std::string>() : "";
     };
     std::string status = text("status"), reason = text("reason");
-    std::printf("%s%s  %s (evaluation %s)\n  %s\n", status.c_str(),
-                reason.empty() ? "" : (" (" + reason + ")").c_str(), o->task.c_str(), id.c_str(),
-                text("message").c_str());
+    // With the record on standard output, the summary goes to standard error.
+    std::fprintf(IsStandardOutput(o->json_path) ? stderr : stdout,
+                 "%s%s  %s (evaluation %s)\n  %s\n", status.c_str(),
+                 reason.empty() ? "" : (" (" + reason + ")").c_str(), o->task.c_str(), id.c_str(),
+                 text("message").c_str());
     if (status == "PASSED") return 0;
     return status == "INFRA_ERROR" ? 3 : 1;
   };

@@ -1,16 +1,20 @@
 #include "common/files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace ptxbench {
 
@@ -45,6 +49,149 @@ void WriteFileAtomic(const std::string& path, std::string_view content) {
     std::remove(tmp.c_str());
     throw InputError(path + ": cannot rename into place (" + std::strerror(errno) + ")");
   }
+}
+
+namespace {
+
+// The descriptor that a path names by itself: "-", /dev/stdout, /dev/stderr, /dev/fd/N and
+// /proc/self/fd/N; -1 for any other path. Writing to the descriptor keeps the position (and
+// the O_APPEND) that the shell gave it, where opening the path again would start at 0.
+int OwnDescriptor(const std::string& path) {
+  if (path == "-" || path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!StartsWith(path, prefix)) continue;
+    long long fd = -1;
+    if (ParseInt64(std::string_view(path).substr(prefix.size()), &fd) && fd >= 0 && fd < 1 << 20)
+      return static_cast<int>(fd);
+  }
+  return -1;
+}
+
+void WriteAll(int fd, std::string_view content, const std::string& path) {
+  while (!content.empty()) {
+    ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
+    content.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// The folder that holds `path` ("." for a bare name).
+std::string ParentOf(const std::string& path) {
+  fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+}  // namespace
+
+void CheckOutputPath(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  auto bad = [&](const std::string& reason) {
+    return UsageError(option + " " + path + ": " + reason);
+  };
+  if (int fd = OwnDescriptor(path); fd >= 0) {
+    if (::fcntl(fd, F_GETFL) == -1) throw bad("no such open descriptor");
+    return;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw bad("is a folder, not a file");
+    if (!S_ISREG(st.st_mode)) {
+      // A device, FIFO or terminal: written in place, so it must be writable itself.
+      if (::access(path.c_str(), W_OK) != 0)
+        throw bad(std::string("cannot be written (") + std::strerror(errno) + ")");
+      return;
+    }
+    // A regular file is replaced through a temporary file beside it (through a link, beside
+    // the link's target), so its folder must be writable.
+    std::error_code ec;
+    std::string target = fs::canonical(path, ec).string();
+    if (ec) throw bad("cannot be resolved (" + ec.message() + ")");
+    std::string folder = ParentOf(target);
+    if (::access(folder.c_str(), W_OK | X_OK) != 0)
+      throw bad("the folder " + folder + " is not writable (" + std::strerror(errno) + ")");
+    return;
+  }
+  int stat_errno = errno;
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
+    throw bad("is a link to a file that does not exist");
+  std::string folder = ParentOf(path);
+  struct stat pst {};
+  if (::stat(folder.c_str(), &pst) != 0) {
+    if (errno == ENOENT) throw bad("the folder " + folder + " does not exist");
+    throw bad("the folder " + folder + " cannot be reached (" + std::strerror(errno) + ")");
+  }
+  if (!S_ISDIR(pst.st_mode)) throw bad(folder + " is not a folder");
+  if (stat_errno != ENOENT)
+    throw bad(std::string("cannot be reached (") + std::strerror(stat_errno) + ")");
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw bad("the folder " + folder + " is not writable (" + std::strerror(errno) + ")");
+}
+
+void CheckOutputPaths(const std::vector<std::pair<std::string, std::string>>& options) {
+  for (size_t i = 0; i < options.size(); ++i) {
+    const auto& [option, path] = options[i];
+    if (path.empty()) continue;
+    CheckOutputPath(path, option);
+    for (size_t j = 0; j < i; ++j) {
+      const auto& [other, earlier] = options[j];
+      if (earlier.empty()) continue;
+      // Standard output twice would mix two outputs; so would one file twice (special files
+      // such as /dev/null may be named by several).
+      bool same = IsStandardOutput(earlier) && IsStandardOutput(path);
+      if (!same && OwnDescriptor(earlier) < 0 && OwnDescriptor(path) < 0) {
+        std::error_code ea, eb;
+        bool a = fs::exists(earlier, ea), b = fs::exists(path, eb);
+        if (!a && !b)
+          same = fs::weakly_canonical(earlier, ea) == fs::weakly_canonical(path, eb);
+        else if (a && b && fs::is_regular_file(path, eb))
+          same = fs::equivalent(earlier, path, ea) && !ea;
+      }
+      if (same)
+        throw UsageError(option + " " + path + ": " + other + " writes there too; give each " +
+                         "output its own path");
+    }
+  }
+}
+
+bool IsStandardOutput(const std::string& path) { return OwnDescriptor(path) == 1; }
+
+void WriteOutput(const std::string& path, std::string_view content) {
+  if (int fd = OwnDescriptor(path); fd >= 0) {
+    // What the command already printed there goes first.
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    WriteAll(fd, content, path);
+    return;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A special file (/dev/null, a FIFO, a terminal): opened and written in place. No O_TRUNC
+    // and no O_CREAT: nothing about the file itself changes.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) throw InputError(path + ": cannot write (" + std::strerror(errno) + ")");
+    try {
+      WriteAll(fd, content, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0 && errno != EINTR)
+      throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
+    return;
+  }
+  // A regular file, or none yet. Through a link, the target is replaced and the link stays.
+  std::string target = path;
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    std::error_code ec;
+    fs::path resolved = fs::canonical(path, ec);
+    if (!ec) target = resolved.string();
+  }
+  WriteFileAtomic(target, content);
 }
 
 bool FileExists(const std::string& path) {

@@ -3,6 +3,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ptxbench {
 
@@ -12,6 +14,25 @@ std::string ReadFile(const std::string& path);
 // reader (or an interrupted run) never sees a half-written file.
 void WriteFileAtomic(const std::string& path, std::string_view content);
 bool FileExists(const std::string& path);
+
+// Output options of the commands (--json PATH, --csv PATH, --html PATH, ...), in one place.
+// PATH "-" is standard output. Checked before any work starts: the parent folder must exist
+// and be writable (no folder is created), and PATH must be absent, a regular file (or a link
+// to one), or a special file that can be written (/dev/stdout, /dev/null, a FIFO, a terminal).
+// An empty PATH means the option was not given and passes. Throws UsageError with one line,
+// "OPTION PATH: reason".
+void CheckOutputPath(const std::string& path, const std::string& option);
+// All the output options of one command, as {option, PATH} (empty PATHs are options not
+// given): each checked as above; two of them may not name standard output or the same file.
+void CheckOutputPaths(const std::vector<std::pair<std::string, std::string>>& options);
+// Writes one command output to a PATH that CheckOutputPath accepted: "-", /dev/stdout,
+// /dev/stderr and /dev/fd/N go to that descriptor (after what is buffered for it); any other
+// special file is opened and written in place, never replaced; a regular file (through a link:
+// the link's target) is written through WriteFileAtomic. Throws InputError naming the path.
+void WriteOutput(const std::string& path, std::string_view content);
+// Whether an output PATH is standard output ("-", /dev/stdout, /dev/fd/1): a command then
+// prints its text for people on standard error, so that standard output holds the data alone.
+bool IsStandardOutput(const std::string& path);
 void MakeDirs(const std::string& path);
 
 // The per-user cache root: $PTXBENCH_CACHE, else $XDG_CACHE_HOME/ptxbench, else ~/.cache/ptxbench.

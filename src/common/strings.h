@@ -26,5 +26,13 @@ std::string FormatNumber(const char* printf_format, double v);
 std::string HumanCount(double v);
 // Parses a whole decimal integer; false on anything else (sign allowed, no spaces).
 bool ParseInt64(std::string_view s, long long* out);
+// Whether `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
+// `bad_offset`, when given and the answer is false, gets the offset of the first bad byte.
+bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
+// `s` with each ill-formed UTF-8 sequence (a stray byte, a truncated sequence, an overlong form,
+// a surrogate, a code point above U+10FFFF) replaced by U+FFFD, one per maximal ill-formed
+// subpart as Unicode recommends: for text from outside (compiler and child logs) that must go
+// into JSON, which nlohmann::json refuses to write when it is not valid UTF-8.
+std::string ValidUtf8(std::string_view s);
 
 }  // namespace ptxbench

@@ -41,5 +41,37 @@ TEST(Strings, HumanCountKeepsThreeDigits) {
   EXPECT_EQ(HumanCount(294e6), "294M");
   EXPECT_EQ(HumanCount(1.5e9), "1.5G");
 }
+
+TEST(Strings, ValidUtf8KeepsGoodTextAndReplacesEachBadSequence) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  // Valid text, ASCII and multibyte (2, 3 and 4 bytes), comes back unchanged.
+  for (const std::string& good : {std::string(""), std::string("plain ascii\n\t"),
+                                  std::string("caf\xC3\xA9 \xE2\x86\x92 \xE2\x82\xAC"),
+                                  std::string("\xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF \xED\x9F\xBF"),
+                                  std::string("nul\0inside", 10)}) {
+    EXPECT_EQ(ValidUtf8(good), good);
+    EXPECT_TRUE(IsValidUtf8(ValidUtf8(good)));
+  }
+  // A lone 0xFF.
+  EXPECT_EQ(ValidUtf8("a\xFFz"), "a" + fffd + "z");
+  // A 3-byte sequence cut short at the end: one replacement for what there is of it.
+  EXPECT_EQ(ValidUtf8("x\xE2\x82"), "x" + fffd);
+  EXPECT_EQ(ValidUtf8("\xE2"), fffd);
+  // An overlong '/' (C0 AF): C0 never starts a sequence and AF is a stray continuation byte.
+  EXPECT_EQ(ValidUtf8("\xC0\xAF"), fffd + fffd);
+  EXPECT_EQ(ValidUtf8("\xE0\x80\xAF"), fffd + fffd + fffd);  // overlong 3-byte form
+  // A surrogate (U+D800 as ED A0 80): ED cannot be followed by A0, and the rest is stray.
+  EXPECT_EQ(ValidUtf8("\xED\xA0\x80"), fffd + fffd + fffd);
+  // Above U+10FFFF, and a continuation byte alone.
+  EXPECT_EQ(ValidUtf8("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);
+  EXPECT_EQ(ValidUtf8("\x80ok"), fffd + "ok");
+  // A good sequence right after a truncated one is kept whole.
+  EXPECT_EQ(ValidUtf8("\xF0\x9F\xC3\xA9"), fffd + "\xC3\xA9");
+  // Whatever the input, the output is valid.
+  std::string all;
+  for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
+  EXPECT_TRUE(IsValidUtf8(ValidUtf8(all + all)));
+}
+
 }  // namespace
 }  // namespace ptxbench

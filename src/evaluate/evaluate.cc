@@ -22,6 +22,7 @@
 #include "common/sandbox.h"
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "common/version.h"
 #include "compare/compare.h"
 #include "evaluate/timing_judge.h"
 #include "inspect/ncu.h"
@@ -127,6 +128,23 @@ std::vector<std::string> ToolRoots(const std::string& tool) {
   return {real.parent_path().parent_path().string()};
 }
 
+// `j` with every string in it (object keys too) made valid UTF-8 (ValidUtf8): for JSON built
+// from what tools printed (nvcc's log, cuobjdump's names), which may hold any bytes.
+json ValidUtf8Json(const json& j) {
+  if (j.is_string()) return ValidUtf8(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    json out = json::array();
+    for (const auto& e : j) out.push_back(ValidUtf8Json(e));
+    return out;
+  }
+  if (j.is_object()) {
+    json out = json::object();
+    for (const auto& [k, e] : j.items()) out[ValidUtf8(k)] = ValidUtf8Json(e);
+    return out;
+  }
+  return j;
+}
+
 // What the evaluation has established so far; the first failure wins, except where a later
 // layer explains an earlier symptom better (the memory check over a wrong answer).
 struct Verdict {
@@ -137,7 +155,8 @@ struct Verdict {
   void Set(Status s, std::string r, std::string m) {
     status = s;
     reason = std::move(r);
-    message = std::move(m);
+    // Messages quote logs and tool output (cut by bytes): valid UTF-8 for the record's JSON.
+    message = ValidUtf8(m);
     decided = true;
   }
 };
@@ -233,7 +252,7 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
   json& ins = rec->instructions;
   auto set = [&](const std::string& status, const std::string& message) {
     ins["verification"] = status;
-    ins["message"] = message;
+    ins["message"] = ValidUtf8(message);  // may quote the profiler's output
   };
   if (required.empty() || !req.verify) {
     set("not_requested", required.empty() ? "the task requires no instruction family on " + req.arch
@@ -638,7 +657,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     v->Set(Status::kRuleViolation, "channel_tampered",
            "the candidate's process flooded the result channel while being timed");
   if (j.verdict) {  // never PASSED: the judge only ever finds fault
-    rec->performance["child_log_tail"] = to.log_tail;
+    rec->performance["child_log_tail"] = ValidUtf8(to.log_tail);
     if (!v->decided) v->Set(j.verdict->status, j.verdict->reason, j.verdict->message);
   }
   if (j.peak_measured) {
@@ -935,6 +954,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   EvaluationRecord rec;
   rec.created_at = NowUtcIso8601();
   rec.ptxbench_version = PTXBENCH_VERSION;
+  rec.ptxbench_commit = PtxbenchCommit();
   rec.arch = req.arch;
   rec.task = {{"definition", def.name},
               {"family", def.family},
@@ -959,8 +979,9 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
 
   // --- the candidate file ---
   std::string source = ReadFile(req.kernel_path);
-  rec.candidate = {
-      {"path", req.kernel_path}, {"sha256", Sha256Hex(source)}, {"bytes", source.size()}};
+  rec.candidate = {{"path", ValidUtf8(req.kernel_path)},
+                   {"sha256", Sha256Hex(source)},
+                   {"bytes", source.size()}};
 
   // --- screen ---
   auto t = Clock::now();
@@ -988,8 +1009,9 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     return finish();
   }
   rec.stage_seconds["build"] = SecondsSince(t);
-  rec.build = ToJson(build);
-  rec.toolchain["nvcc"] = build.nvcc_version;
+  // nvcc's log and errors are whatever the compiler printed (the candidate's own bytes quoted).
+  rec.build = ValidUtf8Json(ToJson(build));
+  rec.toolchain["nvcc"] = ValidUtf8(build.nvcc_version);
   if (build.outcome != BuildOutcome::kBuilt) {
     std::string first =
         SplitLines(build.errors).empty() ? "nvcc failed" : SplitLines(build.errors)[0];
@@ -1031,14 +1053,15 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   // leave them out; a candidate kernel by such a name would slip past both.
   for (const auto& f : sass.functions)
     if (f.mangled.find("ptxbench_") != std::string::npos) {
-      rec.instructions = {{"static", sass.ToJson()}};
+      rec.instructions = {{"static", ValidUtf8Json(sass.ToJson())}};
       v.Set(Status::kRejected, "",
             "kernel " + f.demangled + " uses the prefix ptxbench_, reserved for the harness");
       return finish();
     }
-  rec.instructions = {{"static", sass.ToJson()},       {"required_families", required},
-                      {"verification", "not_correct"}, {"arch_tag", nullptr},
-                      {"upstream_arch_tag", nullptr},  {"message", "the candidate is not correct"}};
+  rec.instructions = {
+      {"static", ValidUtf8Json(sass.ToJson())}, {"required_families", required},
+      {"verification", "not_correct"},          {"arch_tag", nullptr},
+      {"upstream_arch_tag", nullptr},           {"message", "the candidate is not correct"}};
 
   // --- reference (cached) ---
   std::vector<uint64_t> seeds;
@@ -1134,7 +1157,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
       {"tolerance", {{"rule", ToString(tol.rule)}, {"atol", tol.atol}, {"rtol", tol.rtol}}},
       {"reference", ref_info},
       {"child_exit", co.exit.Describe()},
-      {"child_log_tail", co.log_tail}};
+      {"child_log_tail", ValidUtf8(co.log_tail)}};
   if (!co.garbage.empty()) correctness["channel_garbage_lines"] = co.garbage.size();
 
   // A vendor library the candidate loaded at run time (behind the screen and the link
@@ -1234,7 +1257,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     rec.stage_seconds["memcheck"] = SecondsSince(t);
     std::string text;
     try {
-      text = ReadFile(log);
+      text = ValidUtf8(ReadFile(log));  // what the checker printed, the candidate's names in it
     } catch (const Error&) {
     }
     MemcheckReport report = ParseMemcheckLog(text);
@@ -1263,7 +1286,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     } else if (!report.summary_seen && mo.exit.kind != ExitKind::kTimedOut && !run_failed) {
       // The checker itself failed: we cannot claim the run was clean.
       mj["state"] = "failed";
-      mj["log_tail"] = TailLines(text + "\n" + mo.log_tail, 20);
+      mj["log_tail"] = ValidUtf8(TailLines(text + "\n" + mo.log_tail, 20));
       if (!v.decided)
         v.Set(Status::kInfraError, "",
               "compute-sanitizer did not produce a report (" + mo.exit.Describe() + ")");

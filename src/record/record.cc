@@ -80,6 +80,7 @@ nlohmann::json EvaluationRecord::ToJson() const {
   }
   nlohmann::json j = {{"schema", kEvaluationSchema},
                       {"ptxbench_version", ptxbench_version},
+                      {"ptxbench_commit", ptxbench_commit},
                       {"created_at", created_at},
                       {"status", ToString(status)},
                       {"reason", reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(reason)},

@@ -52,6 +52,7 @@ struct EvaluationRecord {
   std::map<std::string, double> stage_seconds;
   std::string created_at;  // UTC, ISO 8601
   std::string ptxbench_version;
+  std::string ptxbench_commit;  // the source commit (common/version.h), "unknown" if none
 
   nlohmann::json ToJson() const;
 };

@@ -4,6 +4,7 @@
 
 #include "build/nvcc.h"
 #include "common/error.h"
+#include "common/source_policy.h"
 #include "run/memcheck.h"
 
 namespace ptxbench {
@@ -117,7 +118,9 @@ json NormalizeJobRequest(const json& body, const Catalog& catalog) {
   const std::string& source =
       Need(body, "source", json::value_t::string, "the kernel's CUDA source as a string")
           .get_ref<const std::string&>();
-  if (source.empty()) throw InputError("\"source\" is empty");
+  // The one source policy of eval, inspect and submit; the size against the server's own
+  // limit is the server's to check (413), before this.
+  if (auto problem = SourceFileProblem(source, source.size())) throw InputError(*problem);
   auto [def, wl] = Resolve(body, catalog);
   std::string arch = "sm_90a";
   if (body.contains("arch")) {

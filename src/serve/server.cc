@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/source_policy.h"
 #include "serve/job_queue.h"
 #include "serve/job_request.h"
 #include "task/definition.h"
@@ -117,12 +118,13 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
     } catch (const json::parse_error& e) {
       return Fail(res, 400, std::string("the body is not valid JSON: ") + e.what());
     }
-    if (body.is_object() && body.contains("source") && body["source"].is_string() &&
-        body["source"].get_ref<const std::string&>().size() > o.max_source_bytes)
-      return Fail(res, 413,
-                  "the source has " +
-                      std::to_string(body["source"].get_ref<const std::string&>().size()) +
-                      " bytes, over this server's limit of " + std::to_string(o.max_source_bytes));
+    // The source policy of eval, inspect and submit, in the same words: 413 for the size,
+    // 400 for the rest (empty, NUL bytes, invalid UTF-8).
+    if (body.is_object() && body.contains("source") && body["source"].is_string()) {
+      const std::string& source = body["source"].get_ref<const std::string&>();
+      if (auto problem = SourceFileProblem(source, o.max_source_bytes))
+        return Fail(res, SourceIsTooLarge(source, o.max_source_bytes) ? 413 : 400, *problem);
+    }
     json request;
     try {
       request = NormalizeJobRequest(body, catalog);

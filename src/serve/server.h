@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/source_policy.h"
+
 namespace ptxbench {
 
 class JobQueue;
@@ -27,12 +29,12 @@ class JobQueue;
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8737;
-  std::string token;                      // empty: no authentication
-  size_t max_source_bytes = 1 << 20;      // a larger source gets 413
-  int http_threads = 64;                  // concurrent requests (long polls hold one each)
-  double max_wait_s = 60;                 // the longest long poll
-  std::chrono::seconds alive_within{30};  // a worker without a heartbeat this long is not alive
-  std::string tasks_dir;                  // empty: Catalog::DefaultDir()
+  std::string token;                          // empty: no authentication
+  size_t max_source_bytes = kMaxSourceBytes;  // a larger source gets 413
+  int http_threads = 64;                      // concurrent requests (long polls hold one each)
+  double max_wait_s = 60;                     // the longest long poll
+  std::chrono::seconds alive_within{30};      // a worker without a heartbeat this long is not alive
+  std::string tasks_dir;                      // empty: Catalog::DefaultDir()
   nlohmann::json gpus = nlohmann::json::array();  // for health: what the workers were given
 };
 
