@@ -15,6 +15,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "evaluate/baseline_run.h"
+#include "run/children.h"
 #include "task/definition.h"
 
 namespace ptxbench {
@@ -189,6 +190,9 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
         "task,workload,state,median_ms,p10_ms,p90_ms,tflops,published_ms,published_tflops,"
         "tflops_vs_published,library_version,plan,reason\n";
     json all = json::array();
+    // Nothing to measure without a GPU: the environment's fault (exit 3, as `eval`), said
+    // once, not as a CUPTI failure per shape.
+    if (auto why = WhyNoGpu()) throw EnvironmentError("baseline: no GPU (" + *why + ")");
     std::fprintf(table, "%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", "task", "workload",
                  "state", "median ms", "p10..p90 ms", "TFLOP/s", "pub. ms", "pub. TF", "ratio");
     int failed = 0;  // failed, or skipped (no GPU, no CUPTI): nothing was measured

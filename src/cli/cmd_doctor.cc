@@ -9,8 +9,11 @@
 #include "common/sandbox.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "inspect/ncu.h"
+#include "inspect/sass.h"
 #include "measure/gpm.h"
 #include "run/children.h"
+#include "run/memcheck.h"
 
 namespace ptxbench {
 
@@ -67,8 +70,13 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
   return [json_out]() {
     nlohmann::json report = nlohmann::json::object();
     bool nvcc_found = false;
+    // Each tool as the pipeline finds it (cuobjdump may be setup's pinned copy in .tools/).
     for (const char* tool : {"nvcc", "ncu", "cuobjdump", "nvdisasm", "compute-sanitizer"}) {
-      auto p = FindProgram(tool);
+      std::string name = tool;
+      auto p = name == "cuobjdump"           ? FindCuobjdump()
+               : name == "ncu"               ? FindNcu()
+               : name == "compute-sanitizer" ? FindComputeSanitizer()
+                                             : FindProgram(tool);
       if (p)
         report[tool] = {{"found", true}, {"path", *p}, {"version", ToolVersion(*p)}};
       else
@@ -140,7 +148,13 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
         std::printf("  %-18s %s\n", k.c_str(), line.c_str());
       }
     }
-    return nvcc_found ? 0 : 1;
+    // Non-zero when a layer cannot run here: no compiler (nothing can be judged), no GPU (no
+    // run, memory check or timing), no cuobjdump (no static inspection).
+    bool layers = nvcc_found && report["gpu"].value("found", false) &&
+                  report["cuobjdump"].value("found", false);
+    if (!*json_out && !layers)
+      std::printf("doctor: some layers cannot run on this machine (MISSING above)\n");
+    return layers ? 0 : 1;
   };
 }
 

@@ -1,5 +1,6 @@
-// `ptxbench run` and its run folder: no run mixes with another, none is overwritten silently.
-// Everything here is refused before any model is asked or kernel judged: no GPU needed.
+// `ptxbench run` and its run folder: no run mixes with another, none is overwritten silently
+// (refused before any model is asked or kernel judged: no GPU needed); `doctor` and `baseline`
+// on a machine without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "inspect/sass.h"
 
 namespace ptxbench {
 namespace {
@@ -73,6 +75,44 @@ TEST(RunCli, AFolderOfOtherFilesIsNeverARunFolder) {
   CommandResult r = PtxbenchRun({"--out", dir.path(), "--overwrite"});
   EXPECT_EQ(r.exit.code, 2) << r.output;
   EXPECT_TRUE(FileExists(dir.File("notes.txt")));
+}
+
+}  // namespace
+}  // namespace ptxbench
+
+namespace ptxbench {
+namespace {
+
+nlohmann::json Doctor(int* exit_code) {
+  CommandResult r = RunCommand({std::getenv("PTXBENCH_BIN"), "doctor", "--json"}, 120s);
+  *exit_code = r.exit.code;
+  return nlohmann::json::parse(r.output, nullptr, false);
+}
+
+// `doctor` reports the tools the pipeline will use and fails when a layer cannot run.
+TEST(MachineCli, DoctorTellsTheTruth) {
+  int code = -1;
+  nlohmann::json d = Doctor(&code);
+  ASSERT_TRUE(d.is_object()) << "doctor --json printed no JSON";
+  EXPECT_EQ(d["cuobjdump"].value("found", false), FindCuobjdump().has_value());
+  bool layers = d["nvcc"].value("found", false) && d["gpu"].value("found", false) &&
+                d["cuobjdump"].value("found", false);
+  EXPECT_EQ(code, layers ? 0 : 1);
+  if (!d["gpu"].value("found", false)) {
+    std::string why = d["gpu"].value("reason", "");
+    EXPECT_FALSE(why.empty());
+    EXPECT_EQ(why.find("insufficient"), std::string::npos)
+        << "blames the driver's version: " << why;
+  }
+}
+
+TEST(MachineCli, BaselineWithoutAGpuIsTheEnvironmentsFault) {
+  int code = -1;
+  if (Doctor(&code)["gpu"].value("found", false)) GTEST_SKIP() << "a GPU is present";
+  CommandResult r =
+      RunCommand({std::getenv("PTXBENCH_BIN"), "baseline", "--task", "gemm_n7168_k5120"}, 120s);
+  EXPECT_EQ(r.exit.code, 3) << r.output;
+  EXPECT_NE(r.output.find("no GPU"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -129,8 +129,6 @@ nlohmann::json StaticInspection::ToJson() const {
           {"seconds", seconds}};
 }
 
-namespace {
-
 std::optional<std::string> FindCuobjdump() {
   if (auto p = FindProgram("cuobjdump")) return p;
   // The pinned wheel that scripts/setup.sh installs where the toolkit lacks the tool.
@@ -138,8 +136,6 @@ std::optional<std::string> FindCuobjdump() {
   if (auto p = FindProgram(pinned)) return p;
   return std::nullopt;
 }
-
-}  // namespace
 
 StaticInspection InspectSharedObject(const std::string& so, const std::string& work_dir) {
   auto t0 = std::chrono::steady_clock::now();

@@ -64,6 +64,10 @@ struct StaticInspection {
 // Extracts and disassembles the cubins of `shared_object` with cuobjdump (PATH, CUDA_HOME,
 // /usr/local/cuda, or the pinned wheel under the source tree's .tools/). Never throws for a
 // missing or failing tool: the state says so.
+// The cuobjdump the inspection uses: the toolkit's, else the pinned copy scripts/setup.sh puts
+// in .tools/ (`doctor` reports the same one).
+std::optional<std::string> FindCuobjdump();
+
 StaticInspection InspectSharedObject(const std::string& shared_object, const std::string& work_dir);
 
 }  // namespace ptxbench

@@ -1,6 +1,7 @@
 #include "run/child_main.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -33,10 +34,15 @@ bool ProbeDevice(ChannelWriter& out) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    out.Send({{"event", "no_gpu"},
-              {"message", e != cudaSuccess
+    // Without any driver the runtime says "CUDA driver version is insufficient", which sends
+    // people looking for a driver upgrade: say what is missing.
+    bool driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) ||
+                  dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    std::string message = !driver ? std::string("no NVIDIA driver (libcuda.so.1 cannot be loaded)")
+                          : e != cudaSuccess
                               ? std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)
-                              : std::string("no CUDA device visible")}});
+                              : std::string("no CUDA device visible");
+    out.Send({{"event", "no_gpu"}, {"message", message}});
     return false;
   }
   out.Send(DeviceInfo());
@@ -143,7 +149,9 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
     json dev = DeviceInfo();
     std::string cc = dev.value("compute_capability", std::string());
     std::string arch = spec["arch"];
-    std::string need = arch.rfind("sm_100", 0) == 0 ? "10.0" : arch.rfind("sm_90", 0) == 0 ? "9.0" : "";
+    std::string need = arch.rfind("sm_100", 0) == 0  ? "10.0"
+                       : arch.rfind("sm_90", 0) == 0 ? "9.0"
+                                                     : "";
     if (!need.empty() && cc != need) {
       out.Send({{"event", "arch_unavailable"},
                 {"arch", arch},

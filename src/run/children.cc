@@ -89,4 +89,17 @@ ChildOutcome RunChild(const ChildRequest& r) {
   return o;
 }
 
+std::optional<std::string> WhyNoGpu() {
+  ScratchDir scratch("ptxbench-probe");
+  ChildRequest probe;
+  probe.spec = {{"role", "probe"}};
+  probe.work_dir = scratch.path();
+  probe.name = "probe";
+  probe.timeout = std::chrono::seconds(60);
+  ChildOutcome o = RunChild(probe);
+  if (o.First("device")) return std::nullopt;
+  if (const nlohmann::json* ng = o.First("no_gpu")) return ng->value("message", "no GPU");
+  return "the probe child " + o.exit.Describe();
+}
+
 }  // namespace ptxbench

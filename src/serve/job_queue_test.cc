@@ -59,6 +59,9 @@ class JobQueueTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "postgres") {
+#ifndef PTXBENCH_HAVE_POSTGRES
+      GTEST_SKIP() << "built without libpq";
+#endif
       if (!g_postgres) {
         // CI installs PostgreSQL (scripts/setup.sh): there a server that cannot start fails.
         if (testing::PostgresRequired())
