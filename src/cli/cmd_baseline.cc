@@ -79,12 +79,6 @@ std::string PlanOf(const json& library) {
   return "";
 }
 
-std::string NoQuotes(std::string s) {
-  for (char& ch : s)
-    if (ch == '"') ch = '\'';
-  return s;
-}
-
 }  // namespace
 
 CommandRunner AddBaselineCommand(CLI::App& app) {
@@ -237,15 +231,12 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
       std::fflush(table);
       const json lib = m.value("library", json::object());
       std::string reason = m.value("reason", "");
-      for (char& ch : reason)
-        if (ch == ',' || ch == '\n') ch = ';';
-      csv += def->name + "," + shape + "," + state + "," +
-             (ran ? Fixed(m["median"].get<double>() * 1e3, 5) : "") + "," +
-             (ran ? Fixed(m["p10"].get<double>() * 1e3, 5) : "") + "," +
-             (ran ? Fixed(m["p90"].get<double>() * 1e3, 5) : "") + "," + (ran ? Fixed(tf, 1) : "") +
-             "," + (pub ? Fixed(pub->ms, 4) : "") + "," + (pub ? Fixed(pub->tflops, 1) : "") + "," +
-             (ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3) : "") + "," +
-             lib.value("version", "") + ",\"" + NoQuotes(PlanOf(lib)) + "\"," + reason + "\n";
+      csv += CsvRow({def->name, shape, state, ran ? Fixed(m["median"].get<double>() * 1e3, 5) : "",
+                     ran ? Fixed(m["p10"].get<double>() * 1e3, 5) : "",
+                     ran ? Fixed(m["p90"].get<double>() * 1e3, 5) : "", ran ? Fixed(tf, 1) : "",
+                     pub ? Fixed(pub->ms, 4) : "", pub ? Fixed(pub->tflops, 1) : "",
+                     ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3) : "",
+                     lib.value("version", ""), PlanOf(lib), reason});
       all.push_back(m);
     }
     if (!o->csv_path.empty()) WriteOutput(o->csv_path, csv);

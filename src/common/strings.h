@@ -35,4 +35,10 @@ bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
 // into JSON, which nlohmann::json refuses to write when it is not valid UTF-8.
 std::string ValidUtf8(std::string_view s);
 
+// One CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote, a
+// carriage return or a newline; as it is otherwise. Every CSV ptxbench writes goes through it.
+std::string CsvField(std::string_view s);
+// Fields joined by commas, each through CsvField, ended by a newline.
+std::string CsvRow(const std::vector<std::string>& fields);
+
 }  // namespace ptxbench

@@ -75,3 +75,20 @@ TEST(Strings, ValidUtf8KeepsGoodTextAndReplacesEachBadSequence) {
 
 }  // namespace
 }  // namespace ptxbench
+
+namespace ptxbench {
+namespace {
+
+TEST(Csv, FieldsAreQuotedOnlyWhenTheyMustBeAndRowsJoinThem) {
+  EXPECT_EQ(CsvField("plain text; more"), "plain text; more");
+  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(CsvField("cr\rhere"), "\"cr\rhere\"");
+  EXPECT_EQ(CsvField(""), "");
+  EXPECT_EQ(CsvRow({"gemm", "M=93;N=128", "plan {\"algo\": 1, \"tile\": 2}", ""}),
+            "gemm,M=93;N=128,\"plan {\"\"algo\"\": 1, \"\"tile\"\": 2}\",\n");
+}
+
+}  // namespace
+}  // namespace ptxbench
