@@ -1,8 +1,10 @@
 // `ptxbench run [--model NAME] --task T [...]`: the agent loop (agent/loop.h). With no model
 // named it replays the bundled trajectory (agent/replay/default.json) on its task.
+#include <chrono>
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "agent/loop.h"
 #include "agent/model_config.h"
@@ -23,6 +25,7 @@
 #ifdef PTXBENCH_HAVE_SQLITE
 #include <mutex>
 
+#include "store/import.h"
 #include "store/store.h"
 #endif
 
@@ -253,26 +256,40 @@ CommandRunner AddRunCommand(CLI::App& app) {
     std::unique_ptr<ResultsStore> store;
     std::mutex store_mu;
     std::string store_run;
-    bool store_failed = false;
+    int store_failures = 0;
     if (!o->db.empty()) {
       store = ResultsStore::Open(o->db);
+      // A resumed run first brings the store up to the folder: turns finished in an earlier
+      // session whose store write was lost (a kill, a locked database) are saved now.
+      if (o->resume) {
+        ImportSummary im = ImportPath(*store, a.run_dir);
+        if (!o->quiet)
+          std::fprintf(stderr, "run: the store %s has the run's %d trajectories, %d turns\n",
+                       o->db.c_str(), im.trajectories, im.turns);
+      }
+      // A failed write is tried again once, then reported; the next save tries again (the
+      // trajectory file holds every turn so far), and the end of the run converges the store.
       a.on_save = [&](const json& trajectory, const json& record) {
         std::lock_guard<std::mutex> lock(store_mu);
-        if (store_failed) return;
-        try {
-          if (store_run.empty())
-            store_run = store->PutRun(json::parse(ReadFile(a.run_dir + "/run.json")), a.run_dir);
-          std::vector<StoredEvaluation> evals;
-          const json& turns = trajectory["info"]["turns"];
-          if (record.is_object() && !turns.empty())
-            evals.push_back({ResultsStore::TurnEvaluationKey(store_run, turns.back()), record});
-          store->PutTrajectory(store_run, trajectory, evals);
-        } catch (const std::exception& e) {
-          store_failed = true;
-          std::fprintf(stderr,
-                       "run: the store %s failed (%s); the run folder keeps everything: "
-                       "`ptxbench import %s --db %s` later\n",
-                       o->db.c_str(), e.what(), a.run_dir.c_str(), o->db.c_str());
+        for (int attempt = 0; attempt < 2; ++attempt) {
+          try {
+            if (store_run.empty())
+              store_run = store->PutRun(json::parse(ReadFile(a.run_dir + "/run.json")), a.run_dir);
+            std::vector<StoredEvaluation> evals;
+            const json& turns = trajectory["info"]["turns"];
+            if (record.is_object() && !turns.empty())
+              evals.push_back({ResultsStore::TurnEvaluationKey(store_run, turns.back()), record});
+            store->PutTrajectory(store_run, trajectory, evals);
+            return;
+          } catch (const std::exception& e) {
+            if (attempt == 0) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(200));
+              continue;
+            }
+            ++store_failures;
+            std::fprintf(stderr, "run: a write to the store %s failed (%s); tried again later\n",
+                         o->db.c_str(), e.what());
+          }
         }
       };
     }
@@ -281,6 +298,20 @@ CommandRunner AddRunCommand(CLI::App& app) {
       throw EnvironmentError("this ptxbench was built without SQLite: no results store (--db)");
 #endif
     RunSummary s = RunAgent(a, *provider, evaluate);
+#ifdef PTXBENCH_HAVE_SQLITE
+    if (store && store_failures > 0) {
+      try {
+        ImportPath(*store, a.run_dir);
+        std::fprintf(stderr, "run: after %d failed writes the store %s now holds the whole run\n",
+                     store_failures, o->db.c_str());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr,
+                     "run: the store %s is behind the run folder (%s): `ptxbench import %s --db "
+                     "%s` brings it up to date\n",
+                     o->db.c_str(), e.what(), a.run_dir.c_str(), o->db.c_str());
+      }
+    }
+#endif
     std::printf(
         "run %s: %d trajectories (%d finished, %d interrupted), %d turns run, %d reused; "
         "correct in %d, verified in %d; agent overhead per turn max %.1f ms, mean %.1f ms\n",

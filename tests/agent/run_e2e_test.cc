@@ -365,12 +365,12 @@ TEST(RunEndToEnd, TurnsLandInTheStoreAndTheReportReadsThem) {
   server.SetResponder(script.Responder());
   std::string models = ModelsFile(dir, server, ScriptedWire::kOpenAi, /*stream=*/false, 60);
   std::string run = dir.File("run"), db = dir.File("store.db");
-  CommandResult r = RunPtxbench({"--model", "scripted", "--models", models, "--task", kTask,
-                                 "--turns", "2", "--trajectories", "3", "--pack", "none",
-                                 "--quiet", "--out", run, "--db", db});
+  CommandResult r =
+      RunPtxbench({"--model", "scripted", "--models", models, "--task", kTask, "--turns", "2",
+                   "--trajectories", "3", "--pack", "none", "--quiet", "--out", run, "--db", db});
   ASSERT_EQ(r.exit.code, 0) << r.output;
   auto report = [&](std::vector<std::string> source, const std::string& out) {
-    std::vector<std::string> args = {Bin(), "report", "--json", out, "--no-published",
+    std::vector<std::string> args = {Bin(),         "report", "--json", out, "--no-published",
                                      "--resamples", "0"};
     args.insert(args.end(), source.begin(), source.end());
     CommandResult rr = RunCommand(args, 60s);
@@ -388,6 +388,13 @@ TEST(RunEndToEnd, TurnsLandInTheStoreAndTheReportReadsThem) {
   ASSERT_EQ(imp.exit.code, 0) << imp.output;
   EXPECT_TRUE(Contains(imp.output, "3 trajectories, 6 turns")) << imp.output;
   EXPECT_EQ(report({"--db", dir.File("second.db")}, dir.File("c.json")), from_store);
+  // A store that missed the run's turns (a kill, a lost write) converges on --resume, even
+  // when no turn is left to run.
+  r = RunPtxbench({"--model", "scripted", "--models", models, "--task", kTask, "--turns", "2",
+                   "--trajectories", "3", "--pack", "none", "--quiet", "--out", run, "--db",
+                   dir.File("third.db"), "--resume"});
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_EQ(report({"--db", dir.File("third.db")}, dir.File("d.json")), from_store);
 }
 
 }  // namespace
