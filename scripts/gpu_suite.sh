@@ -143,7 +143,8 @@ if [[ "${1:-}" == "adversarial" ]]; then
   before=${BEFORE:-8058d7b}
   cost=${COST:-1}  # COST=0: the controls only, no build of the commit before
   # The commit before the defenses, built beside this one (both at once: 16 cores).
-  # The GPU machine gets no .git: a tarball of that commit can come along in .carry/.
+  # The GPU machine gets no .git: a tarball of that commit comes along in .carry/ (made here
+  # with `git archive -o .carry/before-<commit>.tar <commit>`, passed with carry: [".carry"]).
   rm -rf /tmp/ptxbench-before
   if [[ -f .carry/before-$before.tar ]]; then
     mkdir -p /tmp/ptxbench-before && tar -xf ".carry/before-$before.tar" -C /tmp/ptxbench-before
