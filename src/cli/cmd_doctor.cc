@@ -97,13 +97,7 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
         report[name] = {{"found", false}};
     }
     // The GPU is asked about in a child, as in an evaluation: this process stays CUDA-free.
-    ScratchDir scratch("ptxbench-doctor");
-    ChildRequest probe;
-    probe.spec = {{"role", "probe"}};
-    probe.work_dir = scratch.path();
-    probe.name = "probe";
-    probe.timeout = std::chrono::seconds(60);
-    ChildOutcome o = RunChild(probe);
+    ChildOutcome o = RunProbeChild();
     if (const nlohmann::json* d = o.First("device")) {
       report["gpu"] = *d;
       report["gpu"].erase("event");

@@ -89,43 +89,6 @@ std::string HumanCount(double v) {
   return buf;
 }
 
-bool IsValidUtf8(std::string_view s, size_t* bad_offset) {
-  // Continuation byte k of the sequence at i, within [lo, hi].
-  auto in = [&](size_t k, unsigned char lo, unsigned char hi) {
-    if (k >= s.size()) return false;
-    const auto b = static_cast<unsigned char>(s[k]);
-    return b >= lo && b <= hi;
-  };
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    if (b < 0x80) {
-      len = 1;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      len = in(i + 1, 0x80, 0xBF) ? 2 : 0;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      // E0 needs A0.. (no overlong forms); ED stops at 9F (no surrogates).
-      const unsigned char lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
-      len = in(i + 1, lo, hi) && in(i + 2, 0x80, 0xBF) ? 3 : 0;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      // F0 needs 90.. (no overlong forms); F4 stops at 8F (nothing above U+10FFFF).
-      const unsigned char lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
-      len = in(i + 1, lo, hi) && in(i + 2, 0x80, 0xBF) && in(i + 3, 0x80, 0xBF) ? 4 : 0;
-    }
-    if (len == 0) {
-      if (bad_offset) *bad_offset = i;
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
-
-namespace {
-
-// The well-formed UTF-8 sequence at s[i]: its length, or 0 when there is none, with `*taken`
-// the bytes of the maximal ill-formed subpart to replace (at least 1).
 size_t Utf8SequenceAt(std::string_view s, size_t i, size_t* taken) {
   const auto b = static_cast<unsigned char>(s[i]);
   *taken = 1;
@@ -156,7 +119,17 @@ size_t Utf8SequenceAt(std::string_view s, size_t i, size_t* taken) {
   return len;
 }
 
-}  // namespace
+bool IsValidUtf8(std::string_view s, size_t* bad_offset) {
+  for (size_t i = 0, taken = 0; i < s.size();) {
+    size_t len = Utf8SequenceAt(s, i, &taken);
+    if (len == 0) {
+      if (bad_offset) *bad_offset = i;
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
 
 std::string ValidUtf8(std::string_view s) {
   std::string out;

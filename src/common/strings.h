@@ -28,6 +28,9 @@ std::string HumanCount(double v);
 bool ParseInt64(std::string_view s, long long* out);
 // Whether `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
 // `bad_offset`, when given and the answer is false, gets the offset of the first bad byte.
+// The well-formed UTF-8 sequence at s[i]: its length, or 0 when there is none, with `*taken`
+// the bytes of the maximal ill-formed subpart (at least 1). The one decoder of the project.
+size_t Utf8SequenceAt(std::string_view s, size_t i, size_t* taken);
 bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
 // `s` with each ill-formed UTF-8 sequence (a stray byte, a truncated sequence, an overlong form,
 // a surrogate, a code point above U+10FFFF) replaced by U+FFFD, one per maximal ill-formed

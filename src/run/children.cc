@@ -89,14 +89,18 @@ ChildOutcome RunChild(const ChildRequest& r) {
   return o;
 }
 
-std::optional<std::string> WhyNoGpu() {
+ChildOutcome RunProbeChild() {
   ScratchDir scratch("ptxbench-probe");
   ChildRequest probe;
   probe.spec = {{"role", "probe"}};
   probe.work_dir = scratch.path();
   probe.name = "probe";
   probe.timeout = std::chrono::seconds(60);
-  ChildOutcome o = RunChild(probe);
+  return RunChild(probe);
+}
+
+std::optional<std::string> WhyNoGpu() {
+  ChildOutcome o = RunProbeChild();
   if (o.First("device")) return std::nullopt;
   if (const nlohmann::json* ng = o.First("no_gpu")) return ng->value("message", "no GPU");
   return "the probe child " + o.exit.Describe();

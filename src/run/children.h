@@ -58,8 +58,10 @@ constexpr int kControlFd = 4;
 
 ChildOutcome RunChild(const ChildRequest& request);
 
-// Asks a probe child (this process stays CUDA-free) whether a GPU can be used: nullopt when
-// one can, else why not ("no NVIDIA driver ...", "no CUDA device visible", ...).
+// A probe child (this process stays CUDA-free): its "device" message, or "no_gpu" with why.
+ChildOutcome RunProbeChild();
+// Whether a GPU can be used: nullopt when one can, else why not ("no NVIDIA driver ...",
+// "no CUDA device visible", ...).
 std::optional<std::string> WhyNoGpu();
 
 }  // namespace ptxbench

@@ -1,5 +1,7 @@
 #include "screen/screen.h"
 
+#include "common/strings.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -951,33 +953,13 @@ void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code
 
 // Replaces bytes that are not well-formed UTF-8 with '?', so that findings
 // can always be written as JSON (nlohmann::json throws on bad UTF-8).
-std::string ValidUtf8(std::string_view s) {
+std::string ValidUtf8OrQuestionMarks(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  size_t i = 0;
-  auto cont = [&](size_t k, unsigned char lo, unsigned char hi) {
-    if (k >= s.size()) return false;
-    const auto b = static_cast<unsigned char>(s[k]);
-    return b >= lo && b <= hi;
-  };
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    if (b < 0x80) {
-      len = 1;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      len = cont(i + 1, 0x80, 0xBF) ? 2 : 0;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      const unsigned char lo = b == 0xE0 ? 0xA0 : 0x80;
-      const unsigned char hi = b == 0xED ? 0x9F : 0xBF;
-      len = cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) ? 3 : 0;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      const unsigned char lo = b == 0xF0 ? 0x90 : 0x80;
-      const unsigned char hi = b == 0xF4 ? 0x8F : 0xBF;
-      len = cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) && cont(i + 3, 0x80, 0xBF) ? 4 : 0;
-    }
+  for (size_t i = 0, taken = 0; i < s.size();) {
+    size_t len = Utf8SequenceAt(s, i, &taken);
     if (len == 0) {
-      out.push_back('?');
+      out.push_back('?');  // one per byte, as the findings have always shown it
       ++i;
     } else {
       out.append(s.substr(i, len));
@@ -994,7 +976,7 @@ std::string Excerpt(std::string_view line) {
   size_t e = line.size();
   while (b < e && IsSpace(line[b])) ++b;
   while (e > b && IsSpace(line[e - 1])) --e;
-  std::string s = ValidUtf8(line.substr(b, e - b));
+  std::string s = ValidUtf8OrQuestionMarks(line.substr(b, e - b));
   if (s.size() <= kExcerptMax) return s;
   size_t cut = kExcerptMax - 3;
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole characters
@@ -1060,7 +1042,7 @@ ScreenResult ScreenSource(std::string_view source) {
     ScreenFinding f;
     f.line = static_cast<int>(index) + 1;
     f.library = std::move(hit.library);
-    f.what = ValidUtf8(hit.what);
+    f.what = ValidUtf8OrQuestionMarks(hit.what);
     f.reason = std::move(hit.reason);
     f.excerpt = Excerpt(source.substr(start, end - start));
     placed.push_back({orig, std::move(f)});
