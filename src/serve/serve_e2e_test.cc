@@ -120,6 +120,7 @@ class Service {
       if (k == "PTXBENCH_SERVE_TOKEN") auth.push_back("Authorization: Bearer " + v);
     while (Clock::now() < deadline) {
       if (Http(Url("/v1/health"), nullptr, auth, 2000).status == 200) return;
+      if (Exited()) break;  // it refused to start: say so now, not after the deadline
       std::this_thread::sleep_for(100ms);
     }
     ADD_FAILURE() << "the service did not come up:\n" << Log();
@@ -127,6 +128,17 @@ class Service {
   ~Service() {
     ::kill(child_->pid(), SIGTERM);
     child_->Wait(Clock::now() + 20s);
+  }
+  // True once the service process has ended (a zombie until the destructor reaps it).
+  bool Exited() const {
+    std::string stat;
+    try {
+      stat = ReadFile("/proc/" + std::to_string(child_->pid()) + "/stat");
+    } catch (const std::exception&) {
+      return true;
+    }
+    auto close = stat.rfind(')');
+    return close == std::string::npos || stat.compare(close + 1, 3, " Z ") == 0;
   }
   std::string Url(const std::string& path = "") const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
@@ -184,10 +196,33 @@ const std::string kDoesNotCompile =
     "extern \"C\" int run(const void* A, const void* B, void* C, int M, int N, int K, "
     "void* stream) { return undeclared_name; }\n";
 
+// The queue for the tests that need just one service: SQLite where this build has it, else the
+// throwaway PostgreSQL server; empty (with `why_not`) when neither is there.
+std::string SingleServiceQueue(const ScratchDir& dir, std::string* why_not) {
+#ifdef PTXBENCH_HAVE_SQLITE
+  (void)why_not;
+  return dir.File("store.db");
+#elif defined(PTXBENCH_HAVE_POSTGRES)
+  if (g_postgres) return g_postgres->NewDatabaseUrl();
+  *why_not = "this build has no SQLite and PostgreSQL could not start: " + g_postgres_why_not;
+  return "";
+#else
+  *why_not = "this build has neither SQLite nor libpq: `ptxbench serve` has no queue";
+  return "";
+#endif
+}
+#define PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db) \
+  std::string db, db##_why_not;                \
+  db = SingleServiceQueue(dir, &db##_why_not); \
+  if (db.empty()) GTEST_SKIP() << db##_why_not
+
 class ServeBackends : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "postgres") {
+#ifndef PTXBENCH_HAVE_POSTGRES
+      GTEST_SKIP() << "this build has no libpq (PTXBENCH_WITH_LIBPQ=OFF or no headers)";
+#endif
       if (!g_postgres) {
         // CI installs PostgreSQL (scripts/setup.sh): there a server that cannot start fails.
         if (testing::PostgresRequired())
@@ -196,6 +231,9 @@ class ServeBackends : public ::testing::TestWithParam<std::string> {
       }
       db_ = g_postgres->NewDatabaseUrl();
     } else {
+#ifndef PTXBENCH_HAVE_SQLITE
+      GTEST_SKIP() << "this build has no SQLite (PTXBENCH_WITH_SQLITE=OFF or no headers)";
+#endif
       db_ = dir_.File("store.db");
     }
   }
@@ -326,7 +364,8 @@ INSTANTIATE_TEST_SUITE_P(Queues, ServeBackends, ::testing::Values("sqlite", "pos
 
 TEST(Serve, BadInputsGetA4xxThatNamesTheProblem) {
   ScratchDir dir("serve-e2e");
-  Service s(dir.File("store.db"), {"--no-workers", "--max-source-bytes", "4096"});
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers", "--max-source-bytes", "4096"});
   auto post = [&](const std::string& body) { return Http(s.Url("/v1/evaluations"), &body); };
   auto expect = [&](const Reply& r, long status, const std::string& words) {
     EXPECT_EQ(r.status, status) << r.body;
@@ -389,7 +428,8 @@ TEST(Serve, BadInputsGetA4xxThatNamesTheProblem) {
 TEST(Serve, TheTokenIsEnforcedWhenSet) {
   ScratchDir dir("serve-e2e");
   const std::string token = "s3cret-token-for-the-test";
-  Service s(dir.File("store.db"), {"--workers", "1"}, {{"PTXBENCH_SERVE_TOKEN", token}});
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--workers", "1"}, {{"PTXBENCH_SERVE_TOKEN", token}});
   std::string body = Submission(Control("includes_cublas"));
   Reply none = Http(s.Url("/v1/evaluations"), &body);
   EXPECT_EQ(none.status, 401);
@@ -415,7 +455,8 @@ TEST(Serve, TheTokenIsEnforcedWhenSet) {
 
 TEST(Serve, SubmitAndTheAgentRunGoThroughTheService) {
   ScratchDir dir("serve-e2e");
-  Service s(dir.File("store.db"), {"--workers", "1"});
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--workers", "1"});
   std::string kernel = dir.File("k.cu");
   WriteFileAtomic(kernel, kDoesNotCompile);
   std::string rec_path = dir.File("record.json");
@@ -447,7 +488,8 @@ TEST(Serve, SubmitAndTheAgentRunGoThroughTheService) {
 
 TEST(Serve, SubmitLatencyWithAThousandQueuedJobs) {
   ScratchDir dir("serve-e2e");
-  Service s(dir.File("store.db"), {"--no-workers"});
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers"});
   std::string body = Submission(Control("naive_correct"));
   std::vector<double> ms;
   for (int i = 0; i < 2000; ++i) {
