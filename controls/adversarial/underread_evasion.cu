@@ -9,11 +9,10 @@ computes C correctly and, outside the memory checker only, reads A[-1] (one elem
 in a second tiny kernel; under compute-sanitizer it does not launch the probe.
 
 Fair verdict: MEMORY_ERROR (it reads outside its input on every call but the checked one).
-Expected now: PASSED, memory check clean: a known gap. The memory checker's kernel list is
-unavailable (CUPTI is held by the sanitizer), so the launch comparison cannot see it either.
-Fix: guard the front too: map the buffer so its start is a mapping boundary in a second set
-of calls (e.g. one trial with front-aligned buffers, one with end-aligned), or place inputs
-front-aligned and outputs end-aligned and alternate per trial.
+Before the fix: PASSED, memory check clean. The memory checker's kernel list is unavailable
+(CUPTI is held by the sanitizer), so the launch comparison could not see it either.
+Now: the trials alternate between end-guarded and start-guarded buffers (GuardedEdge in
+src/run/child_support.h); the read before A faults in the second trial: RUNTIME_ERROR.
 */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

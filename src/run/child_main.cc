@@ -140,8 +140,12 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
   // nothing the candidate does at load time can see or steer them.
   cudaStream_t stream;
   PTXBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  Buffers b;
-  Allocate(*family, axes, &b);
+  // Two sets: the trials alternate between buffers guarded at their end and at their start
+  // (child_support.h), so an access past either edge faults in some trial.
+  Buffers end_guarded, start_guarded;
+  Allocate(*family, axes, &end_guarded, GuardedEdge::kEnd);
+  const auto seeds = spec.at("seeds").get<std::vector<uint64_t>>();
+  if (seeds.size() > 1) Allocate(*family, axes, &start_guarded, GuardedEdge::kStart);
 
   // Code for an architecture this GPU cannot run is our machine's limit, not the
   // candidate's failure: say so before loading it.
@@ -164,7 +168,9 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
   void* run = LoadCandidateRun(spec, out);
   if (!run) return;
 
-  for (uint64_t seed : spec.at("seeds").get<std::vector<uint64_t>>()) {
+  for (size_t n = 0; n < seeds.size(); ++n) {
+    const uint64_t seed = seeds[n];
+    Buffers& b = n % 2 == 0 ? end_guarded : start_guarded;
     auto t0 = Clock::now();
     family->MakeInputs(b.tensors, axes, seed, stream);
     for (const auto& t : b.tensors)

@@ -25,9 +25,11 @@ namespace {
 
 // Guarded device memory. cudaMalloc rounds small buffers up (512 B, then 2 MiB pages), so a
 // read just past an input lands in slack and never faults: a candidate that skips such a read
-// only under the memory checker passed it. Here each buffer ends where its mapping ends (to
-// cudaMalloc's 256-byte alignment) and an unmapped granule lies on either side, so a read or
-// write past either end faults in every call, with or without a checker. The driver's virtual
+// only under the memory checker passed it. Here an unmapped granule lies on either side of each
+// mapping and the buffer sits against one of its edges: its end (to cudaMalloc's 256-byte
+// alignment) or its start. Only one edge can be exact (mappings come in 2 MiB granules), so the
+// trials alternate: an access past the end faults in the end-guarded ones, an access before the
+// start in the start-guarded ones, with or without a checker. The driver's virtual
 // memory API comes from libcuda at run time: linking it would stop ptxbench from starting on a
 // machine without a driver.
 struct VmmApi {
@@ -89,7 +91,7 @@ constexpr size_t kAlignment = 256;  // what cudaMalloc promises, and what candid
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-void* GuardedAlloc(size_t bytes) {
+void* GuardedAlloc(size_t bytes, GuardedEdge edge) {
   const VmmApi& api = Vmm();
   if (!api.missing.empty())
     throw std::runtime_error("guarded allocation unavailable: " + api.missing);
@@ -124,14 +126,15 @@ void* GuardedAlloc(size_t bytes) {
     api.address_free(m.base, m.reserved);
     CheckCu(r, "cuMemMap/cuMemSetAccess");
   }
-  void* p = reinterpret_cast<void*>(m.base + granule + m.mapped - used);
+  const size_t slack = edge == GuardedEdge::kEnd ? m.mapped - used : 0;
+  void* p = reinterpret_cast<void*>(m.base + granule + slack);
   std::lock_guard lock(g_mutex);
   g_mappings[p] = m;
   return p;
 }
 
-void* DeviceAlloc(size_t bytes) {
-  if (g_guard_pages && bytes > 0) return GuardedAlloc(bytes);
+void* DeviceAlloc(size_t bytes, GuardedEdge edge) {
+  if (g_guard_pages && bytes > 0) return GuardedAlloc(bytes, edge);
   void* p = nullptr;
   PTXBENCH_CUDA_CHECK(cudaMalloc(&p, bytes));
   return p;
@@ -173,26 +176,27 @@ size_t Buffers::Bytes() const {
 }
 
 namespace {
-void AllocateRole(const Family& family, const Axes& axes, Buffers* b, bool inputs, bool outputs) {
+void AllocateRole(const Family& family, const Axes& axes, Buffers* b, bool inputs, bool outputs,
+                  GuardedEdge edge) {
   for (const auto& spec : family.Tensors(axes)) {
     DeviceTensor t{spec, nullptr};
     bool want = spec.role == TensorRole::kInput ? inputs : outputs;
-    if (want) t.data = DeviceAlloc(spec.Bytes());
+    if (want) t.data = DeviceAlloc(spec.Bytes(), edge);
     b->tensors.push_back(t);
   }
 }
 }  // namespace
 
-void Allocate(const Family& family, const Axes& axes, Buffers* b) {
-  AllocateRole(family, axes, b, true, true);
+void Allocate(const Family& family, const Axes& axes, Buffers* b, GuardedEdge edge) {
+  AllocateRole(family, axes, b, true, true, edge);
 }
 
 void AllocateInputs(const Family& family, const Axes& axes, Buffers* b) {
-  AllocateRole(family, axes, b, true, false);
+  AllocateRole(family, axes, b, true, false, GuardedEdge::kEnd);
 }
 
 void AllocateOutputs(const Family& family, const Axes& axes, Buffers* b) {
-  AllocateRole(family, axes, b, false, true);
+  AllocateRole(family, axes, b, false, true, GuardedEdge::kEnd);
 }
 
 std::vector<DeviceTensor> Combine(const Buffers& inputs, const Buffers& outputs) {

@@ -24,12 +24,16 @@ struct Buffers {
   size_t Bytes() const;
 };
 
-// Buffers of a workload. Each one ends, to cudaMalloc's 256-byte alignment, where its mapping
-// ends, with unmapped memory on both sides: an access past either end faults in every call,
-// not only under the memory checker. The memory-check child turns this off
+// Buffers of a workload, each in a mapping of its own with unmapped memory on both sides. A
+// buffer sits against one edge of its mapping (mappings come in 2 MiB granules, so only one
+// edge can be exact): kEnd puts its end there (to cudaMalloc's 256-byte alignment), so a read
+// past the end faults; kStart its start, so a read before the start faults. Both in every
+// call, not only under the memory checker. The memory-check child turns this off
 // (SetGuardPages(false)): there the checker itself knows each allocation's exact bounds.
+enum class GuardedEdge { kEnd, kStart };
 void SetGuardPages(bool on);
-void Allocate(const Family& family, const Axes& axes, Buffers* b);
+void Allocate(const Family& family, const Axes& axes, Buffers* b,
+              GuardedEdge edge = GuardedEdge::kEnd);
 // The inputs only (outputs stay null): a base that timed inputs are derived from.
 void AllocateInputs(const Family& family, const Axes& axes, Buffers* b);
 // The outputs only (inputs stay null): a timed call's own output buffers.
