@@ -2,6 +2,7 @@
 // the real CLI on the real GPU; and a correct kernel still passes after the bad ones.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +16,21 @@ namespace ptxbench {
 namespace {
 
 using nlohmann::json;
+
+// PTXBENCH_CONTROL_FILTER=a,b,... runs only the controls whose file names contain one of the
+// comma-separated parts (a quick rerun); unset runs them all.
+bool Selected(const std::string& file) {
+  const char* filter = std::getenv("PTXBENCH_CONTROL_FILTER");
+  if (!filter || !*filter) return true;
+  std::string parts = filter;
+  for (size_t at = 0; at <= parts.size();) {
+    size_t comma = std::min(parts.find(',', at), parts.size());
+    std::string part = parts.substr(at, comma - at);
+    if (!part.empty() && file.find(part) != std::string::npos) return true;
+    at = comma + 1;
+  }
+  return false;
+}
 
 struct Eval {
   int exit_code;
@@ -53,11 +69,9 @@ class Controls : public ::testing::Test {
     json verdicts = json::parse(ReadFile(std::string(std::getenv("PTXBENCH_SOURCE_DIR")) +
                                          "/controls/" + dir + "/verdicts.json"));
     ASSERT_GE(verdicts.size(), at_least);
-    // PTXBENCH_CONTROL_FILTER=substring runs only the matching controls (for a quick rerun).
-    const char* filter = std::getenv("PTXBENCH_CONTROL_FILTER");
     for (const auto& v : verdicts) {
       std::string file = v["file"];
-      if (filter && file.find(filter) == std::string::npos) continue;
+      if (!Selected(file)) continue;
       // A control names its own task and workload where the default shape cannot show its
       // trick (a cheat aimed at the headline's public seeds, a host loop that needs a tiny
       // shape).
@@ -120,7 +134,6 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
   std::string dir = std::string(std::getenv("PTXBENCH_SOURCE_DIR")) + "/controls/adversarial";
   json verdicts = json::parse(ReadFile(dir + "/verdicts.json"));
   ASSERT_GE(verdicts.size(), 10u);
-  const char* filter = std::getenv("PTXBENCH_CONTROL_FILTER");
   json summary = json::array();
   // Each line out as it is written: a run cut by a time limit still shows what it reached.
   std::cout << std::unitbuf;
@@ -130,7 +143,7 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
   for (const auto& v : verdicts) {
     std::string file = v["file"];
     if (index++ < skip) continue;
-    if (filter && file.find(filter) == std::string::npos) continue;
+    if (!Selected(file)) continue;
     std::string task = v.value("task", "gemm_n128_k2048");
     std::string workload = v.value("workload", task == "gemm_n128_k2048" ? "M=93" : "");
     std::vector<std::string> args = {"--task", task, "--sanitize", v.value("sanitize", "always")};
@@ -150,7 +163,8 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
       return j.is_object() ? j : json::object();
     };
     const json ins = layer("instructions"), perf = layer("performance");
-    std::cout << "[" << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+    std::cout << "["
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
               << " s] ";
     std::cout << file << ": " << e.record.value("status", json()).dump() << " ("
               << e.record.value("reason", json()).dump() << ") — " << e.record["message"] << "\n"
@@ -176,7 +190,8 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
       return false;
     };
     EXPECT_TRUE(fair("status", "status_also_fair"))
-        << file << ": " << e.record.value("status", json()) << "\n" << e.output;
+        << file << ": " << e.record.value("status", json()) << "\n"
+        << e.output;
     if (!v.value("reason", json()).is_null())
       EXPECT_TRUE(fair("reason", "reason_also_fair"))
           << file << ": reason " << e.record.value("reason", json());
