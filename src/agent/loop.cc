@@ -13,6 +13,7 @@
 #include "agent/feedback.h"
 #include "agent/prompt.h"
 #include "agent/run_identity.h"
+#include "agent/run_progress.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -31,12 +32,14 @@ class EvaluationSlots {
  public:
   explicit EvaluationSlots(int slots) : free_(std::max(1, slots)) {}
   json Evaluate(const Evaluator& evaluate, const std::string& path, const Definition& def,
-                const Workload& wl, const EvaluationTag& tag) {
+                const Workload& wl, const EvaluationTag& tag, RunProgress* progress) {
+    progress->EvaluationWaiting();
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return free_ > 0; });
       --free_;
     }
+    progress->EvaluationStarted();
     struct Release {
       EvaluationSlots* s;
       ~Release() {
@@ -84,6 +87,7 @@ class Runner {
     std::vector<std::pair<const RunTask*, int>> jobs;
     for (const RunTask& t : o_.tasks)
       for (int k = 0; k < o_.trajectories; ++k) jobs.push_back({&t, k});
+    progress_.emplace(static_cast<int>(jobs.size()), o_.turns);
     std::atomic<size_t> next{0};
     auto worker = [&] {
       for (size_t i; (i = next++) < jobs.size();) RunTrajectory(*jobs[i].first, jobs[i].second);
@@ -111,10 +115,12 @@ class Runner {
     if (o_.on_save) o_.on_save(j, record);
   }
 
-  void Progress(const Trajectory& t, const std::string& line) {
+  // A trajectory's line; `with_run` adds where the whole run stands (after a turn or an end).
+  void Progress(const Trajectory& t, const std::string& line, bool with_run = false) {
     if (!o_.progress) return;
     std::lock_guard<std::mutex> lock(print_mu_);
     std::fprintf(stderr, "[%s] %s\n", t.id.c_str(), line.c_str());
+    if (with_run) std::fprintf(stderr, "  %s\n", progress_->Line().c_str());
   }
 
   // Resumes from the file when there is one: finished trajectories are left alone; turns lost
@@ -192,10 +198,12 @@ class Runner {
     int reused = 0;
     Trajectory t = Start(task, index, &reused);
     if (reused < 0) {
+      progress_->Resumed(t.SpentTurns(), true);
       Progress(t, "finished earlier (" + t.exit_status + "), kept");
       Count(t, 0, true);
       return;
     }
+    progress_->Resumed(reused, false);
     if (reused > 0) Progress(t, "resumed after " + std::to_string(reused) + " turns");
     std::string kernel_dir = "kernels/" + t.id, eval_dir = "evaluations/" + t.id;
     MakeDirs(o_.run_dir + "/" + kernel_dir);
@@ -229,6 +237,7 @@ class Runner {
         t.turns.push_back(turn);
         t.exit_status = "model_error";
         Save(t);
+        progress_->TurnDone();
         Progress(t,
                  "turn " + std::to_string(turn.turn) + ": the model refused (" + reply.error + ")");
         break;
@@ -248,7 +257,7 @@ class Runner {
         auto te = Clock::now();
         try {
           record = slots_.Evaluate(evaluate_, kernel_path, *task.definition, *task.workload,
-                                   TagFor(t, turn.turn));
+                                   TagFor(t, turn.turn), &*progress_);
         } catch (const std::exception& e) {
           record = {{"status", "INFRA_ERROR"}, {"message", std::string("evaluator: ") + e.what()}};
         }
@@ -300,8 +309,11 @@ class Runner {
         t.exit_status = "turn_limit";
       Save(t, record);
       NoteOverhead(turn.overhead_seconds);
-      Progress(t, turn.summary.empty() ? "turn " + std::to_string(turn.turn) + ": " + turn.outcome
-                                       : turn.summary);
+      progress_->TurnDone();
+      Progress(t,
+               turn.summary.empty() ? "turn " + std::to_string(turn.turn) + ": " + turn.outcome
+                                    : turn.summary,
+               true);
       if (reached) break;
     }
     if (t.exit_status == "running") {  // zero turns asked for, or resumed at the limit
@@ -309,6 +321,9 @@ class Runner {
       Save(t);
     }
     Count(t, ran, false);
+    progress_->TrajectoryDone(t.SpentTurns());
+    if (!t.Finished() || t.exit_status == "target_reached" || t.exit_status == "model_error")
+      Progress(t, "ended: " + t.exit_status, true);
     std::lock_guard<std::mutex> lock(sum_mu_);
     summary_.turns_reused += reused;
   }
@@ -368,6 +383,7 @@ class Runner {
   ChatProvider& model_;
   const Evaluator& evaluate_;
   EvaluationSlots slots_;
+  std::optional<RunProgress> progress_;  // made in Run(), once the trajectories are known
   std::string started_at_;
   std::mutex print_mu_, sum_mu_;
   RunSummary summary_;

@@ -131,6 +131,29 @@ bool IsCharDevice(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
 }
 
+// Standard error alone (standard output dropped): where progress lines go.
+CommandResult PtxbenchStderr(std::vector<std::string> args) {
+  args.insert(args.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" >/dev/null", Bin()});
+  return RunCommand(args, 120s);
+}
+
+TEST(Cli, EvalShowsItsStagesOnStandardErrorUnlessQuiet) {
+  if (!HaveNvcc()) GTEST_SKIP() << "no nvcc: eval stops before its first stage";
+  ScratchDir dir("cli-stages");
+  std::string kernel = Rejected(dir);
+  CommandResult shown = PtxbenchStderr({"eval", kernel, "--task", "gemm_n128_k2048"});
+  EXPECT_EQ(shown.exit.code, 1) << shown.output;
+  EXPECT_NE(shown.output.find("] screen: the source against the rules\n"), std::string::npos)
+      << shown.output;
+  EXPECT_EQ(shown.output.find("build:"), std::string::npos) << "rejected before the build";
+  EXPECT_EQ(PtxbenchStdout({"eval", kernel, "--task", "gemm_n128_k2048"}).output.find("screen:"),
+            std::string::npos)
+      << "progress stays off standard output";
+  CommandResult quiet = PtxbenchStderr({"eval", kernel, "--task", "gemm_n128_k2048", "--quiet"});
+  EXPECT_EQ(quiet.exit.code, 1);
+  EXPECT_EQ(quiet.output, "");
+}
+
 TEST(Cli, BadOutputPathIsOneLineAndExitTwoBeforeAnyWork) {
   ScratchDir dir("cli-out");
   std::string kernel = Src() + "/controls/gemm/naive_correct.cu";

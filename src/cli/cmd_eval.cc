@@ -59,7 +59,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   cmd->add_flag("--no-build-cache", o->no_build_cache, "Rebuild even when a cached build exists");
   cmd->add_flag("--no-reference-cache", o->no_reference_cache,
                 "Recompute the expected outputs even when cached");
-  cmd->add_flag("--quiet", o->quiet, "No terminal summary");
+  cmd->add_flag("--quiet", o->quiet, "No progress lines (stderr) and no terminal summary");
   cmd->add_option("--warmup", o->warmup, "Timing: untimed calls before the timed ones")
       ->capture_default_str();
   cmd->add_option("--iterations", o->iterations, "Timing: timed calls (median, p10, p90)")
@@ -128,6 +128,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     req.use_reference_cache = !o->no_reference_cache;
     req.cache_root = o->cache_dir;
     FindNvcc("");  // no nvcc: a one-line error, before anything is written
+    if (!o->quiet) req.on_stage = StageLinePrinter(std::cerr);
 
     EvaluationRecord rec = Evaluate(req);
     if (!o->json_path.empty()) WriteOutput(o->json_path, rec.ToJson().dump(2) + "\n");

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -969,6 +971,9 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   rec.correctness = NotReachedLayer("an earlier stage failed");
   rec.memcheck = NotReachedLayer("an earlier stage failed");
   Verdict v;
+  auto stage = [&](const char* name, const std::string& what) {
+    if (req.on_stage) req.on_stage(name, what);
+  };
   auto finish = [&]() {
     rec.status = v.status;
     rec.reason = v.reason;
@@ -984,6 +989,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
                    {"bytes", source.size()}};
 
   // --- screen ---
+  stage("screen", "the source against the rules");
   auto t = Clock::now();
   ScreenResult screen = ScreenSource(source);
   rec.screening = ToJson(screen);
@@ -994,6 +1000,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   }
 
   // --- build ---
+  stage("build", "nvcc for " + req.arch);
   t = Clock::now();
   BuildResult build;
   try {
@@ -1043,6 +1050,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
 
   // --- static inspection of the very object that will run ---
   ScratchDir scratch("ptxbench-eval");
+  stage("inspect", "the SASS of the built object");
   t = Clock::now();
   StaticInspection sass = InspectSharedObject(build.shared_object, scratch.path());
   rec.stage_seconds["inspect"] = SecondsSince(t);
@@ -1080,6 +1088,9 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
                    {"computed_trials", missing.size()},
                    {"version", family.ReferenceVersion()}};
   std::string no_gpu;
+  stage("reference", missing.empty() ? std::string("cached")
+                                     : "expected outputs for " + std::to_string(missing.size()) +
+                                           " trial" + (missing.size() == 1 ? "" : "s"));
   t = Clock::now();
   if (!missing.empty()) {
     ChildOutcome ro = RunReferenceChild(req, family, axes, missing, ReferenceFolder(scratch),
@@ -1118,6 +1129,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   if (!no_gpu.empty()) return skip_gpu_layers(no_gpu);
 
   // --- run the candidate ---
+  stage("run", std::to_string(req.trials) + " correctness trial" + (req.trials == 1 ? "" : "s"));
   t = Clock::now();
   ChildRequest cc;
   cc.spec = {
@@ -1239,6 +1251,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
             "the memory check is required (--sanitize always) but compute-sanitizer was not "
             "found; --sanitize never skips it");
   } else {
+    stage("memcheck", "one call under compute-sanitizer");
     t = Clock::now();
     ChildRequest mc = cc;
     mc.name = "memcheck";
@@ -1296,6 +1309,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
 
   if (!v.decided) {
     if (req.timing) {
+      stage("timing", "the candidate against the vendor baseline, side by side");
       MeasureTiming(req, fresh_seed, def, wl, family, axes, cc, sass, scratch, tol, cache_root,
                     &rec, &v);
     } else {
@@ -1329,6 +1343,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
       msg += sp;
     }
     v.Set(Status::kPassed, "", msg);
+    stage("profile", "one call under the profiler: which instructions ran");
     t = Clock::now();
     ChildOutcome po;
     VerifyInstructions(req, fresh_seed ^ kProfileSeedSalt, def, wl, cc, sass, required, scratch,
@@ -1358,6 +1373,16 @@ double PrepareBuild(const EvalRequest& req) {
     // Evaluate meets the same problem and puts it on the record.
   }
   return SecondsSince(t);
+}
+
+std::function<void(const std::string&, const std::string&)> StageLinePrinter(std::ostream& out) {
+  auto start = std::make_shared<std::optional<Clock::time_point>>();
+  return [&out, start](const std::string& stage, const std::string& what) {
+    if (!*start) *start = Clock::now();
+    char at[32];
+    std::snprintf(at, sizeof at, "[%6.1f s] ", SecondsSince(**start));
+    out << at << stage << ": " << what << std::endl;  // flushed: it is progress
+  };
 }
 
 std::string HumanSummary(const EvaluationRecord& r) {

@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 
@@ -49,6 +51,9 @@ struct EvalRequest {
   bool use_reference_cache = true;
   std::string cache_root;  // empty: CacheRoot()
   std::string executable;  // the ptxbench binary that children run; empty: this one
+  // Called as each stage starts, with its name and a few words on what it does (`eval` shows
+  // them on stderr: a memory-checked run can take minutes). May be empty.
+  std::function<void(const std::string& stage, const std::string& what)> on_stage;
 };
 
 EvaluationRecord Evaluate(const EvalRequest& request);
@@ -62,5 +67,9 @@ double PrepareBuild(const EvalRequest& request);
 
 // A few lines for the terminal.
 std::string HumanSummary(const EvaluationRecord& r);
+
+// An on_stage that writes one line per stage to `out`: seconds since the first stage, the
+// stage, what it does ("[  4.1 s] memcheck: one call under compute-sanitizer").
+std::function<void(const std::string&, const std::string&)> StageLinePrinter(std::ostream& out);
 
 }  // namespace ptxbench

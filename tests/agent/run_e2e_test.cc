@@ -185,6 +185,11 @@ TEST(RunEndToEnd, EveryFaultInATurnThenAnInfraStopAndTheResumeThatRetriesIt) {
   // Session 3: turn 5 answers; turn 6 is the last. No finished turn was asked again.
   CommandResult r3 = RunPtxbench(resume);
   EXPECT_EQ(r3.exit.code, 0) << r3.output;
+  // Progress: where the run stands after each turn, the kept turns counted, this session's
+  // pace giving the estimate.
+  EXPECT_TRUE(Contains(r2.output, "run: 1/1 trajectories, 4/6 turns")) << r2.output;
+  EXPECT_TRUE(Contains(r3.output, "run: 0/1 trajectories, 5/6 turns, at most about ")) << r3.output;
+  EXPECT_TRUE(Contains(r3.output, "run: 0/1 trajectories, 6/6 turns, done")) << r3.output;
   json t3 = Trajectory(run);
   EXPECT_EQ(t3["info"]["exit_status"], "turn_limit");
   const json& turns3 = t3["info"]["turns"];
