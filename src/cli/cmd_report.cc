@@ -56,7 +56,7 @@ CommandRunner AddReportCommand(CLI::App& app) {
     std::string db;
     std::string turns = "1,4,8", pass_k = "1,4", csv, jsonl, upstream_csv, json, published, html;
     int resamples = 2000;
-    bool no_published = false;
+    bool no_published = false, include_unfinished = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("report", "Metrics of agent runs: tables and exports");
@@ -78,6 +78,9 @@ CommandRunner AddReportCommand(CLI::App& app) {
                   "Published results to compare with (default: ../shared/reference/"
                   "published-results.csv beside the source tree, when there)");
   cmd->add_flag("--no-published", o->no_published, "No comparison with published figures");
+  cmd->add_flag("--include-unfinished", o->include_unfinished,
+                "Also report trajectories that stopped early, as they stand (marked; their "
+                "group's rates become lower bounds)");
 
   return [o]() {
     auto start = std::chrono::steady_clock::now();
@@ -126,22 +129,31 @@ CommandRunner AddReportCommand(CLI::App& app) {
     int unfinished = 0;
     for (auto& t : load.dataset.trajectories) {
       if (!Keep(t, o->models, o->tasks)) continue;
-      // An interrupted trajectory would count as a failure it has not had yet.
-      if (t.exit_status == "running" || t.exit_status == "infra_error") {
+      // An interrupted trajectory would count as a failure it has not had yet: left out,
+      // unless asked for (then marked as such).
+      if (!TrajectoryFinished(t)) {
         ++unfinished;
-        continue;
+        if (!o->include_unfinished) continue;
       }
       data.trajectories.push_back(std::move(t));
     }
-    if (unfinished)
+    if (unfinished && o->include_unfinished)
       std::fprintf(stderr,
-                   "report: %d unfinished trajectories left out (`ptxbench run --resume` "
-                   "finishes them)\n",
+                   "report: %d unfinished trajectories included as they stand (marked; "
+                   "`ptxbench run --resume` finishes them)\n",
+                   unfinished);
+    else if (unfinished)
+      std::fprintf(stderr,
+                   "report: %d unfinished trajectories left out (--include-unfinished reports "
+                   "them as they stand; `ptxbench run --resume` finishes them)\n",
                    unfinished);
     std::vector<GroupMetrics> groups = ComputeMetrics(data, mo);
     if (groups.empty()) {
-      text << "no trajectories matched\n";
-      return 0;
+      // Nothing to report: say why, write nothing, and do not look like success.
+      text << (unfinished ? "nothing to report: every matching trajectory is unfinished "
+                            "(--include-unfinished reports them as they stand)\n"
+                          : "nothing to report: no trajectories matched\n");
+      return 1;
     }
     text << MetricsTable(groups);
     if (!o->csv.empty()) WriteOutput(o->csv, MetricsCsv(groups));

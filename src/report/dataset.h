@@ -55,6 +55,12 @@ struct TrajectoryRow {
   std::vector<TurnRow> turns;  // in turn order
 };
 
+// False for a trajectory that stopped early (still "running", or stopped by the harness's
+// infrastructure): it has not had all its turns, so it has not failed yet.
+inline bool TrajectoryFinished(const TrajectoryRow& t) {
+  return t.exit_status != "running" && t.exit_status != "infra_error";
+}
+
 struct Dataset {
   std::vector<TrajectoryRow> trajectories;
 };

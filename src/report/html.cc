@@ -160,13 +160,17 @@ void Page::Group(size_t n, const GroupMetrics& g, const std::vector<const Trajec
       "<section class=\"group\"" + Attr("id", gid) + Attr("data-model", g.key.model) +
       Attr("data-arch", g.key.arch) + Attr("data-task", g.key.task) +
       Attr("data-pack", g.key.pack) + Attr("data-trajectories", std::to_string(g.trajectories)) +
-      Attr("data-unproven-pack", std::to_string(g.unproven_pack_trajectories)) + ">\n<h2>" +
+      Attr("data-unproven-pack", std::to_string(g.unproven_pack_trajectories)) +
+      Attr("data-unfinished", std::to_string(g.unfinished_trajectories)) + ">\n<h2>" +
       HtmlEscape(g.key.task) + " <small>" + HtmlEscape(g.key.model) + " · " +
       HtmlEscape(g.key.arch) + (g.key.pack.empty() ? "" : " · " + HtmlEscape(g.key.pack)) + " · " +
       std::to_string(g.trajectories) + " trajectories</small>" +
       (g.unproven_pack_trajectories == 0
            ? ""
            : " <span class=\"unproven\">" + HtmlEscape(UnprovenPackNote(g).substr(3)) + "</span>") +
+      (g.unfinished_trajectories == 0
+           ? ""
+           : " <span class=\"unproven\">" + HtmlEscape(UnfinishedNote(g).substr(3)) + "</span>") +
       "</h2>\n";
   Summary(gid, g);
   out_ += "<div class=\"charts\">\n";

@@ -369,8 +369,10 @@ GroupMetrics Group(const GroupKey& key, const std::vector<const TrajectoryRow*>&
   g.trajectories = static_cast<int>(group.size());
   g.confidence = o.confidence;
   g.bootstrap_resamples = o.bootstrap_resamples;
-  for (const TrajectoryRow* t : group)
+  for (const TrajectoryRow* t : group) {
     if (t->pack_hardware_verified == false) ++g.unproven_pack_trajectories;
+    if (!TrajectoryFinished(*t)) ++g.unfinished_trajectories;
+  }
   std::vector<LimitColumns> columns;
   for (int limit : o.turn_limits) columns.push_back(Columns(group, limit));
   std::vector<LimitResamples> resamples;
@@ -472,6 +474,7 @@ nlohmann::json ToJson(const GroupMetrics& g) {
           {"pack", g.key.pack},
           {"trajectories", g.trajectories},
           {"unproven_pack_trajectories", g.unproven_pack_trajectories},
+          {"unfinished_trajectories", g.unfinished_trajectories},
           {"confidence", g.confidence},
           {"bootstrap_resamples", g.bootstrap_resamples},
           {"by_turn_limit", limits},

@@ -113,6 +113,9 @@ struct GroupMetrics {
   TokenStats tokens;
   // Trajectories whose pack was not proven on its hardware: reports mark the group.
   int unproven_pack_trajectories = 0;
+  // Trajectories that stopped early (interrupted, `report --include-unfinished`): counted as
+  // they stand, so the group's rates are lower bounds. Reports mark the group.
+  int unfinished_trajectories = 0;
   // The settings the intervals were computed with, so JSON output describes itself.
   double confidence = 0;
   int bootstrap_resamples = 0;

@@ -43,11 +43,18 @@ std::string UnprovenPackNote(const GroupMetrics& g) {
          " of " + std::to_string(g.trajectories) + ")";
 }
 
+std::string UnfinishedNote(const GroupMetrics& g) {
+  if (g.unfinished_trajectories == 0) return "";
+  return " | " + std::to_string(g.unfinished_trajectories) +
+         " unfinished, counted as they stand (rates are lower bounds)";
+}
+
 std::string MetricsTable(const std::vector<GroupMetrics>& groups) {
   std::string out;
   for (const GroupMetrics& g : groups) {
     out += g.key.model + " | " + g.key.arch + " | " + g.key.task + " | pack " + g.key.pack + " | " +
-           std::to_string(g.trajectories) + " trajectories" + UnprovenPackNote(g) + "\n";
+           std::to_string(g.trajectories) + " trajectories" + UnprovenPackNote(g) +
+           UnfinishedNote(g) + "\n";
     out += "  " + Pad("T", 4) + Pad("correct@T [CI]", 26) + Pad("verified@T [CI]", 26) +
            Pad("verified@T (paper) [CI]", 26) + Pad("best", 8) + Pad("median best [CI]", 26) +
            "pass@k\n";

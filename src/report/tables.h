@@ -18,6 +18,8 @@ std::string MetricsTable(const std::vector<GroupMetrics>& groups);
 
 // " | pack not proven on hardware (N of M)" for a group with such trajectories, else "".
 std::string UnprovenPackNote(const GroupMetrics& g);
+// " | 2 unfinished, counted as they stand (...)", or "" when every trajectory finished.
+std::string UnfinishedNote(const GroupMetrics& g);
 
 // A row per group and turn limit, every figure of MetricsTable, intervals as low/high columns.
 std::string MetricsCsv(const std::vector<GroupMetrics>& groups);

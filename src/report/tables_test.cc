@@ -269,6 +269,52 @@ TEST(Report, TheCommandWritesEveryExport) {
       std::chrono::seconds(60));
   EXPECT_EQ(r.exit.code, 2) << r.output;
   EXPECT_NE(r.output.find("malformed --turns"), std::string::npos) << r.output;
+
+  // --include-unfinished: the interrupted one counts as it stands, and the group says so.
+  r = RunCommand({std::getenv("PTXBENCH_BIN"), "report", "--runs", dir.File("runs"), "--turns",
+                  "1,4", "--include-unfinished", "--no-published", "--html", dir.File("u.html"),
+                  "--json", dir.File("u.json")},
+                 std::chrono::seconds(60));
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("| 4 trajectories | 1 unfinished, counted as they stand (rates are "
+                          "lower bounds)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("1 unfinished trajectories included as they stand"), std::string::npos);
+  EXPECT_EQ(json::parse(ReadFile(dir.File("u.json")))[0]["unfinished_trajectories"], 1);
+  EXPECT_NE(ReadFile(dir.File("u.html")).find("data-unfinished=\"1\""), std::string::npos);
+}
+
+// A run whose every trajectory stopped at an infrastructure turn (no GPU): without the flag
+// there is nothing to report, which is said, written nowhere, and not exit 0; with it, the
+// report is made.
+TEST(Report, OnlyUnfinishedTrajectoriesAreNotAnEmptySuccess) {
+  ScratchDir dir("report-test");
+  MakeDirs(dir.File("runs/r2/trajectories"));
+  WriteFileAtomic(dir.File("runs/r2/run.json"),
+                  json{{"model", {{"name", "M"}}}, {"arch", "sm_90a"}, {"pack", "none"}}.dump());
+  WriteFileAtomic(dir.File("runs/r2/trajectories/gemm_n7168_k5120-0.json"),
+                  json{{"info",
+                        {{"id", "gemm_n7168_k5120-0"},
+                         {"task", "gemm_n7168_k5120"},
+                         {"exit_status", "infra_error"},
+                         {"turns", json::array({Turn(1, "compile")})}}}}
+                      .dump());
+  std::string html = dir.File("r.html");
+  CommandResult r = RunCommand({std::getenv("PTXBENCH_BIN"), "report", "--runs", dir.File("runs"),
+                                "--no-published", "--html", html},
+                               std::chrono::seconds(60));
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  EXPECT_NE(r.output.find("nothing to report: every matching trajectory is unfinished"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(FileExists(html));
+  r = RunCommand({std::getenv("PTXBENCH_BIN"), "report", "--runs", dir.File("runs"),
+                  "--no-published", "--include-unfinished", "--html", html},
+                 std::chrono::seconds(60));
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 trajectories | 1 unfinished"), std::string::npos) << r.output;
+  EXPECT_TRUE(FileExists(html));
 }
 
 }  // namespace
