@@ -15,10 +15,11 @@ using nlohmann::json;
 // The run's identity, as JSON pointers into run.json. Not in it: concurrency, the evaluator's
 // address, the times: they change how fast a run goes, not what it finds.
 const char* const kIdentity[] = {
-    "/model",          "/tasks",  "/workload", "/trajectories",     "/turns",
-    "/target_speedup", "/arch",   "/pack",     "/pack_info/sha256", "/context",
-    "/sanitize",       "/timing", "/timeout",  "/timing_budget",    "/ptxbench_version",
-    "/ptxbench_commit"};
+    "/model", "/tasks", "/workload", "/trajectories", "/turns", "/target_speedup", "/arch", "/pack",
+    "/pack_info/sha256", "/context", "/sanitize", "/timing", "/timeout", "/timing_budget",
+    "/ptxbench_version", "/ptxbench_commit",
+    // A fixit repair run: the manifest it repairs (its hash) and the bar a repair must pass.
+    "/fixit"};
 
 std::string Shown(const json& j) { return Truncate(j.dump(), 120); }
 
@@ -49,17 +50,17 @@ void PrepareRunFolder(const std::string& dir, bool resume, bool overwrite) {
     return;
   }
   if (!exists) return;
-  if (!fs::is_directory(dir, ec)) throw UsageError("--out " + dir + " exists and is not a folder");
+  if (!fs::is_directory(dir, ec)) throw UsageError(dir + " exists and is not a folder");
   if (has_run) {
     if (!overwrite)
-      throw UsageError("--out " + dir +
+      throw UsageError(dir +
                        " holds a run already: --resume continues it, --overwrite replaces it");
     for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove_all(e.path(), ec);
     if (ec) throw EnvironmentError("cannot empty " + dir + ": " + ec.message());
     return;
   }
   if (!fs::is_empty(dir, ec))
-    throw UsageError("--out " + dir + " is a folder with other files in it (no run.json); " +
+    throw UsageError(dir + " is a folder with other files in it (no run.json); " +
                      "choose an empty or new folder");
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "agent/prompt.h"
+#include "agent/run_identity.h"
 #include "agent/trajectory.h"
 #include "build/nvcc.h"
 #include "cli/commands.h"
@@ -51,9 +52,30 @@ struct MineArgs {
   std::string db, dir;
   std::vector<std::string> runs;
   MineOptions o;
+  bool overwrite = false;
 };
 
+// A work folder's stages build on the manifest: a new manifest under an old repair stage would
+// pair repairs with failures they were not made for. So mining over a manifest is refused,
+// and with --overwrite everything the later stages wrote goes with the old manifest.
+void PrepareWorkFolder(const std::string& dir, bool overwrite) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw UsageError("--dir " + dir + " exists and is not a folder");
+  if (!FileExists(ManifestPath(dir))) return;
+  if (!overwrite)
+    throw UsageError("--dir " + dir +
+                     " holds a manifest already: --overwrite mines again and removes the later "
+                     "stages' files (repair/, repairs.json, reasoning.jsonl, export/)");
+  for (const std::string& later :
+       {RepairRunDir(dir), RepairsPath(dir), ReasoningPath(dir), dir + "/export"})
+    fs::remove_all(later, ec);
+  if (ec) throw EnvironmentError("cannot clear " + dir + ": " + ec.message());
+}
+
 int Mine(const MineArgs& a) {
+  PrepareWorkFolder(a.dir, a.overwrite);
   std::vector<std::string> problems;
   Dataset d = LoadDatasetFor(a.db, a.runs, a.o.models, a.o.tasks, a.o.packs, a.o.archs, &problems);
   MineResult r = MineFailures(d, a.o);
@@ -84,7 +106,7 @@ struct RepairArgs {
   std::string dir, teacher, models, db, tasks_dir, sanitize = "always", evaluator;
   int turns = 3, concurrency = 4, timeout = 60;
   double min_speedup = 0, timing_budget = 8;
-  bool resume = false, quiet = false;
+  bool resume = false, overwrite = false, quiet = false;
 };
 
 std::string ArchOf(const Manifest& m) {
@@ -190,8 +212,9 @@ int Repair(RepairArgs a) {
   if (a.concurrency < 1 || a.concurrency > 1024)
     throw UsageError("--concurrency must be between 1 and 1024");
   std::string run = RepairRunDir(a.dir);
-  if (FileExists(run + "/run.json") && !a.resume)
-    throw UsageError(run + " exists: --resume continues it (finished repairs are kept)");
+  // --resume continues it (finished repairs are kept, and it must be the same repair: the
+  // same teacher, manifest and settings); --overwrite starts it again.
+  PrepareRunFolder(run, a.resume, a.overwrite);
   std::string arch = ArchOf(m);
   RequireSupportedArch(arch);
   RequiredArchTag(arch);
@@ -530,6 +553,8 @@ CommandRunner AddFixitCommand(CLI::App& app) {
   m->add_option("--cap-per-task", mine->o.cap_per_task,
                 "At most this many failures per task, stratified by (outcome, turn); 0: no cap")
       ->capture_default_str();
+  m->add_flag("--overwrite", mine->overwrite,
+              "Mine again into a work folder that has a manifest (the later stages' files go)");
 
   auto repair = std::make_shared<RepairArgs>();
   CLI::App* r = fixit->add_subcommand(
@@ -545,6 +570,8 @@ CommandRunner AddFixitCommand(CLI::App& app) {
   r->add_option("--concurrency", repair->concurrency, "Repairs in flight")->capture_default_str();
   r->add_option("--db", repair->db, "Also write the repair trajectories to this results store");
   r->add_flag("--resume", repair->resume, "Continue an interrupted repair stage");
+  r->add_flag("--overwrite", repair->overwrite, "Start the repair stage again from scratch")
+      ->excludes("--resume");
   r->add_option("--sanitize", repair->sanitize, "Memory check: always, on-failure, never")
       ->capture_default_str();
   r->add_option("--timeout", repair->timeout, "Seconds for a candidate's run")

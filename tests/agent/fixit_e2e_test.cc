@@ -286,6 +286,22 @@ TEST(FixitEndToEnd, MineRepairReasonExportFromARealFailedTurn) {
   EXPECT_DOUBLE_EQ(kept["speedup"].get<double>(), 1.31);
   EXPECT_EQ(kept["verification"], "dynamic_present");
 
+  // The work folder is never mixed: the repair stage again without --resume, a resumed repair
+  // with another bar, and mining over the manifest are each refused in one line.
+  std::vector<std::string> fresh(repair.begin(), repair.end() - 1);
+  CommandResult again = Ptxbench(fresh);
+  EXPECT_EQ(again.exit.code, 2) << again.output;
+  EXPECT_TRUE(Contains(again.output, "holds a run already")) << again.output;
+  std::vector<std::string> other_bar = repair;
+  other_bar.insert(other_bar.end(), {"--min-speedup", "2"});
+  CommandResult bar = Ptxbench(other_bar);
+  EXPECT_EQ(bar.exit.code, 2) << bar.output;
+  EXPECT_TRUE(Contains(bar.output, "fixit differs")) << bar.output;
+  CommandResult remine = Ptxbench({"fixit", "mine", "--runs", student, "--dir", work});
+  EXPECT_EQ(remine.exit.code, 2) << remine.output;
+  EXPECT_TRUE(Contains(remine.output, "holds a manifest already")) << remine.output;
+  EXPECT_EQ(ReadJson(work + "/repairs.json")["kept"], 1) << "a refusal touches nothing";
+
   // Reason: the first text (third person) is rejected, the retry accepted.
   std::vector<std::string> reason = {"fixit",     "reason",         "--dir",    work,
                                      "--teacher", "reason-teacher", "--models", models};
@@ -355,6 +371,13 @@ TEST(FixitEndToEnd, MineRepairReasonExportFromARealFailedTurn) {
       << Join(FilesContaining(dir.path(), kSecret));
   for (const CommandResult* c : {&run, &mine, &r1, &r2, &z1, &z2, &e, &kg})
     EXPECT_FALSE(Contains(c->output, kSecret));
+
+  // Mining again on purpose: the later stages' files go with the old manifest.
+  CommandResult over = Ptxbench({"fixit", "mine", "--runs", student, "--dir", work, "--overwrite"});
+  EXPECT_EQ(over.exit.code, 0) << over.output;
+  EXPECT_TRUE(FileExists(work + "/manifest.json"));
+  for (const char* gone : {"/repair", "/repairs.json", "/reasoning.jsonl", "/export"})
+    EXPECT_FALSE(std::filesystem::exists(work + gone)) << gone;
 }
 
 TEST(FixitEndToEnd, KernelGenExportsOnlyKernelsTheirRecordsVerify) {
