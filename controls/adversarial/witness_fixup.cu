@@ -33,12 +33,10 @@ if it ran at ~900 TFLOP/s; a witness that saw nothing wrong.
 Old harness (no witness, no control descriptor): behaves as cupti_activity_off.cu: PASSED
 at ~1.1x.
 Fair verdict: RULE_VIOLATION witness_disagrees (the GPU did ~30x more work than the median
-says). We expect the protocol above to PASS it at a forged speedup. What would stop it: keep
-the GPM window open until the checked outputs have been read back (close it after the
-outputs arrive, so deferred work is inside it), or better sample GPM over the timing child's
-whole life and compare the total busy time with (calls x median) plus the harness's own work;
-and/or ask for the witness outputs without giving the child time to compute them (e.g. check
-every witness output, or read kept buffers from the parent through CUDA IPC).
+says). On the H200 (2026-12-05) the protocol above PASSED it at 1.11x. What stops it now: with
+witness_done the timing child sends a keyed digest of every witness output, made while the
+parent's window is still open; the output asked for afterwards must match it. The decoy left
+the buffers poisoned, so the output computed after the window has another digest.
 */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

@@ -1,5 +1,7 @@
 #include "common/sha256.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -49,14 +51,58 @@ std::string ToHex(const std::array<uint8_t, 32>& digest) {
   return hex;
 }
 
+// OpenSSL 3's EVP digest calls, resolved once from libcrypto.so.3 (never required).
+struct LibCrypto {
+  void* (*ctx_new)();
+  void (*ctx_free)(void*);
+  const void* (*sha256)();
+  int (*init)(void*, const void*, void*);
+  int (*update)(void*, const void*, size_t);
+  int (*final)(void*, unsigned char*, unsigned int*);
+};
+
+const LibCrypto* Crypto() {
+  static const LibCrypto* crypto = []() -> const LibCrypto* {
+    void* lib = ::dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return nullptr;
+    auto* c = new LibCrypto{
+        reinterpret_cast<void* (*)()>(::dlsym(lib, "EVP_MD_CTX_new")),
+        reinterpret_cast<void (*)(void*)>(::dlsym(lib, "EVP_MD_CTX_free")),
+        reinterpret_cast<const void* (*)()>(::dlsym(lib, "EVP_sha256")),
+        reinterpret_cast<int (*)(void*, const void*, void*)>(::dlsym(lib, "EVP_DigestInit_ex")),
+        reinterpret_cast<int (*)(void*, const void*, size_t)>(::dlsym(lib, "EVP_DigestUpdate")),
+        reinterpret_cast<int (*)(void*, unsigned char*, unsigned int*)>(
+            ::dlsym(lib, "EVP_DigestFinal_ex"))};
+    if (!c->ctx_new || !c->ctx_free || !c->sha256 || !c->init || !c->update || !c->final) {
+      delete c;
+      return nullptr;
+    }
+    return c;
+  }();
+  return crypto;
+}
+
 }  // namespace
 
-Sha256::Sha256() { Reset(); }
+Sha256::Sha256(bool use_libcrypto) {
+  if (const LibCrypto* c = use_libcrypto ? Crypto() : nullptr) evp_ = c->ctx_new();
+  Reset();
+}
+
+Sha256::~Sha256() {
+  if (evp_) Crypto()->ctx_free(evp_);
+}
+
+const char* Sha256::Backend() { return Crypto() ? "libcrypto" : "built-in"; }
 
 void Sha256::Reset() {
   state_ = kInitialState;
   buffered_ = 0;
   total_bytes_ = 0;
+  if (evp_ && Crypto()->init(evp_, Crypto()->sha256(), nullptr) != 1) {
+    Crypto()->ctx_free(evp_);  // a library that cannot start a digest: the code below can
+    evp_ = nullptr;
+  }
 }
 
 void Sha256::Compress(const uint8_t* block) {
@@ -96,6 +142,10 @@ void Sha256::Compress(const uint8_t* block) {
 }
 
 void Sha256::Update(const void* data, size_t n) {
+  if (evp_) {
+    if (Crypto()->update(evp_, data, n) != 1) throw InternalError("libcrypto: SHA-256 update failed");
+    return;
+  }
   const auto* p = static_cast<const uint8_t*>(data);
   total_bytes_ += n;
   // Top up a partially filled block first.
@@ -122,6 +172,14 @@ void Sha256::Update(const void* data, size_t n) {
 }
 
 std::array<uint8_t, 32> Sha256::Finish() {
+  if (evp_) {
+    std::array<uint8_t, 32> digest;
+    unsigned int n = 0;
+    if (Crypto()->final(evp_, digest.data(), &n) != 1 || n != digest.size())
+      throw InternalError("libcrypto: SHA-256 final failed");
+    Reset();
+    return digest;
+  }
   // Padding (section 5.1.1): a 1 bit, zeros up to 56 mod 64 bytes, then the
   // message length in bits as a 64-bit big-endian integer.
   const uint64_t bit_length = total_bytes_ * 8;

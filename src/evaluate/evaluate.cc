@@ -31,6 +31,7 @@
 #include "inspect/sass.h"
 #include "measure/gpm.h"
 #include "run/children.h"
+#include "run/device_ops.h"
 #include "run/reference_cache.h"
 #include "screen/screen.h"
 #include "task/family.h"
@@ -85,13 +86,18 @@ class MappedFile {
 // One output tensor of the candidate (a file its child wrote) against the reference's fp32
 // file. The child names the file; it must lie in this evaluation's scratch folder.
 // The child names the file; it must lie directly in that child's own folder.
-OutputComparison CompareOutputFile(const TensorSpec& spec, const std::string& expected_file,
-                                   const std::string& file, const std::string& child_folder,
-                                   const Tolerance& tol) {
+// An output file named by a candidate's child must lie directly in that child's folder.
+void RequireInChildFolder(const std::string& file, const std::string& child_folder) {
   if (file.rfind(child_folder + "/", 0) != 0 ||
       file.find('/', child_folder.size() + 1) != std::string::npos ||
       file.find("..") != std::string::npos)
     throw CandidateFileError("the candidate's process named an output outside its folder: " + file);
+}
+
+OutputComparison CompareOutputFile(const TensorSpec& spec, const std::string& expected_file,
+                                   const std::string& file, const std::string& child_folder,
+                                   const Tolerance& tol) {
+  RequireInChildFolder(file, child_folder);
   MappedFile exp(expected_file);
   MappedFile got(file, /*untrusted=*/true);
   size_t n = static_cast<size_t>(spec.Elements());
@@ -108,6 +114,15 @@ OutputComparison CompareOutputFile(const TensorSpec& spec, const std::string& ex
                                         static_cast<const float*>(exp.data()), n, tol);
   c.name = spec.name;
   return c;
+}
+
+// The digest of an output file the candidate's child wrote (see DeviceDigest), read from
+// its own folder only, as CompareOutputFile does.
+std::string WitnessOutputDigest(const std::string& file, const std::string& child_folder,
+                                uint64_t key) {
+  RequireInChildFolder(file, child_folder);
+  MappedFile got(file, /*untrusted=*/true);
+  return HostDigest(got.data(), got.size(), key);
 }
 
 // Where the reference outputs of this evaluation are written: a folder of the parent's that
@@ -445,7 +460,8 @@ struct TimingConversation {
   int kept = 0;
   std::vector<int> timed_checks;
   int calls = 0, rounds = 0;
-  uint64_t witness_seed0 = 0;
+  uint64_t witness_seed0 = 0, witness_key = 0;
+  json witness_digests;  // the child's commitment: digests[j][output], made in the window
   std::vector<int> witness_checks;
   std::optional<WitnessWindow> window;
   Clock::time_point window_begun;
@@ -479,7 +495,11 @@ struct TimingConversation {
         rounds = std::clamp(static_cast<int>(std::ceil(kWitnessWorkSeconds / (est * calls))), 1,
                             kWitnessMaxRounds);
         witness_seed0 = rng();
-        plan["witness"] = {{"calls", calls}, {"rounds", rounds}, {"seed0", witness_seed0}};
+        witness_key = rng();
+        plan["witness"] = {{"calls", calls},
+                           {"rounds", rounds},
+                           {"seed0", witness_seed0},
+                           {"key", witness_key}};
       }
       reply(plan.dump());
     } else if (ev == "witness_ready" && gpm) {
@@ -490,6 +510,7 @@ struct TimingConversation {
       window_begun = Clock::now();
       reply("go");
     } else if (ev == "witness_done" && gpm) {
+      witness_digests = m.value("digests", json());
       // Idle after the work, and a window no shorter than the judge needs: a fast kernel's
       // rounds take milliseconds, and a window under the minimum says nothing.
       double open_s = std::chrono::duration<double>(Clock::now() - window_begun).count();
@@ -684,6 +705,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     std::string what;  // "timed call 17", "witness call 3"
     uint64_t seed = 0, set_seed = 0;
     json files;
+    json digests;  // a witness call's: what the child committed to inside the window
   };
   std::vector<Check> checks;
   for (const json* m : to.All("timed_output")) {
@@ -703,9 +725,14 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     if (std::find(talk.witness_checks.begin(), talk.witness_checks.end(), jx) ==
         talk.witness_checks.end())
       continue;
+    json committed = talk.witness_digests.is_array() &&
+                             jx < static_cast<int>(talk.witness_digests.size())
+                         ? talk.witness_digests[jx]
+                         : json();
     checks.push_back({"witness call " + std::to_string(jx),
                       talk.witness_seed0 + static_cast<uint64_t>(jx),
-                      set_seed_base + static_cast<uint64_t>(jx % sets), m->at("outputs")});
+                      set_seed_base + static_cast<uint64_t>(jx % sets), m->at("outputs"),
+                      committed.is_array() ? committed : json::array()});
   }
   std::vector<uint64_t> check_seeds, check_set_seeds;
   for (const auto& c : checks) {
@@ -745,6 +772,27 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
       size_t k = 0;
       for (const auto& spec : tensors) {
         if (spec.role != TensorRole::kOutput) continue;
+        // A witness output must be what the witness calls wrote: the digest the child sent
+        // while the window was open. Work deferred past the window (the output computed only
+        // once asked for) changes it.
+        if (c.digests.is_array() && c.what.rfind("witness", 0) == 0) {
+          std::string file = c.files.at(k).at("file");
+          std::string committed =
+              k < c.digests.size() && c.digests[k].is_string() ? c.digests[k].get<std::string>()
+                                                               : "";
+          std::string now = WitnessOutputDigest(file, to.folder, talk.witness_key);
+          cj[spec.name + "_digest"] = {{"committed", committed}, {"handed_over", now}};
+          if (now != committed && !v->decided)
+            v->Set(Status::kRuleViolation, "witness_disagrees",
+                   committed.empty()
+                       ? "the witness phase ended without the digest of " + c.what + "'s " +
+                             spec.name + " that the harness sends inside the GPM window"
+                       : "the output of " + c.what + " (" + spec.name +
+                             ") handed over after the GPM window differs from what the calls "
+                             "in the window wrote (digest " + committed.substr(0, 12) +
+                             " then, " + now.substr(0, 12) +
+                             " after): work was done outside the witnessed window");
+        }
         OutputComparison cmp = CompareOutputFile(spec, it->second.output_files.at(k),
                                                  c.files.at(k).at("file"), to.folder, tol);
         long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "task/family.h"
 
@@ -24,5 +25,15 @@ void FillPoison(void* data, DType dtype, size_t elements, Stream stream);
 uint64_t DeviceChecksum(const void* data, size_t bytes, Stream stream);
 // The same function on the host, for tests and for checking data read back.
 uint64_t HostChecksum(const void* data, size_t bytes);
+
+// A keyed 128-bit digest of a buffer (32 hex digits), computed on the device by the child at
+// the end of the witness phase and on the host by the parent over the bytes handed over
+// later: a witness output that changed after the phase (work deferred past the parent's GPM
+// window) no longer matches what the child committed to while the window was open. Unlike
+// the checksum above it is not a sum: each of kDigestLanes lanes chains its 8-byte words
+// through a nonlinear mix, so steering a result towards a chosen digest costs ~2^64 work.
+constexpr int kDigestLanes = 16384;
+std::string DeviceDigest(const void* data, size_t bytes, uint64_t key, Stream stream);
+std::string HostDigest(const void* data, size_t bytes, uint64_t key);
 
 }  // namespace ptxbench

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "common/files.h"
 #include "run/channel.h"
+#include "run/device_ops.h"
 #include "run/memcheck.h"
 #include "run/reference_cache.h"
 #include "task/family.h"
@@ -28,6 +32,32 @@ const char* kMemcheckLog = R"(========= COMPUTE-SANITIZER
 ========= Warning: something harmless the driver said
 ========= ERROR SUMMARY: 2 errors
 )";
+
+// The witness digest: a commitment to an output, so any change to the bytes, the length or
+// the key must change it (its device twin is checked against it on the GPU).
+TEST(WitnessDigest, ChangesWithEveryByteTheLengthAndTheKey) {
+  std::vector<uint8_t> data(3 * 8 * kDigestLanes + 13);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 131 + 7);
+  const std::string base = HostDigest(data.data(), data.size(), 42);
+  EXPECT_EQ(base.size(), 32u);
+  EXPECT_EQ(base, HostDigest(data.data(), data.size(), 42));
+  EXPECT_NE(base, HostDigest(data.data(), data.size(), 43));
+  EXPECT_NE(base, HostDigest(data.data(), data.size() - 1, 42));
+  // First byte, a byte in the second pass over the lanes, the last (zero-padded) tail byte.
+  for (size_t at : {size_t{0}, size_t{8} * kDigestLanes + 5, data.size() - 1}) {
+    auto changed = data;
+    changed[at] ^= 1;
+    EXPECT_NE(base, HostDigest(changed.data(), changed.size(), 42)) << "byte " << at;
+  }
+  // Two words swapped between lanes: not a sum of parts.
+  auto swapped = data;
+  std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
+  EXPECT_NE(base, HostDigest(swapped.data(), swapped.size(), 42));
+  // Appending a zero byte is not the same buffer (the tail is zero-padded).
+  auto longer = data;
+  longer.push_back(0);
+  EXPECT_NE(base, HostDigest(longer.data(), longer.size(), 42));
+}
 
 TEST(Memcheck, ParsesTheFirstErrorIntoParts) {
   MemcheckReport r = ParseMemcheckLog(kMemcheckLog);

@@ -267,7 +267,9 @@ bool MeasurePeak(TimingSession& session, ChannelWriter& out, int n) {
 //     the kept timed calls k are written out; then W fresh input sets are made (seeds S + j).
 //  2. "go" (the parent has started its out-of-process witness): R rounds of the W calls run
 //     back to back, with no harness work between them, then the device is synchronized.
-//  3. {"check": [j, ...]}: the outputs of witness calls j are written out.
+//  3. witness_done carries a keyed digest of every witness output (made while the parent's
+//     window is open); then {"check": [j, ...]}: the outputs of witness calls j are written
+//     out, and the parent holds them to those digests.
 bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call& call,
                   ChannelWriter& out) {
   // The parent answers within milliseconds; a candidate that holds back the channel (a relay
@@ -347,7 +349,21 @@ bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call
                 {"message", std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)}});
       return false;
     }
-  out.Send({{"event", "witness_done"}, {"calls", calls * rounds}, {"host_s", host_s}});
+  // A commitment to every witness output while the parent's window is still open: the one it
+  // asks for afterwards must still be what these calls wrote, not work done after the window.
+  const uint64_t key = w.value("key", uint64_t{0});
+  json digests = json::array();
+  for (int j = 0; j < calls; ++j) {
+    json per_output = json::array();
+    for (const auto& t : kept[j].tensors)
+      if (t.spec.role == TensorRole::kOutput)
+        per_output.push_back(DeviceDigest(t.data, t.spec.Bytes(), key, hs));
+    digests.push_back(per_output);
+  }
+  out.Send({{"event", "witness_done"},
+            {"calls", calls * rounds},
+            {"host_s", host_s},
+            {"digests", digests}});
   json check = json::parse(ReadControlLine(kControlFd, control_timeout_ms), nullptr, false);
   if (check.is_object())
     for (int j : check.value("check", std::vector<int>{})) {

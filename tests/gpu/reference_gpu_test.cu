@@ -49,6 +49,24 @@ struct DeviceGemm {
   }
 };
 
+// The witness digest made on the device by the timing child equals the parent's, over the
+// bytes read back, for sizes around the lane width, an odd tail and a 2-byte-aligned start.
+TEST(WitnessDigest, DeviceAndHostAgree) {
+  for (size_t bytes : {size_t{2}, size_t{14}, size_t{8} * kDigestLanes, size_t{8} * kDigestLanes + 6,
+                       size_t{11904} * 2, size_t{3} << 20}) {
+    for (size_t offset : {size_t{0}, size_t{2}}) {
+      std::vector<uint8_t> host(bytes);
+      for (size_t i = 0; i < bytes; ++i) host[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+      uint8_t* dev = nullptr;
+      PTXBENCH_CUDA_CHECK(cudaMalloc(&dev, bytes + offset));
+      PTXBENCH_CUDA_CHECK(cudaMemcpy(dev + offset, host.data(), bytes, cudaMemcpyHostToDevice));
+      EXPECT_EQ(DeviceDigest(dev + offset, bytes, 0x5eed, nullptr), HostDigest(host.data(), bytes, 0x5eed))
+          << bytes << " bytes at offset " << offset;
+      PTXBENCH_CUDA_CHECK(cudaFree(dev));
+    }
+  }
+}
+
 TEST(GemmReference, MatchesCpuDoublePrecisionOnSmallShapes) {
   const int shapes[][3] = {{1, 1, 1}, {93, 128, 64}, {70, 77, 37}, {129, 257, 1031}, {64, 64, 16}};
   for (const auto& s : shapes) {
