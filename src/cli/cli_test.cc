@@ -2,14 +2,20 @@
 // exit; nothing is written when the request is bad.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "common/files.h"
 #include "common/source_policy.h"
+#include "common/strings.h"
 #include "common/subprocess.h"
 
 #include <nlohmann/json.hpp>
@@ -67,13 +73,13 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
       {{"eval", kernel, "--task", "gemm_n7168_k5120", "--workload", "X=1", "--json", json},
        "no axis 'X'"},
       {{"eval", kernel, "--task", "gemm_n7168_k5120", "--arch", "sm_80", "--json", json},
-       "unknown arch 'sm_80'"},
+       "--arch: sm_80 not in {sm_90a,sm_100a}"},
       {{"eval", kernel, "--task", "gemm_n7168_k5120", "--seed", "-3", "--json", json},
-       "malformed --seed"},
+       "--seed: Value -3 is not a non-negative integer or `random`"},
       {{"eval", kernel, "--task", "gemm_n7168_k5120", "--sanitize", "maybe", "--json", json},
-       "unknown --sanitize value"},
+       "--sanitize: maybe not in {always,on-failure,never}"},
       {{"eval", kernel, "--task", "gemm_n7168_k5120", "--trials", "0", "--json", json},
-       "--trials must be"},
+       "--trials: Value 0 not in range"},
       {{"evl"}, "did you mean eval"},
       {{"baseline", "--task", "nope*", "--json", json}, "no task matches 'nope*'"},
       {{"baseline", "--task", "mha_*", "--workload", "S=512", "--all-workloads", "--json", json},
@@ -296,6 +302,309 @@ TEST(Cli, OneSourcePolicyForEvalInspectAndSubmit) {
       EXPECT_FALSE(FileExists(json)) << args[0] << " " << src.name << " wrote " << json;
     }
   }
+}
+
+// Every option with a range, a set of values or an input that must exist is checked by CLI11
+// while parsing: one line, "ptxbench: OPTION: why; see ptxbench COMMAND --help", exit 2, before
+// anything is read, started or written. No GPU, nvcc or network is needed to be refused.
+TEST(Cli, BadOptionValuesAreOneLineAndExitTwoAtParseTime) {
+  ScratchDir dir("cli-options");
+  std::string kernel = Src() + "/controls/gemm/naive_correct.cu";
+  std::string out = dir.File("out");  // every output of these commands goes under here
+  std::string missing = dir.File("missing");
+  std::string work = dir.File("work");  // an existing folder (fixit's work folder, run folders)
+  MakeDirs(work);
+  const std::string task = "gemm_n7168_k5120";
+  struct Case {
+    std::vector<std::string> args;
+    std::string option, command, expect;  // expect: a version-independent part of CLI11's words
+  };
+  std::vector<Case> cases = {
+      {{"run", "--turns", "0", "--out", out}, "--turns", "run", "Value 0 not in range"},
+      {{"run", "--turns", "101", "--out", out}, "--turns", "run", "Value 101 not in range"},
+      {{"run", "--target-speedup", "-1", "--out", out},
+       "--target-speedup",
+       "run",
+       "Value -1 is not a number greater than 0"},
+      {{"run", "--target-speedup", "fast", "--out", out}, "--target-speedup", "run", "fast"},
+      {{"run", "--timing-budget", "0", "--out", out}, "--timing-budget", "run", "greater than 0"},
+      {{"run", "--concurrency", "0", "--out", out}, "--concurrency", "run", "not in range"},
+      {{"run", "--arch", "sm_80", "--out", out}, "--arch", "run", "sm_80 not in"},
+      {{"run", "--sanitize", "sometimes", "--out", out}, "--sanitize", "run", "sometimes not in"},
+      {{"run", "--models", missing, "--model", "m", "--out", out}, "--models", "run", missing},
+      {{"run", "--tasks-dir", missing, "--out", out}, "--tasks-dir", "run", missing},
+      {{"run", "--evaluator", "gpu-host:8737", "--out", out},
+       "--evaluator",
+       "run",
+       "not a service URL"},
+      {{"eval", kernel, "--task", task, "--trials", "0", "--json", out},
+       "--trials",
+       "eval",
+       "Value 0 not in range"},
+      {{"eval", kernel, "--task", task, "--timeout", "0", "--json", out},
+       "--timeout",
+       "eval",
+       "not in range"},
+      {{"eval", kernel, "--task", task, "--memcheck-timeout", "-5", "--json", out},
+       "--memcheck-timeout",
+       "eval",
+       "not in range"},
+      {{"eval", kernel, "--task", task, "--warmup", "-1", "--json", out},
+       "--warmup",
+       "eval",
+       "not in range"},
+      {{"eval", kernel, "--task", task, "--iterations", "0", "--json", out},
+       "--iterations",
+       "eval",
+       "not in range"},
+      {{"eval", kernel, "--task", task, "--buffer-sets", "65", "--json", out},
+       "--buffer-sets",
+       "eval",
+       "not in range"},
+      {{"eval", kernel, "--task", task, "--drift-threshold", "0", "--json", out},
+       "--drift-threshold",
+       "eval",
+       "greater than 0"},
+      {{"eval", kernel, "--task", task, "--timing-budget", "-1", "--json", out},
+       "--timing-budget",
+       "eval",
+       "0 or more"},
+      {{"eval", kernel, "--task", task, "--tolerance", "loose", "--json", out},
+       "--tolerance",
+       "eval",
+       "loose not in {published,allclose}"},
+      {{"eval", kernel, "--task", task, "--tasks-dir", missing, "--json", out},
+       "--tasks-dir",
+       "eval",
+       missing},
+      {{"baseline", "--task", task, "--iterations", "0", "--json", out},
+       "--iterations",
+       "baseline",
+       "Value 0 not in range"},
+      {{"baseline", "--task", task, "--warmup", "-1", "--json", out},
+       "--warmup",
+       "baseline",
+       "not in range"},
+      {{"baseline", "--task", task, "--timeout", "0", "--json", out},
+       "--timeout",
+       "baseline",
+       "not in range"},
+      {{"baseline", "--task", task, "--compare", missing, "--json", out},
+       "--compare",
+       "baseline",
+       missing},
+      {{"inspect", kernel, "--arch", "sm_80"}, "--arch", "inspect", "sm_80 not in"},
+      {{"tasks", "--family", "conv"}, "--family", "tasks", "conv not in"},
+      {{"report", "--runs", missing, "--json", out}, "--runs", "report", missing},
+      {{"report", "--runs", work, "--resamples", "-1", "--json", out},
+       "--resamples",
+       "report",
+       "not in range"},
+      {{"report", "--runs", work, "--published", missing, "--json", out},
+       "--published",
+       "report",
+       missing},
+      {{"import", missing, "--db", out}, "paths", "import", missing},
+      {{"pack", "show", "--arch", "sm_80"}, "--arch", "pack show", "sm_80 not in"},
+      {{"pack", "stats", "--runs", missing}, "--runs", "pack stats", missing},
+      {{"pack", "--packs-dir", missing, "list"}, "--packs-dir", "pack list", missing},
+      {{"serve", "--port", "70000", "--db", out}, "--port", "serve", "Value 70000 not in range"},
+      {{"serve", "--port", "0", "--db", out}, "--port", "serve", "not in range"},
+      {{"serve", "--workers", "0", "--db", out}, "--workers", "serve", "not in range"},
+      {{"serve", "--lease", "1", "--db", out}, "--lease", "serve", "not in range"},
+      {{"serve", "--http-threads", "1", "--db", out}, "--http-threads", "serve", "not in range"},
+      {{"serve", "--max-source-bytes", "0", "--db", out},
+       "--max-source-bytes",
+       "serve",
+       "not in range"},
+      {{"serve", "--gpus", "first", "--db", out}, "--gpus", "serve", "device indices"},
+      {{"worker", "--db", out, "--lease", "0"}, "--lease", "worker", "not in range"},
+      {{"worker", "--db", out, "--lock-dir", missing}, "--lock-dir", "worker", missing},
+      {{"submit", kernel, "--task", task, "--evaluator", "http://127.0.0.1:9", "--trials", "0",
+        "--json", out},
+       "--trials",
+       "submit",
+       "not in range"},
+      {{"submit", kernel, "--task", task, "--evaluator", "http://127.0.0.1:9", "--timeout", "3601",
+        "--json", out},
+       "--timeout",
+       "submit",
+       "not in range"},
+      {{"submit", kernel, "--task", task, "--evaluator", "ftp://127.0.0.1:9", "--json", out},
+       "--evaluator",
+       "submit",
+       "not a service URL"},
+      {{"submit", kernel, "--task", task, "--evaluator", "http://127.0.0.1:9", "--sanitize", "off",
+        "--json", out},
+       "--sanitize",
+       "submit",
+       "off not in"},
+      {{"fixit", "mine", "--runs", work, "--dir", out, "--outcome", "timeout"},
+       "--outcome",
+       "fixit mine",
+       "timeout not in {compile,runtime,memory,incorrect}"},
+      {{"fixit", "mine", "--runs", work, "--dir", out, "--min-turn", "0"},
+       "--min-turn",
+       "fixit mine",
+       "not in range"},
+      {{"fixit", "mine", "--runs", missing, "--dir", out}, "--runs", "fixit mine", missing},
+      {{"fixit", "mine", "--db", missing, "--dir", out}, "--db", "fixit mine", missing},
+      {{"fixit", "repair", "--dir", missing, "--teacher", "t"}, "--dir", "fixit repair", missing},
+      {{"fixit", "repair", "--dir", work, "--teacher", "t", "--turns", "0"},
+       "--turns",
+       "fixit repair",
+       "not in range"},
+      {{"fixit", "repair", "--dir", work, "--teacher", "t", "--min-speedup", "-2"},
+       "--min-speedup",
+       "fixit repair",
+       "0 or more"},
+      {{"fixit", "repair", "--dir", work, "--teacher", "t", "--evaluator", "localhost"},
+       "--evaluator",
+       "fixit repair",
+       "not a service URL"},
+      {{"fixit", "reason", "--dir", work, "--teacher", "t", "--attempts", "0"},
+       "--attempts",
+       "fixit reason",
+       "not in range"},
+      {{"fixit", "reason", "--dir", work, "--teacher", "t", "--models", missing},
+       "--models",
+       "fixit reason",
+       missing},
+      {{"fixit", "export", "--dir", work, "--out", out, "--validation-fraction", "1"},
+       "--validation-fraction",
+       "fixit export",
+       "Value 1 is not a number in [0, 1)"},
+      {{"fixit", "export", "--dir", work, "--out", out, "--max-tokens", "0"},
+       "--max-tokens",
+       "fixit export",
+       "not in range"},
+      {{"kernelgen", "export", "--runs", work, "--out", out, "--format", "csv"},
+       "--format",
+       "kernelgen export",
+       "csv not in {messages,prompt-completion}"},
+      {{"kernelgen", "export", "--runs", work, "--out", out, "--chars-per-token", "0"},
+       "--chars-per-token",
+       "kernelgen export",
+       "greater than 0"},
+      {{"kernelgen", "export", "--runs", work, "--out", out, "--min-speedup", "-1"},
+       "--min-speedup",
+       "kernelgen export",
+       "0 or more"},
+  };
+  for (const Case& c : cases) {
+    std::string line = Join(c.args, " ");
+    CommandResult r = Ptxbench(c.args);
+    EXPECT_EQ(r.exit.kind, ExitKind::kExited) << line;
+    EXPECT_EQ(r.exit.code, 2) << line << "\n" << r.output;
+    EXPECT_EQ(Lines(r.output), 1u) << line << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("ptxbench: " + c.option + ": ", 0), 0u) << line << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << line << "\n" << r.output;
+    EXPECT_NE(r.output.find("; see ptxbench " + c.command + " --help\n"), std::string::npos)
+        << line << "\n"
+        << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << line << " wrote " << out;
+  }
+  // Help is not an error; a good value passes the check (the run is then refused for its
+  // folder, after parsing).
+  CommandResult help = Ptxbench({"serve", "--help"});
+  EXPECT_EQ(help.exit.code, 0) << help.output;
+  EXPECT_NE(help.output.find("--port"), std::string::npos) << help.output;
+  CommandResult ok = Ptxbench(
+      {"run", "--turns", "100", "--target-speedup", "1.5", "--out", work, "--resume", "--quiet"});
+  EXPECT_EQ(ok.exit.code, 2) << ok.output;
+  EXPECT_NE(ok.output.find("nothing to resume"), std::string::npos) << ok.output;
+}
+
+// A turn range that cannot hold is refused before --overwrite clears the later stages' files.
+TEST(Cli, FixitMineRefusesABadTurnRangeBeforeClearingAnything) {
+  ScratchDir dir("cli-fixit-range");
+  std::string work = dir.File("work"), runs = dir.File("runs");
+  MakeDirs(work);
+  MakeDirs(runs);
+  WriteFileAtomic(work + "/manifest.json", "{}\n");
+  WriteFileAtomic(work + "/repairs.json", "{}\n");
+  CommandResult r = Ptxbench({"fixit", "mine", "--runs", runs, "--dir", work, "--overwrite",
+                              "--min-turn", "5", "--max-turn", "2"});
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_EQ(r.output, "ptxbench: --max-turn 2 is before --min-turn 5\n");
+  EXPECT_TRUE(FileExists(work + "/repairs.json")) << "--overwrite cleared before the check";
+}
+
+int FreeLoopbackPort() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(s);
+  return port;
+}
+
+// True once the process has ended (a zombie until it is reaped).
+bool Ended(pid_t pid) {
+  std::string stat;
+  try {
+    stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  } catch (const std::exception&) {
+    return true;
+  }
+  auto close = stat.rfind(')');
+  return close == std::string::npos || stat.compare(close + 1, 3, " Z ") == 0;
+}
+
+// `submit --no-wait` has no record to write: --json gets the service's answer, {"id"}, and the
+// id line goes to standard error when --json is standard output. A service with no worker
+// (no GPU needed) queues the job and answers.
+TEST(Cli, SubmitNoWaitWritesTheServicesAnswerToJson) {
+  ScratchDir dir("cli-submit");
+  std::string kernel = Src() + "/controls/gemm/naive_correct.cu";
+  std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  ProcessSpec spec;
+  spec.argv = {Bin(),         "serve",
+               "--port",      url.substr(url.rfind(':') + 1),
+               "--db",        dir.File("queue.db"),
+               "--no-workers"};
+  spec.unset_env = {"PTXBENCH_SERVE_TOKEN"};
+  spec.log_path = dir.File("serve.log");
+  Child serve = Child::Start(spec);
+  std::string json = dir.File("id.json");
+  std::vector<std::string> submit = {"submit",      kernel, "--task",    "gemm_n7168_k5120",
+                                     "--evaluator", url,    "--no-wait", "--json"};
+  auto with = [&](std::vector<std::string> args, const std::string& out) {
+    args.push_back(out);
+    return args;
+  };
+  CommandResult r;
+  bool ended = false;
+  for (auto deadline = std::chrono::steady_clock::now() + 60s;
+       std::chrono::steady_clock::now() < deadline;) {
+    r = Ptxbench(with(submit, json));
+    if (r.exit.code == 0 || (ended = Ended(serve.pid()))) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  if (ended) {
+    std::string log = ReadFile(dir.File("serve.log"));
+    serve.Wait(std::chrono::steady_clock::now() + 20s);
+    GTEST_SKIP() << "the service cannot start in this build: " << log;
+  }
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  nlohmann::json answer = nlohmann::json::parse(ReadFile(json), nullptr, false);
+  ASSERT_TRUE(answer.is_object()) << ReadFile(json);
+  ASSERT_TRUE(answer["id"].is_string()) << answer.dump();
+  EXPECT_EQ(r.output, answer["id"].get<std::string>() + "\n");
+  // --json -: standard output is the JSON alone.
+  CommandResult dash = PtxbenchStdout(with(submit, "-"));
+  EXPECT_EQ(dash.exit.code, 0) << dash.output;
+  nlohmann::json on_stdout = nlohmann::json::parse(dash.output, nullptr, false);
+  ASSERT_TRUE(on_stdout.is_object()) << dash.output;
+  EXPECT_TRUE(on_stdout["id"].is_string()) << dash.output;
+  EXPECT_NE(on_stdout["id"], answer["id"]);
+  ::kill(serve.pid(), SIGTERM);
+  serve.Wait(std::chrono::steady_clock::now() + 20s);
 }
 
 }  // namespace

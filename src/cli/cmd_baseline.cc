@@ -100,27 +100,31 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
                 "Every shape the published table (--compare) lists for each task, defined "
                 "workload or not");
   cmd->add_option("--warmup", o->warmup, "Untimed calls before the timed ones")
+      ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   cmd->add_option("--iterations", o->iterations, "Timed calls (median, p10, p90)")
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->add_option("--buffer-sets", o->buffer_sets, "Buffer sets the calls rotate over")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout, "Seconds per workload")->capture_default_str();
-  cmd->add_option(
-      "--compare", o->compare,
-      "Published figures to compare with (default: tasks/published-baselines-h100.csv)");
+  cmd->add_option("--timeout", o->timeout, "Seconds per workload")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  cmd->add_option("--compare", o->compare,
+                  "Published figures to compare with (default: tasks/published-baselines-h100.csv)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--csv", o->csv_path, "Write the table as CSV");
   cmd->add_option("--json", o->json_path, "Write every measurement as a JSON array");
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS");
+      ->envname("PTXBENCH_TASKS")
+      ->check(CLI::ExistingDirectory);
 
   return [o]() {
     CheckOutputPaths({{"--csv", o->csv_path}, {"--json", o->json_path}});
     // With an output on standard output, the table for people goes to standard error.
     FILE* table = IsStandardOutput(o->csv_path) || IsStandardOutput(o->json_path) ? stderr : stdout;
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
-    if (o->warmup < 0 || o->iterations < 1 || o->buffer_sets < 1 || o->timeout < 1)
-      throw UsageError("--warmup must be >= 0, --iterations, --buffer-sets, --timeout >= 1");
     if (int(o->all_workloads) + int(o->published_shapes) + int(!o->workload.empty()) > 1)
       throw UsageError("--workload, --all-workloads and --published-shapes exclude each other");
     std::string compare = o->compare;

@@ -5,6 +5,7 @@
 
 #include "build/nvcc.h"
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/source_policy.h"
@@ -31,28 +32,42 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   cmd->add_option("--workload", o->workload,
                   "Workload id, or axis values such as M=8192 (default: the headline or largest)");
   cmd->add_option("--arch", o->arch, "Target architecture: sm_90a or sm_100a")
+      ->check(CLI::IsMember(SupportedArchs()))
       ->capture_default_str();
   cmd->add_option("--trials", o->trials, "Correctness trials, each on fresh inputs")
+      ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--seed", o->seed,
                   "First seed (trial i uses seed+i), or `random` for a fresh one (default " +
-                      std::to_string(kDefaultSeed) + ")");
-  cmd->add_option(
-      "--tolerance", o->tolerance,
-      "Tolerance rule: published (the upstream rule) or allclose (default: the task's)");
+                      std::to_string(kDefaultSeed) + ")")
+      ->check(CLI::Validator(
+          [](std::string& in) -> std::string {
+            long long s;
+            if (in == "random" || (ParseInt64(in, &s) && s >= 0)) return "";
+            return "Value " + in + " is not a non-negative integer or `random`";
+          },
+          "SEED|random"));
+  cmd->add_option("--tolerance", o->tolerance,
+                  "Tolerance rule: published (the upstream rule) or allclose (default: the task's)")
+      ->check(CLI::IsMember({"published", "allclose"}));
   cmd->add_option("--sanitize", o->sanitize, "Memory check: always, on-failure or never")
+      ->check(CLI::IsMember({"always", "on-failure", "never"}))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout, "Seconds for the candidate's run (all trials)")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   cmd->add_option("--memcheck-timeout", o->memcheck_timeout, "Seconds for the memory check")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   cmd->add_option("--profile-timeout", o->profile_timeout,
                   "Seconds for the profiled call that checks which instructions ran")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   cmd->add_flag("--no-verify", o->no_verify, "Skip the instruction layer (static and dynamic)");
   cmd->add_option("--json", o->json_path, "Write the full evaluation record here");
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS");
+      ->envname("PTXBENCH_TASKS")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--cache-dir", o->cache_dir,
                   "Build and reference cache (default ~/.cache/ptxbench)")
       ->envname("PTXBENCH_CACHE");
@@ -61,21 +76,27 @@ CommandRunner AddEvalCommand(CLI::App& app) {
                 "Recompute the expected outputs even when cached");
   cmd->add_flag("--quiet", o->quiet, "No progress lines (stderr) and no terminal summary");
   cmd->add_option("--warmup", o->warmup, "Timing: untimed calls before the timed ones")
+      ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   cmd->add_option("--iterations", o->iterations, "Timing: timed calls (median, p10, p90)")
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->add_option("--buffer-sets", o->buffer_sets,
                   "Timing: input/output buffer sets the calls rotate over")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_option("--timing-timeout", o->timing_timeout,
                   "Seconds for the timing child (baselines and the candidate's calls)")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   cmd->add_option("--drift-threshold", o->drift_threshold,
                   "Flag a baseline whose median moved by more than this fraction during the run")
+      ->check(GreaterThanZero())
       ->capture_default_str();
   cmd->add_option("--timing-budget", o->timing_budget,
                   "Timing: seconds of candidate calls; a slow kernel gets fewer calls (at least "
                   "2 + 10), 0 for no limit")
+      ->check(ZeroOrMore())
       ->capture_default_str();
   cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
 
@@ -90,39 +111,27 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     req.definition = &catalog.Find(o->task);
     req.workload = o->workload.empty() ? &req.definition->DefaultWorkload()
                                        : &req.definition->FindWorkload(o->workload);
-    RequireSupportedArch(o->arch);
     req.arch = o->arch;
-    if (o->trials < 1 || o->trials > 100) throw UsageError("--trials must be between 1 and 100");
     req.trials = o->trials;
     if (o->seed == "random") {
       req.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
     } else if (!o->seed.empty()) {
-      long long s;
-      if (!ParseInt64(o->seed, &s) || s < 0)
-        throw UsageError("malformed --seed '" + o->seed + "' (a non-negative integer or `random`)");
+      long long s = 0;
+      ParseInt64(o->seed, &s);  // checked at parse time
       req.seed = static_cast<uint64_t>(s);
     }
     if (!o->tolerance.empty()) req.tolerance_rule = ParseToleranceRule(o->tolerance);
     req.sanitize = ParseSanitizeMode(o->sanitize);
-    if (o->timeout < 1 || o->memcheck_timeout < 1) throw UsageError("timeouts must be positive");
     req.timeout = std::chrono::seconds(o->timeout);
     req.memcheck_timeout = std::chrono::seconds(o->memcheck_timeout);
-    if (o->profile_timeout < 1) throw UsageError("timeouts must be positive");
     req.profile_timeout = std::chrono::seconds(o->profile_timeout);
     req.verify = !o->no_verify;
-    if (o->warmup < 0 || o->warmup > 10000 || o->iterations < 1 || o->iterations > 100000)
-      throw UsageError("--warmup must be 0..10000 and --iterations 1..100000");
-    if (o->buffer_sets < 1 || o->buffer_sets > 64)
-      throw UsageError("--buffer-sets must be between 1 and 64");
-    if (o->timing_timeout < 1) throw UsageError("timeouts must be positive");
-    if (!(o->drift_threshold > 0)) throw UsageError("--drift-threshold must be positive");
     req.timing = !o->no_timing;
     req.warmup = o->warmup;
     req.iterations = o->iterations;
     req.buffer_sets = o->buffer_sets;
     req.timing_timeout = std::chrono::seconds(o->timing_timeout);
     req.drift_threshold = o->drift_threshold;
-    if (o->timing_budget < 0) throw UsageError("--timing-budget must be >= 0");
     req.timing_budget_s = o->timing_budget;
     req.use_build_cache = !o->no_build_cache;
     req.use_reference_cache = !o->no_reference_cache;

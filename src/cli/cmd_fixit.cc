@@ -22,6 +22,7 @@
 #include "build/nvcc.h"
 #include "cli/commands.h"
 #include "cli/fixit_support.h"
+#include "cli/option_checks.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
@@ -75,6 +76,10 @@ void PrepareWorkFolder(const std::string& dir, bool overwrite) {
 }
 
 int Mine(const MineArgs& a) {
+  // Before --overwrite clears anything (each value alone is checked at parse time).
+  if (a.o.max_turn && a.o.max_turn < a.o.min_turn)
+    throw UsageError("--max-turn " + std::to_string(a.o.max_turn) + " is before --min-turn " +
+                     std::to_string(a.o.min_turn));
   PrepareWorkFolder(a.dir, a.overwrite);
   std::vector<std::string> problems;
   Dataset d = LoadDatasetFor(a.db, a.runs, a.o.models, a.o.tasks, a.o.packs, a.o.archs, &problems);
@@ -208,9 +213,6 @@ json CollectRepairs(const RepairArgs& a, const Manifest& m, const std::string& a
 
 int Repair(RepairArgs a) {
   Manifest m = ReadManifest(ManifestPath(a.dir));
-  if (a.turns < 1 || a.turns > 20) throw UsageError("--turns must be between 1 and 20");
-  if (a.concurrency < 1 || a.concurrency > 1024)
-    throw UsageError("--concurrency must be between 1 and 1024");
   std::string run = RepairRunDir(a.dir);
   // --resume continues it (finished repairs are kept, and it must be the same repair: the
   // same teacher, manifest and settings); --overwrite starts it again.
@@ -314,11 +316,13 @@ std::string FixSummary(const json& r) {
 }
 
 int Reason(const ReasonArgs& a) {
+  if (a.limits.min_chars > a.limits.max_chars)
+    throw UsageError("--min-chars " + std::to_string(a.limits.min_chars) + " exceeds --max-chars " +
+                     std::to_string(a.limits.max_chars));
   Manifest m = ReadManifest(ManifestPath(a.dir));
   if (!FileExists(RepairsPath(a.dir)))
     throw UsageError(RepairsPath(a.dir) + " is missing: run `ptxbench fixit repair` first");
   json repairs = json::parse(ReadFile(RepairsPath(a.dir)));
-  if (a.attempts < 1 || a.attempts > 10) throw UsageError("--attempts must be between 1 and 10");
   Teacher teacher = LoadTeacher(a.models, a.teacher);
   std::map<std::string, const Failure*> failures;
   for (const Failure& f : m.failures) failures[f.id] = &f;
@@ -517,13 +521,17 @@ int Export(ExportArgs a) {
 
 void AddSftExportOptions(CLI::App* cmd, ExportOptions* e) {
   cmd->add_option("--format", e->format, "messages (per-message train flag) or prompt-completion")
+      ->check(CLI::IsMember({"messages", "prompt-completion"}))
       ->capture_default_str();
   cmd->add_option("--max-tokens", e->max_tokens, "Drop rows longer than this (estimated tokens)")
+      ->check(CLI::Range(1, 100000000))
       ->capture_default_str();
   cmd->add_option("--chars-per-token", e->chars_per_token, "The token estimate's divisor")
+      ->check(GreaterThanZero())
       ->capture_default_str();
   cmd->add_option("--validation-fraction", e->validation_fraction,
                   "Share of each task's rows in validation.jsonl")
+      ->check(FractionBelowOne())
       ->capture_default_str();
   cmd->add_option("--split-seed", e->split_seed, "Seed of the deterministic split")
       ->capture_default_str();
@@ -538,20 +546,26 @@ CommandRunner AddFixitCommand(CLI::App& app) {
 
   auto mine = std::make_shared<MineArgs>();
   CLI::App* m = fixit->add_subcommand("mine", "Select failed turns of stored trajectories");
-  m->add_option("--db", mine->db, "The results store to read");
-  m->add_option("--runs", mine->runs, "Run folders, or folders of them (instead of --db)");
+  m->add_option("--db", mine->db, "The results store to read")->check(CLI::ExistingFile);
+  m->add_option("--runs", mine->runs, "Run folders, or folders of them (instead of --db)")
+      ->check(CLI::ExistingDirectory);
   m->add_option("--dir", mine->dir, "The fixit work folder (manifest.json goes there)")->required();
   m->add_option("--outcome", mine->o.outcomes,
-                "compile, runtime, memory, incorrect (repeatable; default all four)");
+                "compile, runtime, memory, incorrect (repeatable; default all four)")
+      ->check(CLI::IsMember(RepairableOutcomes()));
   m->add_option("--model", mine->o.models, "Only these models (repeatable)");
   m->add_option("--task", mine->o.tasks, "Only these tasks (repeatable)");
   m->add_option("--pack", mine->o.packs, "Only runs with these pack variants (repeatable)");
   m->add_option("--arch", mine->o.archs, "Only runs for these archs (repeatable)");
-  m->add_option("--min-turn", mine->o.min_turn, "First turn to take")->capture_default_str();
+  m->add_option("--min-turn", mine->o.min_turn, "First turn to take")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   m->add_option("--max-turn", mine->o.max_turn, "Last turn to take (0: any)")
+      ->check(CLI::Range(0, 100))
       ->capture_default_str();
   m->add_option("--cap-per-task", mine->o.cap_per_task,
                 "At most this many failures per task, stratified by (outcome, turn); 0: no cap")
+      ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
   m->add_flag("--overwrite", mine->overwrite,
               "Mine again into a work folder that has a manifest (the later stages' files go)");
@@ -559,49 +573,72 @@ CommandRunner AddFixitCommand(CLI::App& app) {
   auto repair = std::make_shared<RepairArgs>();
   CLI::App* r = fixit->add_subcommand(
       "repair", "A teacher repairs each failure; every attempt is evaluated; verified ones kept");
-  r->add_option("--dir", repair->dir, "The fixit work folder")->required();
+  r->add_option("--dir", repair->dir, "The fixit work folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   r->add_option("--teacher", repair->teacher, "The repair teacher (a model of --models)")
       ->required();
-  r->add_option("--models", repair->models, "Models file (default agent/models.json)");
-  r->add_option("--turns", repair->turns, "Attempts per failure (R)")->capture_default_str();
-  r->add_option("--min-speedup", repair->min_speedup,
-                "Keep only repairs at least this much faster than the vendor baseline")
+  r->add_option("--models", repair->models, "Models file (default agent/models.json)")
+      ->check(CLI::ExistingFile);
+  r->add_option("--turns", repair->turns, "Attempts per failure (R)")
+      ->check(CLI::Range(1, 20))
       ->capture_default_str();
-  r->add_option("--concurrency", repair->concurrency, "Repairs in flight")->capture_default_str();
+  r->add_option("--min-speedup", repair->min_speedup,
+                "Keep only repairs at least this much faster than the vendor baseline (0: any)")
+      ->check(ZeroOrMore())
+      ->capture_default_str();
+  r->add_option("--concurrency", repair->concurrency, "Repairs in flight")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   r->add_option("--db", repair->db, "Also write the repair trajectories to this results store");
   r->add_flag("--resume", repair->resume, "Continue an interrupted repair stage");
   r->add_flag("--overwrite", repair->overwrite, "Start the repair stage again from scratch")
       ->excludes("--resume");
   r->add_option("--sanitize", repair->sanitize, "Memory check: always, on-failure, never")
+      ->check(CLI::IsMember({"always", "on-failure", "never"}))
       ->capture_default_str();
   r->add_option("--timeout", repair->timeout, "Seconds for a candidate's run")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   r->add_option("--timing-budget", repair->timing_budget, "Seconds of timed candidate calls")
+      ->check(GreaterThanZero())
       ->capture_default_str();
   r->add_option("--evaluator", repair->evaluator,
-                "Send the evaluations to `ptxbench serve` at this URL (http://host:port)");
+                "Send the evaluations to `ptxbench serve` at this URL (http://host:port)")
+      ->check(ServiceUrl());
   r->add_option("--tasks-dir", repair->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS");
+      ->envname("PTXBENCH_TASKS")
+      ->check(CLI::ExistingDirectory);
   r->add_flag("--quiet", repair->quiet, "No progress lines");
 
   auto reason = std::make_shared<ReasonArgs>();
   CLI::App* z = fixit->add_subcommand(
       "reason", "A reasoning teacher writes the path from each failure to its verified repair");
-  z->add_option("--dir", reason->dir, "The fixit work folder")->required();
+  z->add_option("--dir", reason->dir, "The fixit work folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   z->add_option("--teacher", reason->teacher, "The reasoning teacher (a model of --models)")
       ->required();
-  z->add_option("--models", reason->models, "Models file (default agent/models.json)");
+  z->add_option("--models", reason->models, "Models file (default agent/models.json)")
+      ->check(CLI::ExistingFile);
   z->add_option("--attempts", reason->attempts, "Tries per repair when rejected")
+      ->check(CLI::Range(1, 10))
       ->capture_default_str();
-  z->add_option("--concurrency", reason->concurrency, "Requests in flight")->capture_default_str();
+  z->add_option("--concurrency", reason->concurrency, "Requests in flight")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   z->add_option("--min-chars", reason->limits.min_chars, "Shortest accepted reasoning")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
       ->capture_default_str();
   z->add_option("--max-chars", reason->limits.max_chars, "Longest accepted reasoning")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
 
   auto exp = std::make_shared<ExportArgs>();
   CLI::App* e = fixit->add_subcommand("export", "SFT rows (chat JSONL), split, dataset card");
-  e->add_option("--dir", exp->dir, "The fixit work folder")->required();
+  e->add_option("--dir", exp->dir, "The fixit work folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   e->add_option("--out", exp->e.out_dir, "Where to write (default DIR/export)");
   AddSftExportOptions(e, &exp->e);
 

@@ -22,7 +22,8 @@ CommandRunner AddImportCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("import", "Put run folders and records into the store");
   cmd->add_option("paths", o->paths, "Run folders, folders of them, trajectory or record files")
-      ->required();
+      ->required()
+      ->check(CLI::ExistingPath);
   cmd->add_option("--db", o->db, "The results store (SQLite)")
       ->envname("PTXBENCH_DB")
       ->capture_default_str();

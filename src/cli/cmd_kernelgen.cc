@@ -7,6 +7,7 @@
 #include "agent/trajectory.h"
 #include "cli/commands.h"
 #include "cli/fixit_support.h"
+#include "cli/option_checks.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
@@ -149,14 +150,16 @@ CommandRunner AddKernelgenCommand(CLI::App& app) {
   kg->require_subcommand(1);
   auto a = std::make_shared<Args>();
   CLI::App* e = kg->add_subcommand("export", "SFT rows (chat JSONL), split, dataset card");
-  e->add_option("--db", a->db, "The results store to read");
-  e->add_option("--runs", a->runs, "Run folders, or folders of them (instead of --db)");
+  e->add_option("--db", a->db, "The results store to read")->check(CLI::ExistingFile);
+  e->add_option("--runs", a->runs, "Run folders, or folders of them (instead of --db)")
+      ->check(CLI::ExistingDirectory);
   e->add_option("--out", a->e.out_dir, "Where to write")->required();
   e->add_option("--model", a->models, "Only these models (repeatable)");
   e->add_option("--task", a->tasks, "Only these tasks (repeatable)");
   e->add_option("--pack", a->packs, "Only runs with these pack variants (repeatable)");
   e->add_option("--arch", a->archs, "Only runs for these archs (repeatable)");
-  e->add_option("--min-speedup", a->min_speedup, "Only kernels at least this fast")
+  e->add_option("--min-speedup", a->min_speedup, "Only kernels at least this fast (0: any)")
+      ->check(ZeroOrMore())
       ->capture_default_str();
   AddSftExportOptions(e, &a->e);
   return [a, e]() { return e->parsed() ? Export(*a) : 2; };

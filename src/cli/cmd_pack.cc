@@ -10,6 +10,7 @@
 
 #include "agent/pack.h"
 #include "agent/prompt.h"
+#include "build/nvcc.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -134,21 +135,28 @@ CommandRunner AddPackCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("pack", "The architecture knowledge packs");
   cmd->require_subcommand(1);
   cmd->add_option("--packs-dir", o->packs_dir, "Folder of packs (default: the source tree's)")
-      ->envname("PTXBENCH_PACKS");
+      ->envname("PTXBENCH_PACKS")
+      ->check(CLI::ExistingDirectory);
   o->list = cmd->add_subcommand("list", "Every pack variant with its size");
   o->list->add_flag("--json", o->json, "Machine-readable output");
   o->show = cmd->add_subcommand("show", "Print a variant as the model reads it");
-  o->show->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
+  o->show->add_option("--arch", o->arch, "sm_90a or sm_100a")
+      ->check(CLI::IsMember(SupportedArchs()))
+      ->capture_default_str();
   o->show->add_option("--variant", o->variant, "none, base, base+gemm, ..., full")
       ->capture_default_str();
   o->stats = cmd->add_subcommand("stats", "Prompt tokens that providers reported in past runs");
-  o->stats->add_option("--runs", o->runs, "Run folders, or folders of them")->capture_default_str();
+  o->stats->add_option("--runs", o->runs, "Run folders, or folders of them")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
   o->stats->add_flag("--json", o->json, "Machine-readable output");
   o->inline_cmd = cmd->add_subcommand(
       "inline",
       "Replace the pack's #include \"<helper header>\" lines of a kernel with the header");
   o->inline_cmd->add_option("file", o->file, "A kernel written on the helper header")->required();
-  o->inline_cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
+  o->inline_cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")
+      ->check(CLI::IsMember(SupportedArchs()))
+      ->capture_default_str();
   o->inline_cmd->add_option("-o,--out", o->out, "Output file (default: stdout)");
 
   return [o]() {

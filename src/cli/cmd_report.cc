@@ -60,7 +60,8 @@ CommandRunner AddReportCommand(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("report", "Metrics of agent runs: tables and exports");
-  cmd->add_option("--runs", o->runs, "Run folders, or folders of them (default: runs)");
+  cmd->add_option("--runs", o->runs, "Run folders, or folders of them (default: runs)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--db", o->db, "Read the results store instead of run folders ($PTXBENCH_DB)")
       ->envname("PTXBENCH_DB");
   cmd->add_option("--model", o->models, "Only these models (repeatable)");
@@ -68,6 +69,7 @@ CommandRunner AddReportCommand(CLI::App& app) {
   cmd->add_option("--turns", o->turns, "Turn limits T")->capture_default_str();
   cmd->add_option("--pass-k", o->pass_k, "k of pass@k")->capture_default_str();
   cmd->add_option("--resamples", o->resamples, "Bootstrap resamples (0: no intervals)")
+      ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   cmd->add_option("--csv", o->csv, "Write the metrics as CSV");
   cmd->add_option("--jsonl", o->jsonl, "Write every turn as JSON lines");
@@ -76,7 +78,8 @@ CommandRunner AddReportCommand(CLI::App& app) {
   cmd->add_option("--html", o->html, "Write a self-contained HTML report (one file, no network)");
   cmd->add_option("--published", o->published,
                   "Published results to compare with (default: ../shared/reference/"
-                  "published-results.csv beside the source tree, when there)");
+                  "published-results.csv beside the source tree, when there)")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--no-published", o->no_published, "No comparison with published figures");
   cmd->add_flag("--include-unfinished", o->include_unfinished,
                 "Also report trajectories that stopped early, as they stand (marked; their "
@@ -97,7 +100,6 @@ CommandRunner AddReportCommand(CLI::App& app) {
     MetricOptions mo;
     mo.turn_limits = ParseInts(o->turns, "--turns");
     mo.pass_k = ParseInts(o->pass_k, "--pass-k");
-    if (o->resamples < 0) throw UsageError("--resamples must be 0 or more");
     mo.bootstrap_resamples = o->resamples;
     if (!o->db.empty() && !o->runs.empty()) throw UsageError("--db and --runs exclude each other");
     RunFolderLoad load;

@@ -15,6 +15,7 @@
 #include "agent/run_identity.h"
 #include "build/nvcc.h"
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
@@ -89,7 +90,8 @@ CommandRunner AddRunCommand(CLI::App& app) {
       "run", "The agent loop: a model writes kernels, reads the evaluations, tries again");
   cmd->add_option("--model", o->model,
                   "A model of the models file (default: replay the bundled trajectory)");
-  cmd->add_option("--models", o->models_file, "Models file (default: agent/models.json)");
+  cmd->add_option("--models", o->models_file, "Models file (default: agent/models.json)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--replay", o->replay_file, "Replay this trajectory file instead of a model");
   cmd->add_option("--task", o->tasks, "Task definitions (repeatable; default: the replay's)");
   cmd->add_option("--workload", o->workload, "Workload (default: each task's headline)");
@@ -100,8 +102,10 @@ CommandRunner AddRunCommand(CLI::App& app) {
       ->check(CLI::Range(1, 100));
   cmd->add_option("--target-speedup", o->target_speedup,
                   "Stop a trajectory at a correct kernel this much faster than the baseline")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
+      ->check(GreaterThanZero());
+  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")
+      ->check(CLI::IsMember(SupportedArchs()))
+      ->capture_default_str();
   cmd->add_option(
       "--pack", o->pack,
       "Knowledge pack variant: none, base, base+gemm, base+attention-fwd, base+attention-bwd, full "
@@ -117,22 +121,25 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_flag("--overwrite", o->overwrite, "Replace the run in --out (without it, refused)")
       ->excludes(cmd->get_option("--resume"));
   cmd->add_option("--sanitize", o->sanitize, "Memory check: always, on-failure, never")
+      ->check(CLI::IsMember({"always", "on-failure", "never"}))
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout, "Seconds for a candidate's run")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   cmd->add_option("--timing-budget", o->timing_budget, "Seconds of timed candidate calls")
-      ->check(CLI::PositiveNumber)
+      ->check(GreaterThanZero())
       ->capture_default_str();
   cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS");
+      ->envname("PTXBENCH_TASKS")
+      ->check(CLI::ExistingDirectory);
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
   cmd->add_option("--db", o->db, "Also write every turn to this results store ($PTXBENCH_DB)")
       ->envname("PTXBENCH_DB");
   cmd->add_option("--evaluator", o->evaluator,
                   "Send the evaluations to this service (http://host:port, `ptxbench serve`) "
-                  "instead of the local GPU");
+                  "instead of the local GPU")
+      ->check(ServiceUrl());
 
   return [o]() {
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);

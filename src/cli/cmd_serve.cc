@@ -162,7 +162,9 @@ CommandRunner AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "The evaluation service: an HTTP API, a queue, one worker per GPU");
-  cmd->add_option("--port", o->port, "TCP port")->capture_default_str();
+  cmd->add_option("--port", o->port, "TCP port")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
   cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0: every interface)")
       ->capture_default_str();
   cmd->add_option("--db", o->db,
@@ -170,32 +172,43 @@ CommandRunner AddServeCommand(CLI::App& app) {
                       ") or postgresql://… (shared with workers on other hosts)")
       ->envname("PTXBENCH_DB");
   cmd->add_option("--gpus", o->gpus, "Devices to start workers for: all, none, or 0,1,…")
+      ->check(CLI::Validator(
+          [](std::string& in) -> std::string {
+            bool indices = !in.empty();
+            for (const std::string& part : Split(in, ',')) {
+              long long i;
+              indices = indices && ParseInt64(Trim(part), &i) && i >= 0;
+            }
+            if (in == "all" || in == "none" || indices) return "";
+            return "Value " + in + " is not all, none, or device indices such as 0,1";
+          },
+          "all|none|INDEX,…"))
       ->capture_default_str();
   cmd->add_option("--workers", o->workers,
                   "Workers per GPU (several share a GPU's lock: one timed evaluation at a time); "
                   "with no GPU, the workers in all (GPU layers skipped)")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_flag("--no-workers", o->no_workers,
                 "Start no worker here (they run elsewhere: `ptxbench worker --db …`)");
-  cmd->add_option("--lease", o->lease, "Seconds of a job's lease")->capture_default_str();
+  cmd->add_option("--lease", o->lease, "Seconds of a job's lease")
+      ->check(CLI::Range(2, 3600))
+      ->capture_default_str();
   cmd->add_option("--max-source-bytes", o->max_source_bytes, "Largest source accepted")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--http-threads", o->http_threads, "Concurrent HTTP requests")
+      ->check(CLI::Range(2, 4096))
       ->capture_default_str();
   cmd->add_option("--token-env", o->token_env,
                   "Environment variable holding the bearer token clients must send (unset: none)")
       ->capture_default_str();
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS");
+      ->envname("PTXBENCH_TASKS")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache of the workers")
       ->envname("PTXBENCH_CACHE");
   return [o]() {
-    if (o->port < 1 || o->port > 65535) throw UsageError("--port must be 1..65535");
-    if (o->workers < 1 || o->workers > 64) throw UsageError("--workers must be 1..64");
-    if (o->lease < 2 || o->lease > 3600) throw UsageError("--lease must be 2..3600 seconds");
-    if (o->max_source_bytes < 1) throw UsageError("--max-source-bytes must be positive");
-    if (o->http_threads < 2 || o->http_threads > 4096)
-      throw UsageError("--http-threads must be 2..4096");
     RequireHttpServer();
     std::string db = o->db.empty() ? DefaultStorePath() : o->db;
     if (!IsPostgresUrl(db)) {

@@ -4,7 +4,9 @@
 #include <iostream>
 #include <memory>
 
+#include "build/nvcc.h"
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/source_policy.h"
@@ -24,14 +26,22 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
   cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
   cmd->add_option("--task", o->task, "Task definition")->required();
   cmd->add_option("--workload", o->workload, "Workload id or axis values (default: headline)");
-  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")->capture_default_str();
+  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")
+      ->check(CLI::IsMember(SupportedArchs()))
+      ->capture_default_str();
   cmd->add_option("--evaluator", o->evaluator, "The service, http://host:port")
       ->envname("PTXBENCH_EVALUATOR")
-      ->required();
-  cmd->add_option("--json", o->json_path, "Write the evaluation record here");
-  cmd->add_option("--trials", o->trials, "Correctness trials (default: the service's, 3)");
-  cmd->add_option("--timeout", o->timeout, "Seconds for the candidate's run");
-  cmd->add_option("--sanitize", o->sanitize, "always, on-failure or never");
+      ->required()
+      ->check(ServiceUrl());
+  cmd->add_option(
+      "--json", o->json_path,
+      "Write the evaluation record here (with --no-wait: the service's answer, the id)");
+  cmd->add_option("--trials", o->trials, "Correctness trials (default: the service's, 3)")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--timeout", o->timeout, "Seconds for the candidate's run")
+      ->check(CLI::Range(1, 3600));  // the service's range
+  cmd->add_option("--sanitize", o->sanitize, "always, on-failure or never")
+      ->check(CLI::IsMember({"always", "on-failure", "never"}));
   cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
   cmd->add_flag("--no-wait", o->no_wait, "Print the id and return without waiting");
   return [o]() {
@@ -48,7 +58,11 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
     EvaluationClient client(r);
     std::string id = client.Submit(o->task, o->workload, source);
     if (o->no_wait) {
-      std::printf("%s\n", id.c_str());
+      // No record yet: --json gets what the service answered, {"id"}; the id line goes to
+      // standard error when that is standard output.
+      if (!o->json_path.empty())
+        WriteOutput(o->json_path, nlohmann::json{{"id", id}}.dump(2) + "\n");
+      std::fprintf(IsStandardOutput(o->json_path) ? stderr : stdout, "%s\n", id.c_str());
       return 0;
     }
     nlohmann::json rec = client.Wait(id);

@@ -17,9 +17,13 @@ CommandRunner AddTasksCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("tasks", "List the task definitions, or show one in full");
   cmd->add_option("name", o->name, "A definition to show in full (its workloads too)");
-  cmd->add_option("--family", o->family, "Only definitions of this family (gemm, …)");
+  std::vector<std::string> families;
+  for (const Family* f : AllFamilies()) families.push_back(f->Name());
+  cmd->add_option("--family", o->family, "Only definitions of this family (gemm, …)")
+      ->check(CLI::IsMember(families));
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS");
+      ->envname("PTXBENCH_TASKS")
+      ->check(CLI::ExistingDirectory);
   cmd->add_flag("--json", o->json, "Machine-readable output");
   return [o]() {
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);

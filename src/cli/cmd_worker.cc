@@ -36,17 +36,19 @@ CommandRunner AddWorkerCommand(CLI::App& app) {
                   "or none")
       ->capture_default_str();
   cmd->add_option("--lease", o->lease, "Seconds of a job's lease (renewed while working)")
+      ->check(CLI::Range(2, 3600))
       ->capture_default_str();
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS");
+      ->envname("PTXBENCH_TASKS")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache")
       ->envname("PTXBENCH_CACHE");
   cmd->add_option("--lock-dir", o->lock_dir,
                   "Where the per-GPU lock files are (one timed evaluation per GPU at a time)")
+      ->check(CLI::ExistingDirectory)
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No log lines");
   return [o]() {
-    if (o->lease < 2 || o->lease > 3600) throw UsageError("--lease must be 2..3600 seconds");
     for (char c : o->gpu)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
         throw UsageError("--gpu '" + o->gpu + "': an index, a GPU UUID or none");

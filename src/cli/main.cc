@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -43,6 +44,19 @@ int main(int argc, char** argv) {
     std::cerr << msg << "; see ptxbench --help\n";
     return 2;
   }
+  // A parse error (a value outside its range or set, a missing input file, an unknown option)
+  // is one line naming the option, as every other refusal, instead of CLI11's two.
+  app.failure_message([](const CLI::App* root, const CLI::Error& e) {
+    std::string command = "ptxbench";
+    for (const CLI::App* a = root; a && !a->get_subcommands().empty();) {
+      a = a->get_subcommands().front();
+      command += " " + a->get_name();
+    }
+    std::string what = e.what();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    return "ptxbench: " + what + "; see " + command + " --help\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
