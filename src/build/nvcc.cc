@@ -195,7 +195,10 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
         r.outcome = j.at("built").get<bool>() ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
         r.functions = ParsePtxasReport(r.log);
         if (r.outcome == BuildOutcome::kCompileError) r.errors = TrimCompilerErrors(r.log);
-        if (r.outcome == BuildOutcome::kBuilt) r.shared_object = entry + "/" + so_name;
+        if (r.outcome == BuildOutcome::kBuilt) {
+          r.shared_object = entry + "/" + so_name;
+          r.shared_object_sha256 = j.at("candidate_so").at("sha256").get<std::string>();
+        }
         r.sandbox = j.value("sandbox", nlohmann::json::object());
         r.cache_hit = true;
         return r;
@@ -265,7 +268,8 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
                            {"sandbox", r.sandbox}};
   std::error_code ec;
   if (ok) {
-    record["candidate_so"] = {{"sha256", Sha256FileHex(work + "/" + so_name)},
+    r.shared_object_sha256 = Sha256FileHex(work + "/" + so_name);
+    record["candidate_so"] = {{"sha256", r.shared_object_sha256},
                               {"size", fs::file_size(work + "/" + so_name, ec)}};
   } else {
     fs::remove(work + "/" + so_name, ec);  // whatever a failed build left is no result
@@ -300,6 +304,7 @@ nlohmann::json ToJson(const BuildResult& b) {
           {"command", b.command},
           {"nvcc_version", b.nvcc_version},
           {"cache_key", b.key},
+          {"shared_object_sha256", b.shared_object_sha256},
           {"cache_hit", b.cache_hit},
           {"seconds", b.seconds},
           {"log", b.log},

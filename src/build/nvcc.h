@@ -48,6 +48,8 @@ enum class BuildOutcome { kBuilt, kCompileError };
 struct BuildResult {
   BuildOutcome outcome = BuildOutcome::kCompileError;
   std::string shared_object;         // path inside the cache entry, when built
+  std::string shared_object_sha256;  // of that file (verified on a cache hit): the container
+                                     // whose SASS was inspected (upstream's cubin_container_sha256)
   std::vector<std::string> command;  // the nvcc invocation, as run
   std::string nvcc_version;          // "13.0.88"
   std::string key;                   // sha256 of everything that determines the output

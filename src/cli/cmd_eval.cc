@@ -1,6 +1,7 @@
 // `ptxbench eval KERNEL.cu --task NAME [...]`: one candidate, one verdict, one record.
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "build/nvcc.h"
@@ -11,14 +12,18 @@
 #include "common/source_policy.h"
 #include "common/strings.h"
 #include "evaluate/evaluate.h"
+#include "report/flashinfer_bench.h"
 #include "task/definition.h"
+#include "task/family.h"
 
 namespace ptxbench {
+
+using nlohmann::json;
 
 CommandRunner AddEvalCommand(CLI::App& app) {
   struct Options {
     std::string kernel, task, workload, arch = "sm_90a", seed, tolerance, sanitize = "always";
-    std::string json_path, tasks_dir, cache_dir;
+    std::string json_path, trace_path, tasks_dir, cache_dir;
     int trials = 3, timeout = 60, memcheck_timeout = 600, profile_timeout = 120;
     int warmup = 10, iterations = 50, buffer_sets = 3, timing_timeout = 180;
     double drift_threshold = 0.05, timing_budget = 8;
@@ -27,7 +32,9 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel on one task");
-  cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
+  cmd->add_option("kernel", o->kernel,
+                  "The candidate .cu file, or a FlashInfer-Bench solution (.json) holding one")
+      ->required();
   cmd->add_option("--task", o->task, "Task definition (see `ptxbench tasks`)")->required();
   cmd->add_option("--workload", o->workload,
                   "Workload id, or axis values such as M=8192 (default: the headline or largest)");
@@ -65,6 +72,8 @@ CommandRunner AddEvalCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-verify", o->no_verify, "Skip the instruction layer (static and dynamic)");
   cmd->add_option("--json", o->json_path, "Write the full evaluation record here");
+  cmd->add_option("--trace", o->trace_path,
+                  "Also write the verdict as a FlashInfer-Bench trace (one JSON line)");
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
       ->envname("PTXBENCH_TASKS")
       ->check(CLI::ExistingDirectory);
@@ -103,12 +112,30 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   return [o]() {
     // Every problem of the request is found before any work starts.
     // The source policy (empty, over 1 MiB, NUL bytes, invalid UTF-8) and the output path.
-    ReadSourceFile(o->kernel);
+    std::string text = ReadSourceFile(o->kernel);
     CheckOutputPath(o->json_path, "--json");
+    CheckOutputPath(o->trace_path, "--trace");
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
     EvalRequest req;
     req.kernel_path = o->kernel;
     req.definition = &catalog.Find(o->task);
+    // A FlashInfer-Bench solution: its one CUDA file is the candidate, under the same policy.
+    std::optional<FlashInferSolution> solution;
+    std::unique_ptr<ScratchDir> unpacked;
+    if (EndsWith(o->kernel, ".json")) {
+      json parsed = json::parse(text, nullptr, false);
+      if (parsed.is_discarded())
+        throw InputError(o->kernel + ": not JSON (a .json candidate is a FlashInfer-Bench solution)");
+      solution = ReadFlashInferSolution(parsed);
+      if (!solution->definition.empty() && solution->definition != o->task)
+        throw InputError(o->kernel + ": the solution is for " + solution->definition +
+                         ", not --task " + o->task);
+      if (auto problem = SourceFileProblem(solution->source))
+        throw InputError(o->kernel + ": its " + solution->entry_file + ": " + *problem);
+      unpacked = std::make_unique<ScratchDir>("ptxbench-solution");
+      req.kernel_path = unpacked->File("candidate.cu");
+      WriteFileAtomic(req.kernel_path, solution->source);
+    }
     req.workload = o->workload.empty() ? &req.definition->DefaultWorkload()
                                        : &req.definition->FindWorkload(o->workload);
     req.arch = o->arch;
@@ -140,7 +167,28 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     if (!o->quiet) req.on_stage = StageLinePrinter(std::cerr);
 
     EvaluationRecord rec = Evaluate(req);
+    if (solution)
+      rec.candidate["solution"] = {{"file", o->kernel},
+                                   {"name", solution->name},
+                                   {"binding", solution->binding},
+                                   {"entry_file", solution->entry_file}};
     if (!o->json_path.empty()) WriteOutput(o->json_path, rec.ToJson().dump(2) + "\n");
+    if (!o->trace_path.empty()) {
+      std::vector<std::string> inputs;
+      for (const TensorSpec& t : FindFamily(req.definition->family)
+                                     ->Tensors(req.definition->FullAxes(*req.workload)))
+        if (t.role == TensorRole::kInput) inputs.push_back(t.name);
+      if (FlashInferStatus(rec.ToJson()).empty())
+        std::cerr << "no trace written: " << ToString(rec.status)
+                  << " is no verdict on the candidate\n";
+      else
+        WriteOutput(o->trace_path,
+                    FlashInferTrace(rec.ToJson(), req.definition->variable_axes, inputs,
+                                    solution && !solution->name.empty() ? solution->name
+                                                                        : o->kernel)
+                            .dump() +
+                        "\n");
+    }
     // With the record on standard output, the summary goes to standard error.
     if (!o->quiet) (IsStandardOutput(o->json_path) ? std::cerr : std::cout) << HumanSummary(rec);
     return ExitCodeFor(rec.status);

@@ -27,6 +27,9 @@ struct TurnRow {
   // least 0.5 and an out-of-process witness). nullopt where the record predates the field (or
   // the reader does not know it): then arch_tag is the paper's tag too (UpstreamArchTag()).
   std::optional<std::string> upstream_arch_tag;
+  // Upstream's 14 SASS columns for this turn (UpstreamSassColumns), from its record; empty
+  // where the turn has none.
+  std::vector<std::string> upstream_sass;
   std::string evaluation_id, kernel_file, evaluation_file;  // relative to the run folder
   int64_t prompt_tokens = 0, completion_tokens = 0, reasoning_tokens = 0;
   double model_seconds = 0, evaluation_seconds = 0;

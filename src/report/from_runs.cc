@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "report/upstream_csv.h"
 
 namespace ptxbench {
 namespace fs = std::filesystem;
@@ -78,6 +79,9 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
         // Absent from records written before the paper's tag was kept: arch_tag stands for it.
         if (ins.is_object() && ins.contains("upstream_arch_tag"))
           r.upstream_arch_tag = Str(ins, "upstream_arch_tag");
+        const json build = rec.is_object() ? rec.value("build", json::object()) : json();
+        r.upstream_sass = UpstreamSassColumns(ins, Str(build, "shared_object_sha256"), row.arch,
+                                              r.Correct(), r.evaluation_id);
       }
       row.turns.push_back(r);
     }

@@ -155,17 +155,6 @@ std::string TurnsJsonl(const Dataset& data) {
   return out;
 }
 
-std::string UpstreamTurnsCsv(const Dataset& data) {
-  std::string out = "trajectory,turn,correctness,speedup,sass_tag,verification\n";
-  for (const TrajectoryRow& t : data.trajectories)
-    for (const TurnRow& r : t.turns)
-      out += Csv(t.run_id + "/" + t.id) + "," + std::to_string(r.turn) + "," +
-             (r.Correct() ? "1" : "0") + "," +
-             (r.Correct() && r.speedup ? Fmt("%.6g", *r.speedup) : "") + "," +
-             (r.VerifiedUpstream() ? Csv(r.UpstreamArchTag()) : "") + "," + Csv(r.verification) +
-             "\n";
-  return out;
-}
 
 std::string PublishedArch(const std::string& arch) {
   if (arch == "sm_90a") return "hopper";

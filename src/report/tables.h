@@ -7,6 +7,7 @@
 
 #include "report/dataset.h"
 #include "report/metrics.h"
+#include "report/upstream_csv.h"
 
 namespace ptxbench {
 
@@ -27,11 +28,6 @@ std::string MetricsCsv(const std::vector<GroupMetrics>& groups);
 // A JSON object per turn (the trajectory's keys and the turn's).
 std::string TurnsJsonl(const Dataset& data);
 
-// The upstream per-turn layout: trajectory,turn,correctness,speedup,sass_tag,verification
-// (correctness 0/1; speedup empty when not timed; sass_tag "H"/"B" or empty). sass_tag is the
-// tag under the paper's rule (TurnRow::VerifiedUpstream), so that it lines up with published
-// results; ours is stricter and is in the other exports.
-std::string UpstreamTurnsCsv(const Dataset& data);
 
 struct PublishedResult {
   std::string model, arch, definition, run;  // arch as published: hopper, blackwell

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "agent/trajectory.h"
+#include "report/upstream_csv.h"
 
 namespace ptxbench {
 namespace {
@@ -68,6 +69,9 @@ ServiceDatasetLoad DatasetFromServiceJobs(const std::vector<FinishedJob>& jobs) 
     r.verification = Str(ins, "verification");
     r.arch_tag = Str(ins, "arch_tag");
     r.evaluation_id = Str(tag, "evaluation_id");
+    const json build = j.record.value("build", json::object());
+    r.upstream_sass = UpstreamSassColumns(ins, Str(build, "shared_object_sha256"), row.arch,
+                                          r.Correct(), r.evaluation_id);
     const json stages = j.record.value("stage_seconds", json::object());
     if (stages.is_object() && stages.contains("total") && stages["total"].is_number())
       r.evaluation_seconds = stages["total"].get<double>();

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/sha256.h"
+#include "report/upstream_csv.h"
 #include "store/sqlite_util.h"
 
 namespace ptxbench {
@@ -695,7 +696,10 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
       "u.turn, u.outcome, u.status, u.reason, u.speedup, u.tflops, e.verification, e.arch_tag, "
       "u.evaluation_id, u.kernel_file, u.evaluation_file, u.prompt_tokens, "
       "u.completion_tokens, u.reasoning_tokens, u.model_seconds, u.evaluation_seconds, "
-      "json_extract(r.run_json, '$.pack_info.hardware_verified'), e.upstream_arch_tag "
+      "json_extract(r.run_json, '$.pack_info.hardware_verified'), e.upstream_arch_tag, "
+      "CASE WHEN json_valid(e.record_json) THEN json_extract(e.record_json, '$.instructions') END, "
+      "CASE WHEN json_valid(e.record_json) "
+      "THEN json_extract(e.record_json, '$.build.shared_object_sha256') END "
       "FROM trajectories t JOIN runs r ON r.id = t.run_id "
       "LEFT JOIN turns u ON u.run_id = t.run_id AND u.trajectory_id = t.trajectory_id "
       "AND u.spent = 1 "
@@ -761,6 +765,11 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
     u.reasoning_tokens = s.ColInt(24);
     u.model_seconds = s.ColReal(25);
     u.evaluation_seconds = s.ColReal(26);
+    if (!s.ColNull(29))
+      u.upstream_sass = UpstreamSassColumns(json::parse(s.ColText(29), nullptr, false),
+                                            s.ColNull(30) ? "" : s.ColText(30),
+                                            d.trajectories.back().arch, u.Correct(),
+                                            u.evaluation_id);
   }
   return d;
 }

@@ -1,0 +1,34 @@
+// FlashInfer-Bench's files, so that their tooling and leaderboards read our verdicts and their
+// solutions run here: a Trace per evaluation (their fields and status words) and the CUDA
+// source inside a Solution. Formats: docs/contract.md and ../shared/reference/upstream-formats.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ptxbench {
+
+// FlashInfer-Bench's status word for a record: PASSED; INCORRECT_NUMERICAL (our INCORRECT,
+// whatever its reason); COMPILE_ERROR (COMPILE_ERROR, and REJECTED: the build was refused);
+// TIMEOUT; RUNTIME_ERROR (RUNTIME_ERROR, MEMORY_ERROR, RULE_VIOLATION). "" for INFRA_ERROR:
+// the machine could not judge, which is no verdict on the solution.
+std::string FlashInferStatus(const nlohmann::json& record);
+
+// One Trace for an evaluation record: definition, workload {uuid, axes (the variable ones),
+// inputs (each "random": the harness draws them)}, solution (its name), evaluation {status,
+// environment {hardware, libs}, timestamp, log, correctness (PASSED and INCORRECT_NUMERICAL),
+// performance (PASSED, when timed)}. Throws InputError for an INFRA_ERROR record.
+nlohmann::json FlashInferTrace(const nlohmann::json& record,
+                               const std::vector<std::string>& variable_axes,
+                               const std::vector<std::string>& input_names,
+                               const std::string& solution_name);
+
+// A Solution's CUDA source: the file its entry point names ("kernel.cu::run"). Throws
+// InputError, naming what is wrong, for anything that is not a CUDA solution we can run.
+struct FlashInferSolution {
+  std::string name, definition, binding, entry_file, source;
+};
+FlashInferSolution ReadFlashInferSolution(const nlohmann::json& solution);
+
+}  // namespace ptxbench

@@ -1,0 +1,159 @@
+// FlashInfer-Bench files: a trace made from a real H200 record carries their documented fields
+// and words; solutions are read or refused with a reason; `eval` takes a solution file.
+#include "report/flashinfer_bench.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "common/subprocess.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+json H200Record() {
+  return json::parse(ReadFile(std::string(PTXBENCH_SOURCE_DIR) +
+                              "/docs/gpu-runs/2026-12-05-h200-issue19/cost-after-3.json"));
+}
+
+TEST(FlashInferBench, APassedRecordBecomesATraceWithTheirFields) {
+  json r = H200Record();
+  json t = FlashInferTrace(r, {"M"}, {"A", "B"}, "wgmma_tma");
+  // Their Trace: exactly these keys at the top, in the workload and in the evaluation.
+  std::set<std::string> top, wl, ev;
+  for (const auto& [k, v] : t.items()) top.insert(k);
+  for (const auto& [k, v] : t["workload"].items()) wl.insert(k);
+  for (const auto& [k, v] : t["evaluation"].items()) ev.insert(k);
+  EXPECT_EQ(top, (std::set<std::string>{"definition", "workload", "solution", "evaluation"}));
+  EXPECT_EQ(wl, (std::set<std::string>{"uuid", "axes", "inputs"}));
+  EXPECT_EQ(ev, (std::set<std::string>{"status", "environment", "timestamp", "log", "correctness",
+                                       "performance"}));
+  EXPECT_EQ(t["definition"], "gemm_n7168_k5120");
+  EXPECT_EQ(t["workload"]["uuid"], "94920358-01a8-4c5b-9209-3103fd490e94");
+  EXPECT_EQ(t["workload"]["axes"], (json{{"M", 8192}}));  // the variable axes only
+  EXPECT_EQ(t["workload"]["inputs"]["A"], (json{{"type", "random"}}));
+  EXPECT_EQ(t["evaluation"]["status"], "PASSED");
+  EXPECT_EQ(t["evaluation"]["environment"]["hardware"], "NVIDIA H200");
+  const json& p = t["evaluation"]["performance"];
+  EXPECT_NEAR(p["latency_ms"].get<double>(), 0.987849, 1e-9);  // the candidate's median
+  EXPECT_NEAR(p["reference_latency_ms"].get<double>(), (0.7310505 + 0.7318345) / 2, 1e-9);
+  EXPECT_DOUBLE_EQ(p["speedup_factor"].get<double>(), r["performance"]["speedup"].get<double>());
+  EXPECT_GT(t["evaluation"]["correctness"]["max_absolute_error"].get<double>(), 0);
+  // Round trip: what their reader would take back out is what we wrote.
+  json back = json::parse(t.dump());
+  EXPECT_EQ(back, t);
+}
+
+TEST(FlashInferBench, StatusWordsFollowTheirs) {
+  auto word = [](const char* status) { return FlashInferStatus(json{{"status", status}}); };
+  EXPECT_EQ(word("PASSED"), "PASSED");
+  EXPECT_EQ(word("INCORRECT"), "INCORRECT_NUMERICAL");
+  EXPECT_EQ(word("COMPILE_ERROR"), "COMPILE_ERROR");
+  EXPECT_EQ(word("REJECTED"), "COMPILE_ERROR");
+  EXPECT_EQ(word("TIMEOUT"), "TIMEOUT");
+  EXPECT_EQ(word("MEMORY_ERROR"), "RUNTIME_ERROR");
+  EXPECT_EQ(word("RULE_VIOLATION"), "RUNTIME_ERROR");
+  EXPECT_EQ(word("INFRA_ERROR"), "");
+  // An incorrect verdict carries correctness, never performance; a failure neither.
+  json r = H200Record();
+  r["status"] = "INCORRECT";
+  json t = FlashInferTrace(r, {"M"}, {"A", "B"}, "s");
+  EXPECT_TRUE(t["evaluation"].contains("correctness"));
+  EXPECT_FALSE(t["evaluation"].contains("performance"));
+  r["status"] = "TIMEOUT";
+  t = FlashInferTrace(r, {"M"}, {"A", "B"}, "s");
+  EXPECT_FALSE(t["evaluation"].contains("correctness"));
+  EXPECT_FALSE(t["evaluation"].contains("performance"));
+  r["status"] = "INFRA_ERROR";
+  EXPECT_THROW(FlashInferTrace(r, {"M"}, {"A", "B"}, "s"), Error);
+}
+
+json Solution(const std::string& source) {
+  return {{"name", "upstream_gemm"},
+          {"definition", "gemm_n128_k2048"},
+          {"author", "someone"},
+          {"spec",
+           {{"language", "cuda"},
+            {"binding", "tvm-ffi"},
+            {"target_hardware", {"H100"}},
+            {"entry_point", "kernel.cu::run"},
+            {"dependencies", json::array()},
+            {"destination_passing_style", true}}},
+          {"sources", {{{"path", "kernel.cu"}, {"content", source}}}}};
+}
+
+TEST(FlashInferBench, SolutionsAreReadOrRefusedWithAReason) {
+  FlashInferSolution s = ReadFlashInferSolution(Solution("__global__ void k() {}\n"));
+  EXPECT_EQ(s.entry_file, "kernel.cu");
+  EXPECT_EQ(s.binding, "tvm-ffi");
+  EXPECT_EQ(s.source, "__global__ void k() {}\n");
+  auto refused = [](json j, const std::string& why) {
+    try {
+      ReadFlashInferSolution(j);
+      ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  json triton = Solution("x");
+  triton["spec"]["language"] = "triton";
+  refused(triton, "only cuda solutions");
+  json other_entry = Solution("x");
+  other_entry["spec"]["entry_point"] = "kernel.cu::forward";
+  refused(other_entry, "not FILE::run");
+  json missing = Solution("x");
+  missing["sources"][0]["path"] = "other.cu";
+  refused(missing, "no source \"kernel.cu\"");
+  json two = Solution("x");
+  two["sources"].push_back({{"path", "helper.h"}, {"content", "y"}});
+  refused(two, "2 source files");
+}
+
+// `eval` takes a solution file: its definition must be --task's; its source passes the same
+// policy; the record names the solution. Without a GPU the verdict is INFRA_ERROR: no trace.
+TEST(FlashInferBench, EvalTakesASolutionFile) {
+  const char* bin = std::getenv("PTXBENCH_BIN");
+  if (!bin) GTEST_SKIP() << "PTXBENCH_BIN is not set";
+  ScratchDir dir("fib-test");
+  const std::string kernel =
+      ReadFile(std::string(PTXBENCH_SOURCE_DIR) + "/controls/gemm/naive_correct.cu");
+  WriteFileAtomic(dir.File("s.json"), Solution(kernel).dump());
+  CommandResult r = RunCommand({bin, "eval", dir.File("s.json"), "--task", "gemm_n2048_k4096",
+                                "--quiet", "--json", dir.File("r.json")},
+                               std::chrono::seconds(120));
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("the solution is for gemm_n128_k2048, not --task gemm_n2048_k4096"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(FileExists(dir.File("r.json")));
+  WriteFileAtomic(dir.File("empty.json"), Solution("   \n").dump());
+  r = RunCommand({bin, "eval", dir.File("empty.json"), "--task", "gemm_n128_k2048", "--quiet"},
+                 std::chrono::seconds(120));
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("its kernel.cu: "), std::string::npos) << r.output;
+
+  r = RunCommand({bin, "eval", dir.File("s.json"), "--task", "gemm_n128_k2048", "--workload",
+                  "M=93", "--quiet", "--sanitize", "never", "--json", dir.File("r.json"),
+                  "--trace", dir.File("t.jsonl")},
+                 std::chrono::seconds(300));
+  ASSERT_TRUE(FileExists(dir.File("r.json"))) << r.output;
+  json rec = json::parse(ReadFile(dir.File("r.json")));
+  EXPECT_EQ(rec["candidate"]["solution"]["name"], "upstream_gemm");
+  EXPECT_EQ(rec["candidate"]["solution"]["file"], dir.File("s.json"));
+  if (rec["status"] == "INFRA_ERROR") {  // no GPU here: said, and no trace
+    EXPECT_FALSE(FileExists(dir.File("t.jsonl")));
+    EXPECT_NE(r.output.find("no trace written"), std::string::npos) << r.output;
+  } else {  // a GPU: the trace is their line
+    json t = json::parse(ReadFile(dir.File("t.jsonl")));
+    EXPECT_EQ(t["solution"], "upstream_gemm");
+    EXPECT_EQ(t["evaluation"]["status"], "PASSED");
+  }
+}
+
+}  // namespace
+}  // namespace ptxbench
