@@ -22,6 +22,8 @@
 #include "serve/job_queue.h"
 #include "serve/server.h"
 
+extern char** environ;
+
 namespace ptxbench {
 namespace {
 
@@ -80,9 +82,14 @@ std::vector<Gpu> SelectGpus(const std::string& spec) {
 // Worker processes: started, watched, started again when they die, stopped with the server.
 class WorkerSupervisor {
  public:
-  explicit WorkerSupervisor(std::vector<std::vector<std::string>> argvs)
+  // `db` reaches the workers through their environment ($PTXBENCH_DB), never their command
+  // lines, which every user of the host can read (ps, /proc/PID/cmdline).
+  WorkerSupervisor(std::vector<std::vector<std::string>> argvs, const std::string& db)
       : argvs_(std::move(argvs)) {
     pids_.assign(argvs_.size(), -1);
+    for (char** e = environ; e && *e; ++e)
+      if (std::string(*e).rfind("PTXBENCH_DB=", 0) != 0) env_.push_back(*e);
+    env_.push_back("PTXBENCH_DB=" + db);
   }
   ~WorkerSupervisor() { Stop(); }
 
@@ -127,9 +134,11 @@ class WorkerSupervisor {
 
  private:
   void Start(size_t i) {
-    std::vector<char*> argv;
+    std::vector<char*> argv, envp;
     for (auto& a : argvs_[i]) argv.push_back(a.data());
     argv.push_back(nullptr);
+    for (auto& e : env_) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid < 0) throw EnvironmentError("cannot start a worker (fork failed)");
@@ -137,17 +146,22 @@ class WorkerSupervisor {
       // A worker never outlives its server.
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(1);
-      ::execv(argv[0], argv.data());
+      ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     pids_[i] = pid;
     std::fprintf(stderr, "serve: worker %zu started (pid %d): %s\n", i, pid,
-                 Join(argvs_[i], " ").c_str());
+                 ValidUtf8(RedactSecrets(Join(argvs_[i], " "))).c_str());
   }
 
   std::vector<std::vector<std::string>> argvs_;
+  std::vector<std::string> env_;
   std::vector<pid_t> pids_;
 };
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
 
 }  // namespace
 
@@ -155,9 +169,10 @@ CommandRunner AddServeCommand(CLI::App& app) {
   struct Options {
     std::string host = "127.0.0.1", db, gpus = "all", tasks_dir, cache_dir;
     std::string token_env = "PTXBENCH_SERVE_TOKEN";
-    int port = 8737, workers = 1, lease = 30, http_threads = 64;
+    int port = 8737, workers = 1, lease = 30, http_threads = 64, lock_timeout = 600;
     int64_t max_source_bytes = kMaxSourceBytes;
-    bool no_workers = false;
+    double min_free_disk_mb = 64;
+    bool no_workers = false, allow_plain_http = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -203,6 +218,17 @@ CommandRunner AddServeCommand(CLI::App& app) {
   cmd->add_option("--token-env", o->token_env,
                   "Environment variable holding the bearer token clients must send (unset: none)")
       ->capture_default_str();
+  cmd->add_flag("--allow-plain-http", o->allow_plain_http,
+                "Accept a token on a non-loopback --host over plain HTTP (it travels in clear; "
+                "prefer a TLS reverse proxy on the host, serve on 127.0.0.1 behind it)");
+  cmd->add_option("--min-free-disk-mb", o->min_free_disk_mb,
+                  "Health is not ok (503) when the queue's folder has less free space")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  cmd->add_option("--lock-timeout", o->lock_timeout,
+                  "Seconds a worker waits for its GPU's lock before the job ends INFRA_ERROR")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
       ->envname("PTXBENCH_TASKS")
       ->check(CLI::ExistingDirectory);
@@ -210,6 +236,12 @@ CommandRunner AddServeCommand(CLI::App& app) {
       ->envname("PTXBENCH_CACHE");
   return [o]() {
     RequireHttpServer();
+    const char* token = std::getenv(o->token_env.c_str());
+    if (token && *token && !IsLoopback(o->host) && !o->allow_plain_http)
+      throw UsageError("--host " + o->host +
+                       ": a bearer token would travel in clear over plain HTTP beyond this "
+                       "machine; serve on 127.0.0.1 behind a TLS reverse proxy, or pass "
+                       "--allow-plain-http");
     std::string db = o->db.empty() ? DefaultStorePath() : o->db;
     if (!IsPostgresUrl(db)) {
       std::string dir = db.find('/') == std::string::npos ? "" : db.substr(0, db.rfind('/'));
@@ -220,7 +252,8 @@ CommandRunner AddServeCommand(CLI::App& app) {
     ServerOptions so;
     so.host = o->host;
     so.port = o->port;
-    if (const char* t = std::getenv(o->token_env.c_str())) so.token = t;
+    if (token) so.token = token;
+    so.min_free_disk_mb = o->min_free_disk_mb;
     so.max_source_bytes = static_cast<size_t>(o->max_source_bytes);
     so.http_threads = o->http_threads;
     so.tasks_dir = o->tasks_dir;
@@ -244,8 +277,14 @@ CommandRunner AddServeCommand(CLI::App& app) {
       }
       std::string self = SelfExecutable();
       for (const std::string& label : labels) {
-        std::vector<std::string> argv = {self,    "worker", "--db",    db,
-                                         "--gpu", label,    "--lease", std::to_string(o->lease)};
+        std::vector<std::string> argv = {self,
+                                         "worker",
+                                         "--gpu",
+                                         label,
+                                         "--lease",
+                                         std::to_string(o->lease),
+                                         "--lock-timeout",
+                                         std::to_string(o->lock_timeout)};
         if (!o->tasks_dir.empty()) argv.insert(argv.end(), {"--tasks-dir", o->tasks_dir});
         if (!o->cache_dir.empty()) argv.insert(argv.end(), {"--cache-dir", o->cache_dir});
         argvs.push_back(argv);
@@ -256,7 +295,7 @@ CommandRunner AddServeCommand(CLI::App& app) {
     sa.sa_handler = OnStopSignal;
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
-    WorkerSupervisor workers(argvs);
+    WorkerSupervisor workers(argvs, db);
     workers.StartAll();
     std::thread watch([&] {
       while (!g_stop) {
@@ -264,8 +303,9 @@ CommandRunner AddServeCommand(CLI::App& app) {
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
       }
     });
-    std::fprintf(stderr, "serve: queue %s, %zu worker(s), token %s\n", queue->Describe().c_str(),
-                 argvs.size(), so.token.empty() ? "off" : "required");
+    std::fprintf(stderr, "serve: queue %s, %zu worker(s), token %s\n",
+                 ValidUtf8(RedactSecrets(queue->Describe())).c_str(), argvs.size(),
+                 so.token.empty() ? "off" : "required");
     try {
       ServeHttp(so, *queue, g_stop);
     } catch (...) {

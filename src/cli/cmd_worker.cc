@@ -21,14 +21,16 @@ void OnStopSignal(int) { g_stop = true; }
 
 CommandRunner AddWorkerCommand(CLI::App& app) {
   struct Options {
-    std::string db, gpu = "none", tasks_dir, cache_dir, lock_dir = "/tmp";
-    int lease = 30;
+    std::string db, gpu = "none", tasks_dir, cache_dir, lock_dir;
+    int lease = 30, lock_timeout = 600;
     bool quiet = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "worker", "A worker of the evaluation service: claims jobs from a queue, evaluates them");
-  cmd->add_option("--db", o->db, "The queue: a store file (one host) or postgresql://… (many)")
+  cmd->add_option("--db", o->db,
+                  "The queue: a store file (one host) or postgresql://… (many); better given "
+                  "through $PTXBENCH_DB, which keeps a password off the command line")
       ->envname("PTXBENCH_DB")
       ->required();
   cmd->add_option("--gpu", o->gpu,
@@ -44,8 +46,14 @@ CommandRunner AddWorkerCommand(CLI::App& app) {
   cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache")
       ->envname("PTXBENCH_CACHE");
   cmd->add_option("--lock-dir", o->lock_dir,
-                  "Where the per-GPU lock files are (one timed evaluation per GPU at a time)")
-      ->check(CLI::ExistingDirectory)
+                  "The worker's private folder (0700, this user's): the per-GPU lock files and "
+                  "scratch (default " +
+                      DefaultWorkerDir() + ", created if missing)")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--lock-timeout", o->lock_timeout,
+                  "Seconds to wait for the GPU's lock before the job ends INFRA_ERROR "
+                  "(gpu_lock_timeout)")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No log lines");
   return [o]() {
@@ -66,6 +74,7 @@ CommandRunner AddWorkerCommand(CLI::App& app) {
     w.tasks_dir = o->tasks_dir;
     w.cache_root = o->cache_dir;
     w.lock_dir = o->lock_dir;
+    w.lock_timeout = std::chrono::seconds(o->lock_timeout);
     w.quiet = o->quiet;
     return RunWorker(w, g_stop);
   };

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -126,6 +127,11 @@ json EvaluationClient::Wait(const std::string& id) const {
     if (r.status == 200) return ParseOrThrow(r, "evaluation " + id);
     if (r.status != 202)
       throw EnvironmentError("the evaluator failed on evaluation " + id + ": " + ErrorOf(r));
+    // Answered at once because the server's long-poll slots were taken: ask again in a while,
+    // not at once (the server sends Retry-After: 1).
+    json pending = json::parse(r.body, nullptr, false);
+    if (pending.is_object() && pending.value("waited", true) == false)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
     if (SecondsSince(start) > o_.deadline_s)
       throw EnvironmentError("evaluation " + id + " had no result after " +
                              std::to_string(static_cast<int>(o_.deadline_s)) + " s");

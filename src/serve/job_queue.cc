@@ -1,5 +1,7 @@
 #include "serve/job_queue.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -52,27 +54,83 @@ std::string RandomId() {
   return buf;
 }
 
+std::string RedactSecrets(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  auto lower = [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  };
+  auto ends_value = [](char c) {
+    return c == ' ' || c == '&' || c == '\t' || c == '\n' || c == '\'' || c == '"' || c == ')' ||
+           c == ',' || c == ';';
+  };
+  const std::string key = "password=";
+  for (size_t i = 0; i < text.size();) {
+    // password=… (a keyword/value string, or a URL's query parameter)
+    if (i + key.size() <= text.size()) {
+      bool match = true;
+      for (size_t k = 0; k < key.size() && match; ++k) match = lower(text[i + k]) == key[k];
+      if (match) {
+        out.append(text, i, key.size());
+        out += "***";
+        size_t j = i + key.size();
+        if (j < text.size() && text[j] == '\'') {  // password='quoted value'
+          ++j;
+          while (j < text.size() && text[j] != '\'') j += text[j] == '\\' ? 2 : 1;
+          ++j;
+        } else {
+          while (j < text.size() && !ends_value(text[j])) ++j;
+        }
+        i = std::min(j, text.size());
+        continue;
+      }
+    }
+    // scheme://user:password@host
+    if (text.compare(i, 3, "://") == 0) {
+      size_t start = i + 3, end = start;
+      while (end < text.size() && text[end] != '@' && text[end] != '/' && !ends_value(text[end]))
+        ++end;
+      if (end < text.size() && text[end] == '@') {
+        size_t colon = text.find(':', start);
+        if (colon != std::string::npos && colon < end) {
+          out.append(text, i, colon + 1 - i);
+          out += "***";
+          i = end;
+          continue;
+        }
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
 json WorkerLostRecord(const Job& job) {
   const json& r = job.request;
-  std::string source = r.value("source", "");
+  // Whatever the row holds (a poison job is what loses workers): never throws.
+  auto text = [&r](const char* key) -> std::string {
+    if (!r.is_object()) return "";
+    auto it = r.find(key);
+    return it != r.end() && it->is_string() ? it->get<std::string>() : "";
+  };
+  std::string source = text("source");
   std::string who;
   for (const auto& h : job.history) {
     if (!who.empty()) who += ", ";
     who += h.value("worker", "?");
   }
-  json rec = {
-      {"schema", kEvaluationSchema},
-      {"status", ToString(Status::kInfraError)},
-      {"reason", "worker_lost"},
-      {"message", "the evaluation lost its worker " + std::to_string(job.history.size()) +
-                      " times (" + who +
-                      ": killed, or its host lost, before a result); not retried again"},
-      {"task", {{"definition", r.value("task", "")}, {"workload_id", r.value("workload", "")}}},
-      {"arch", r.value("arch", "")},
-      {"candidate", {{"sha256", Sha256Hex(source)}, {"bytes", source.size()}}},
-      {"service", {{"job_id", job.id}, {"attempts", job.attempts}, {"lost", job.history}}},
-      {"created_at", NowUtcIso8601()},
-      {"ptxbench_version", PTXBENCH_VERSION}};
+  json rec = {{"schema", kEvaluationSchema},
+              {"status", ToString(Status::kInfraError)},
+              {"reason", "worker_lost"},
+              {"message", "the evaluation lost its worker " + std::to_string(job.history.size()) +
+                              " times (" + who +
+                              ": killed, or its host lost, before a result); not retried again"},
+              {"task", {{"definition", text("task")}, {"workload_id", text("workload")}}},
+              {"arch", text("arch")},
+              {"candidate", {{"sha256", Sha256Hex(source)}, {"bytes", source.size()}}},
+              {"service", {{"job_id", job.id}, {"attempts", job.attempts}, {"lost", job.history}}},
+              {"created_at", NowUtcIso8601()},
+              {"ptxbench_version", PTXBENCH_VERSION}};
   return rec;
 }
 

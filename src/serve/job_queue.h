@@ -113,6 +113,16 @@ class JobQueue {
   virtual void Heartbeat(const WorkerIdentity& worker) = 0;
   // Queue depth, running jobs per GPU, and the workers seen within `alive_within`.
   virtual QueueHealth Health(std::chrono::seconds alive_within) = 0;
+  // Gives a claimed job back to the queue without a result (its worker is stopping before it
+  // could evaluate it): queued again, this attempt not counted. False when the lease is no
+  // longer this token's.
+  virtual bool Release(const std::string& job_id, const std::string& lease_token) = 0;
+  // A small real write to the queue's database, for health: nullopt when it went through,
+  // else what failed (a lock not had within `timeout`, a full disk, a lost connection).
+  virtual std::optional<std::string> ProbeWrite(std::chrono::milliseconds timeout) = 0;
+  // The local folder whose free space decides whether writes can succeed (the SQLite file's);
+  // empty where the database is elsewhere (PostgreSQL).
+  virtual std::string LocalFolder() const { return ""; }
 };
 
 // "postgresql://…" or "postgres://…": PostgreSQL; anything else: a SQLite store file. Throws
@@ -123,6 +133,11 @@ bool IsPostgresUrl(const std::string& where);
 // The record of a job that lost its worker kMaxJobAttempts times: INFRA_ERROR, reason
 // worker_lost, with the workers and times of each lost attempt.
 nlohmann::json WorkerLostRecord(const Job& job);
+
+// `text` with every password it may hold replaced by ***: "password=…" (connection strings,
+// in any case) and the "user:password@" of a URL. For every log line and message that may quote
+// a queue's location or its database's errors.
+std::string RedactSecrets(const std::string& text);
 
 // Shared by the backends.
 double UnixNow();

@@ -3,6 +3,7 @@
 // worker_lost, and concurrent workers never take the same job. PostgreSQL runs as a real
 // throwaway server (postgres_fixture.h); where none can start, its tests skip with the reason.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <map>
@@ -15,6 +16,8 @@
 #include "serve/postgres_fixture.h"
 #include "serve/service_dataset.h"
 #ifdef PTXBENCH_HAVE_SQLITE
+#include <sqlite3.h>
+
 #include "store/store.h"
 #endif
 
@@ -218,8 +221,117 @@ TEST_P(JobQueueTest, HealthCountsRunningJobsPerGpu) {
   EXPECT_EQ(h.running_by_gpu["GPU-aaaa"], 1);
 }
 
+// A worker that stops before evaluating gives its job back: queued again, the attempt not
+// counted, and only with the current lease.
+TEST_P(JobQueueTest, AReleasedJobIsQueuedAgainWithoutCountingTheAttempt) {
+  std::string id = q_->Submit(Request(1));
+  auto a = q_->Claim(Worker("a"), 30s);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(q_->Release(id, "not-the-token"));
+  EXPECT_EQ(q_->State(id), JobState::kRunning);
+  EXPECT_TRUE(q_->Release(id, a->lease_token));
+  EXPECT_EQ(q_->State(id), JobState::kQueued);
+  EXPECT_FALSE(q_->Complete(id, a->lease_token, Record(), {})) << "the released lease is gone";
+  auto b = q_->Claim(Worker("b"), 30s);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->attempts, 1) << "the released attempt does not count";
+  EXPECT_TRUE(b->history.empty());
+}
+
+// Health's probe is a real write that succeeds on a healthy queue.
+TEST_P(JobQueueTest, TheWriteProbeSucceedsOnAHealthyQueueAndLeavesNoTrace) {
+  EXPECT_EQ(q_->ProbeWrite(2000ms), std::nullopt);
+  EXPECT_EQ(q_->ProbeWrite(2000ms), std::nullopt);
+  EXPECT_TRUE(q_->Health(60s).workers.empty()) << "the probe row was left behind";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, JobQueueTest, ::testing::Values("sqlite", "postgres"),
                          [](const auto& info) { return info.param; });
+
+TEST(JobQueueSecrets, PasswordsAreRedactedFromEveryFormOfConnectionString) {
+  EXPECT_EQ(RedactSecrets("postgresql://ptx:hunter2@db-host:5432/ptxbench"),
+            "postgresql://ptx:***@db-host:5432/ptxbench");
+  EXPECT_EQ(RedactSecrets("cannot connect to postgres://u:p%40ss@h/db: refused"),
+            "cannot connect to postgres://u:***@h/db: refused");
+  EXPECT_EQ(RedactSecrets("host=db user=ptx password=hunter2 dbname=x"),
+            "host=db user=ptx password=*** dbname=x");
+  EXPECT_EQ(RedactSecrets("host=db PASSWORD='hun ter2' dbname=x"), "host=db PASSWORD=*** dbname=x");
+  EXPECT_EQ(RedactSecrets("postgresql://h/db?user=u&password=hunter2&sslmode=require"),
+            "postgresql://h/db?user=u&password=***&sslmode=require");
+  EXPECT_EQ(RedactSecrets("postgresql://ptx@db-host/x"), "postgresql://ptx@db-host/x");
+  EXPECT_EQ(RedactSecrets("no secret: http://host:8737/v1"), "no secret: http://host:8737/v1");
+}
+
+#ifdef PTXBENCH_HAVE_SQLITE
+TEST(JobQueueSqlite, TheQueueFileIsReadableByItsOwnerOnly) {
+  ScratchDir dir("job-queue-test");
+  std::string path = dir.File("queue.db");
+  auto q = OpenJobQueue(path);
+  q->Submit(Request(1));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  for (const char* side : {"-wal", "-shm"})
+    if (::stat((path + side).c_str(), &st) == 0) EXPECT_EQ(st.st_mode & 0777, 0600u) << side;
+  // An older queue that others could read is made private when opened.
+  std::string old = dir.File("old.db");
+  { OpenJobQueue(old); }
+  ASSERT_EQ(::chmod(old.c_str(), 0644), 0);
+  { OpenJobQueue(old); }
+  ASSERT_EQ(::stat(old.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // A symbolic link in its place is refused.
+  std::string link = dir.File("link.db");
+  ASSERT_EQ(::symlink(old.c_str(), link.c_str()), 0);
+  EXPECT_THROW(OpenJobQueue(link), std::exception);
+}
+
+// A row whose request is not JSON (written by hand, or damaged) must not fail every claim:
+// it is claimed like any job, with no request, for its worker to report.
+TEST(JobQueueSqlite, ARowThatDoesNotParseIsClaimedNotThrown) {
+  ScratchDir dir("job-queue-test");
+  std::string path = dir.File("queue.db");
+  auto q = OpenJobQueue(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO jobs (id, state, request_json, submitted_at) VALUES "
+                         "('poison', 'queued', '{not json', 1)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  std::string good = q->Submit(Request(2));
+  auto job = q->Claim(Worker("a"), 30s);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->id, "poison");
+  EXPECT_TRUE(job->request.is_null());
+  auto next = q->Claim(Worker("a"), 30s);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->id, good);
+  // And when it loses its worker twice, the worker_lost record is still written.
+  EXPECT_EQ(WorkerLostRecord(*job)["reason"], "worker_lost");
+}
+
+// Health's write probe fails, naming the cause, while another connection holds the write
+// lock (a database nobody can write to), and succeeds again once it is released.
+TEST(JobQueueSqlite, TheWriteProbeFailsWhileTheDatabaseCannotBeWritten) {
+  ScratchDir dir("job-queue-test");
+  std::string path = dir.File("queue.db");
+  auto q = OpenJobQueue(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto t0 = std::chrono::steady_clock::now();
+  std::optional<std::string> problem = q->ProbeWrite(300ms);
+  auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->find("locked"), std::string::npos) << *problem;
+  EXPECT_LT(took, 3s) << "the probe waited past its timeout";
+  sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_EQ(q->ProbeWrite(2000ms), std::nullopt);
+}
+#endif
 
 // `ptxbench report --db postgresql://…` reads only the service's database: the clients' tags
 // must bring every evaluated turn back to its trajectory, in turn order, on both backends.

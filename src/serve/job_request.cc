@@ -5,6 +5,7 @@
 #include "build/nvcc.h"
 #include "common/error.h"
 #include "common/source_policy.h"
+#include "common/strings.h"
 #include "run/memcheck.h"
 
 namespace ptxbench {
@@ -54,7 +55,8 @@ void ApplyOptions(const json& o, EvalRequest* req) {
   if (!o.is_object()) throw InputError("\"options\" must be an object");
   for (const auto& [k, v] : o.items())
     if (!kOptions.count(k))
-      throw InputError("unknown option \"" + k + "\" (known: " + Known(kOptions) + ")");
+      throw InputError("unknown option \"" + ValidUtf8(Truncate(k, 64)) +
+                       "\" (known: " + Known(kOptions) + ")");
   if (o.contains("trials")) req->trials = static_cast<int>(IntOption(o, "trials", 1, 100));
   if (o.contains("seed")) {
     const json& v = o.at("seed");
@@ -95,6 +97,13 @@ void ApplyOptions(const json& o, EvalRequest* req) {
 std::pair<const Definition*, const Workload*> Resolve(const json& r, const Catalog& catalog) {
   const std::string& task =
       Need(r, "task", json::value_t::string, "a task name").get_ref<const std::string&>();
+  // Refused before any lookup: the did-you-mean search costs time in the name's length.
+  if (task.size() > kMaxRequestNameBytes)
+    throw InputError("\"task\" is over " + std::to_string(kMaxRequestNameBytes) +
+                     " bytes (no task has such a name)");
+  if (r.contains("workload") && r["workload"].is_string() &&
+      r["workload"].get_ref<const std::string&>().size() > kMaxRequestNameBytes)
+    throw InputError("\"workload\" is over " + std::to_string(kMaxRequestNameBytes) + " bytes");
   try {
     const Definition& d = catalog.Find(task);
     std::string wl =
@@ -114,7 +123,8 @@ json NormalizeJobRequest(const json& body, const Catalog& catalog) {
   if (!body.is_object()) throw InputError("the body must be a JSON object");
   for (const auto& [k, v] : body.items())
     if (!kTopFields.count(k))
-      throw InputError("unknown field \"" + k + "\" (known: " + Known(kTopFields) + ")");
+      throw InputError("unknown field \"" + ValidUtf8(Truncate(k, 64)) +
+                       "\" (known: " + Known(kTopFields) + ")");
   const std::string& source =
       Need(body, "source", json::value_t::string, "the kernel's CUDA source as a string")
           .get_ref<const std::string&>();
@@ -126,6 +136,7 @@ json NormalizeJobRequest(const json& body, const Catalog& catalog) {
   if (body.contains("arch")) {
     if (!body["arch"].is_string()) throw InputError("\"arch\" must be a string such as sm_90a");
     arch = body["arch"].get<std::string>();
+    if (arch.size() > 64) throw InputError("\"arch\" is over 64 bytes (sm_90a or sm_100a)");
   }
   try {
     RequireSupportedArch(arch);
@@ -145,7 +156,7 @@ json NormalizeJobRequest(const json& body, const Catalog& catalog) {
     if (!tag.is_object()) throw InputError("\"tag\" must be an object of strings and integers");
     for (const auto& [k, v] : tag.items())
       if (!v.is_string() && !v.is_number_integer())
-        throw InputError("tag." + k + " must be a string or an integer");
+        throw InputError("tag." + ValidUtf8(Truncate(k, 64)) + " must be a string or an integer");
     if (tag.dump().size() > kMaxTagBytes)
       throw InputError("\"tag\" is over " + std::to_string(kMaxTagBytes) + " bytes");
     normalized["tag"] = tag;

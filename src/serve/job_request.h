@@ -19,6 +19,9 @@
 
 namespace ptxbench {
 
+// The longest task or workload name a request may carry (server.h kMaxNameBytes: the same).
+constexpr size_t kMaxRequestNameBytes = 256;
+
 // The request as queued: every field checked, the workload resolved to its id, defaults
 // filled in. Throws InputError with one line that names the problem (field and why).
 nlohmann::json NormalizeJobRequest(const nlohmann::json& body, const Catalog& catalog);

@@ -5,6 +5,7 @@
 // that checks the lease, so each job has exactly one result.
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -75,9 +76,10 @@ class PgJobQueue final : public JobQueue {
       std::string msg = PQerrorMessage(conn_);
       PQfinish(conn_);
       conn_ = nullptr;
-      throw EnvironmentError("cannot connect to PostgreSQL at " + Redacted() + ": " + Trimmed(msg));
+      throw EnvironmentError("cannot connect to PostgreSQL at " + Redacted() + ": " +
+                             RedactSecrets(Trimmed(msg)));
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     // The schema's IF NOT EXISTS notices are not news for a worker's log.
     Run("SET client_min_messages TO warning");
     Run("BEGIN");
@@ -93,7 +95,7 @@ class PgJobQueue final : public JobQueue {
   std::string Submit(const json& request) override {
     std::string id = RandomId();
     std::string text = request.dump(-1, ' ', false, json::error_handler_t::replace);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Run(std::string("INSERT INTO ptxbench_jobs (id, state, request_json, submitted_at) VALUES "
                     "($1, 'queued', $2, ") +
             kNow + ")",
@@ -102,7 +104,7 @@ class PgJobQueue final : public JobQueue {
   }
 
   std::optional<Job> Claim(const WorkerIdentity& w, std::chrono::seconds lease) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Transaction txn(*this);
     ExpireLocked();
     ResultPtr r = Run(std::string("WITH next AS (SELECT id FROM ptxbench_jobs WHERE "
@@ -121,7 +123,7 @@ class PgJobQueue final : public JobQueue {
 
   bool Renew(const std::string& job_id, const std::string& token,
              std::chrono::seconds lease) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     ResultPtr r = Run(std::string("UPDATE ptxbench_jobs SET lease_until=") + kNow +
                           " + $3::double precision WHERE id=$1 AND lease_token=$2 AND "
                           "state='running'",
@@ -133,7 +135,7 @@ class PgJobQueue final : public JobQueue {
                 const GpuStageTimes& gpu) override {
     if (!record.is_object() || !record.contains("status") || !record["status"].is_string())
       throw InputError("the result of job " + job_id + ": not an evaluation record");
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Transaction txn(*this);
     ResultPtr r = Run(std::string("UPDATE ptxbench_jobs SET state='done', lease_token='', "
                                   "finished_at=") +
@@ -153,8 +155,39 @@ class PgJobQueue final : public JobQueue {
     return true;
   }
 
+  bool Release(const std::string& job_id, const std::string& token) override {
+    std::lock_guard<std::timed_mutex> lock(mu_);
+    ResultPtr r =
+        Run("UPDATE ptxbench_jobs SET state='queued', attempts=greatest(attempts-1,0), worker='', "
+            "lease_token='', lease_until=NULL WHERE id=$1 AND lease_token=$2 AND state='running'",
+            {job_id, token});
+    return std::string(PQcmdTuples(r.get())) == "1";
+  }
+
+  std::optional<std::string> ProbeWrite(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::timed_mutex> lock(mu_, timeout);
+    if (!lock)
+      return "the queue database is busy: a write has waited on it for over " +
+             std::to_string(timeout.count()) + " ms (locked by another process?)";
+    try {
+      Transaction txn(*this);
+      std::string ms = std::to_string(std::max<int64_t>(1, timeout.count()));
+      Run("SET LOCAL statement_timeout = " + ms);
+      Run("SET LOCAL lock_timeout = " + ms);
+      Run(
+          std::string("INSERT INTO ptxbench_workers (id, host, pid, gpu, started_at, "
+                      "heartbeat_at) VALUES ('~health-probe', '', 0, '', 0, 0) ON CONFLICT (id) "
+                      "DO NOTHING"));
+      Run("DELETE FROM ptxbench_workers WHERE id='~health-probe'");
+      txn.Commit();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  }
+
   int ExpireLeases() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Transaction txn(*this);
     int n = ExpireLocked();
     txn.Commit();
@@ -162,7 +195,7 @@ class PgJobQueue final : public JobQueue {
   }
 
   std::optional<Job> Get(const std::string& job_id) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     ResultPtr r = Run(std::string("SELECT ") + kJobColumns +
                           ", r.record_json FROM ptxbench_jobs j LEFT JOIN ptxbench_results r ON "
                           "r.job_id = j.id WHERE j.id=$1",
@@ -174,7 +207,7 @@ class PgJobQueue final : public JobQueue {
   }
 
   std::vector<FinishedJob> Finished() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     ResultPtr r =
         Run("SELECT j.id, j.state, (j.request_json::json -> 'tag')::text, r.record_json, r.worker, "
             "j.gpu FROM ptxbench_jobs j JOIN ptxbench_results r ON r.job_id = j.id "
@@ -195,14 +228,14 @@ class PgJobQueue final : public JobQueue {
   }
 
   std::optional<JobState> State(const std::string& job_id) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     ResultPtr r = Run("SELECT state FROM ptxbench_jobs WHERE id=$1", {job_id});
     if (PQntuples(r.get()) != 1) return std::nullopt;
     return ParseJobState(PQgetvalue(r.get(), 0, 0));
   }
 
   void Heartbeat(const WorkerIdentity& w) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Run(std::string("INSERT INTO ptxbench_workers (id, host, pid, gpu, started_at, "
                     "heartbeat_at) VALUES ($1, $2, $3, $4, ") +
             kNow + ", " + kNow +
@@ -211,7 +244,10 @@ class PgJobQueue final : public JobQueue {
   }
 
   QueueHealth Health(std::chrono::seconds alive_within) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    // Behind a write stuck on the database's lock, health says so instead of waiting with it.
+    std::unique_lock<std::timed_mutex> lock(mu_, std::chrono::seconds(1));
+    if (!lock)
+      throw EnvironmentError("the queue database is busy: a write has waited on it for over 1 s");
     QueueHealth h;
     ResultPtr c = Run("SELECT state, gpu, count(*) FROM ptxbench_jobs GROUP BY state, gpu");
     for (int i = 0; i < PQntuples(c.get()); ++i) {
@@ -267,18 +303,7 @@ class PgJobQueue final : public JobQueue {
     return buf;
   }
   // The URL without a password, for messages.
-  std::string Redacted() const {
-    std::string u = url_;
-    size_t scheme = u.find("://");
-    size_t at = u.find('@');
-    if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
-      size_t colon = u.find(':', scheme + 3);
-      if (colon != std::string::npos && colon < at) u.replace(colon + 1, at - colon - 1, "***");
-    }
-    size_t pw = u.find("password=");
-    if (pw != std::string::npos) u = u.substr(0, pw) + "password=***";
-    return u;
-  }
+  std::string Redacted() const { return RedactSecrets(url_); }
 
   // One statement with text parameters; throws EnvironmentError on failure. A broken
   // connection (the server restarted) is reset once, outside a transaction.
@@ -298,7 +323,7 @@ class PgJobQueue final : public JobQueue {
         PQreset(conn_);
         if (PQstatus(conn_) == CONNECTION_OK && sql == "BEGIN") continue;
       }
-      throw EnvironmentError("PostgreSQL (" + Redacted() + "): " + msg +
+      throw EnvironmentError("PostgreSQL (" + Redacted() + "): " + RedactSecrets(msg) +
                              " (in: " + sql.substr(0, 80) + ")");
     }
   }
@@ -308,7 +333,8 @@ class PgJobQueue final : public JobQueue {
     Job j;
     j.id = text(0);
     j.state = ParseJobState(text(1));
-    j.request = json::parse(text(2));
+    j.request = json::parse(text(2), nullptr, false);  // a bad row is its worker's to report
+    if (j.request.is_discarded()) j.request = json();
     j.attempts = std::stoi(text(3));
     j.worker = text(4);
     j.gpu = text(5);
@@ -319,7 +345,8 @@ class PgJobQueue final : public JobQueue {
     j.finished_at = std::stod(text(10));
     j.gpu_started_at = std::stod(text(11));
     j.gpu_ended_at = std::stod(text(12));
-    j.history = json::parse(text(13));
+    j.history = json::parse(text(13), nullptr, false);
+    if (!j.history.is_array()) j.history = json::array();
     return j;
   }
 
@@ -354,7 +381,7 @@ class PgJobQueue final : public JobQueue {
   }
 
   std::string url_;
-  std::mutex mu_;  // one connection, used by one thread at a time
+  std::timed_mutex mu_;  // one connection, used by one thread at a time
   PGconn* conn_ = nullptr;
 };
 

@@ -2,8 +2,13 @@
 // in store.cc). Every change is one BEGIN IMMEDIATE transaction, so the server and the worker
 // processes of a host share the file safely; a finished job's record is also written to the
 // store's evaluations table (id "serve/<job id>"), where `ptxbench report` and SQL find it.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "common/error.h"
@@ -29,7 +34,10 @@ Job ReadJob(const Stmt& s) {
   Job j;
   j.id = s.ColText(0);
   j.state = ParseJobState(s.ColText(1));
-  j.request = json::parse(s.ColText(2));
+  // A row that does not parse is still a job (its worker records why it cannot run it), not
+  // an exception that would fail every claim after it.
+  j.request = json::parse(s.ColText(2), nullptr, false);
+  if (j.request.is_discarded()) j.request = json();
   j.attempts = static_cast<int>(s.ColInt(3));
   j.worker = s.ColText(4);
   j.gpu = s.ColText(5);
@@ -40,17 +48,49 @@ Job ReadJob(const Stmt& s) {
   j.finished_at = s.ColReal(10);
   j.gpu_started_at = s.ColReal(11);
   j.gpu_ended_at = s.ColReal(12);
-  j.history = json::parse(s.ColText(13));
-  if (!s.ColNull(14)) j.result = json::parse(s.ColText(14));
+  j.history = json::parse(s.ColText(13), nullptr, false);
+  if (!j.history.is_array()) j.history = json::array();
+  if (!s.ColNull(14)) {
+    j.result = json::parse(s.ColText(14), nullptr, false);
+    if (j.result->is_discarded()) j.result.reset();
+  }
   return j;
 }
 
 std::string EvaluationIdOf(const std::string& job_id) { return "serve/" + job_id; }
 
+// The queue holds every submitted source and record: readable by its owner only. The file is
+// created 0600 before SQLite opens it (SQLite gives its -wal and -shm files the same mode); an
+// older one of ours that others could read is made 0600. Not a symlink.
+void MakePrivateFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    if (errno == ELOOP)
+      throw EnvironmentError(path + ": the job queue's file is a symbolic link; refused");
+    return;  // SQLite says what is wrong with it
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 077) != 0)
+    ::fchmod(fd, 0600);
+  ::close(fd);
+  for (const char* suffix : {"-wal", "-shm"}) {
+    std::string side = path + suffix;
+    struct stat ss {};
+    if (::lstat(side.c_str(), &ss) == 0 && S_ISREG(ss.st_mode) && ss.st_uid == ::geteuid() &&
+        (ss.st_mode & 077) != 0)
+      ::chmod(side.c_str(), 0600);
+  }
+}
+
+const std::string& CreatedPrivate(const std::string& path) {
+  MakePrivateFile(path);
+  return path;
+}
+
 class SqliteJobQueue final : public JobQueue {
  public:
   explicit SqliteJobQueue(const std::string& path)
-      : path_(path), store_(ResultsStore::Open(path)) {  // creates or migrates the file
+      : path_(path), store_(ResultsStore::Open(CreatedPrivate(path))) {  // creates or migrates
     int rc =
         sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
@@ -65,11 +105,50 @@ class SqliteJobQueue final : public JobQueue {
   ~SqliteJobQueue() override { sqlite3_close_v2(db_); }
 
   std::string Describe() const override { return "sqlite:" + path_; }
+  std::string LocalFolder() const override {
+    size_t slash = path_.rfind('/');
+    return slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+  }
+
+  bool Release(const std::string& job_id, const std::string& token) override {
+    std::lock_guard<std::timed_mutex> lock(mu_);
+    Stmt s(db_, path_,
+           "UPDATE jobs SET state='queued', attempts=max(attempts-1,0), worker='', "
+           "lease_token='', lease_until=NULL WHERE id=?1 AND lease_token=?2 AND state='running'");
+    s.Text(1, job_id);
+    s.Text(2, token);
+    s.Run();
+    return sqlite3_changes(db_) == 1;
+  }
+
+  // A row written and removed in one committed transaction: the pages are written to the WAL,
+  // so a full disk or a database nobody can write fails here; a writer holding the lock
+  // longer than `timeout` too.
+  std::optional<std::string> ProbeWrite(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::timed_mutex> lock(mu_, timeout);
+    if (!lock)
+      return "the queue database is busy: a write has waited on it for over " +
+             std::to_string(timeout.count()) + " ms (locked by another process?)";
+    sqlite3_busy_timeout(db_, static_cast<int>(timeout.count()));
+    std::optional<std::string> problem;
+    try {
+      Transaction txn(db_, path_);
+      Exec(db_, path_,
+           "INSERT OR REPLACE INTO workers (id, host, pid, gpu, started_at, heartbeat_at) "
+           "VALUES ('~health-probe', '', 0, '', 0, 0)");
+      Exec(db_, path_, "DELETE FROM workers WHERE id='~health-probe'");
+      txn.Commit();
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    return problem;
+  }
 
   std::string Submit(const json& request) override {
     std::string id = RandomId();
     std::string text = request.dump(-1, ' ', false, json::error_handler_t::replace);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Stmt s(db_, path_,
            "INSERT INTO jobs (id, state, request_json, submitted_at) VALUES (?1,'queued',?2,?3)");
     s.Text(1, id);
@@ -83,7 +162,7 @@ class SqliteJobQueue final : public JobQueue {
     std::vector<json> failed;
     std::optional<Job> job;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::timed_mutex> lock(mu_);
       Transaction txn(db_, path_);
       double now = UnixNow();
       failed = ExpireLocked(now);
@@ -114,7 +193,7 @@ class SqliteJobQueue final : public JobQueue {
 
   bool Renew(const std::string& job_id, const std::string& token,
              std::chrono::seconds lease) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Stmt s(db_, path_,
            "UPDATE jobs SET lease_until=?1 WHERE id=?2 AND lease_token=?3 AND state='running'");
     s.Real(1, UnixNow() + static_cast<double>(lease.count()));
@@ -128,7 +207,7 @@ class SqliteJobQueue final : public JobQueue {
                 const GpuStageTimes& gpu) override {
     ResultsStore::CheckEvaluation(record, "the result of job " + job_id);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::timed_mutex> lock(mu_);
       Stmt s(db_, path_,
              "UPDATE jobs SET state='done', result_json=?1, finished_at=?2, gpu_started_at=?3, "
              "gpu_ended_at=?4, lease_token='' WHERE id=?5 AND lease_token=?6 AND "
@@ -153,7 +232,7 @@ class SqliteJobQueue final : public JobQueue {
     std::vector<json> failed;
     int n = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::timed_mutex> lock(mu_);
       Transaction txn(db_, path_);
       int before = sqlite3_total_changes(db_);
       failed = ExpireLocked(UnixNow());
@@ -165,12 +244,12 @@ class SqliteJobQueue final : public JobQueue {
   }
 
   std::optional<Job> Get(const std::string& job_id) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     return GetLocked(job_id);
   }
 
   std::vector<FinishedJob> Finished() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Stmt s(db_, path_,
            "SELECT id, state, json_extract(request_json, '$.tag'), result_json, worker, gpu "
            "FROM jobs WHERE state IN ('done','failed') AND result_json IS NOT NULL "
@@ -190,7 +269,7 @@ class SqliteJobQueue final : public JobQueue {
   }
 
   std::optional<JobState> State(const std::string& job_id) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Stmt s(db_, path_, "SELECT state FROM jobs WHERE id=?1");
     s.Text(1, job_id);
     if (!s.Step()) return std::nullopt;
@@ -198,7 +277,7 @@ class SqliteJobQueue final : public JobQueue {
   }
 
   void Heartbeat(const WorkerIdentity& w) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::timed_mutex> lock(mu_);
     Stmt s(db_, path_,
            "INSERT INTO workers (id, host, pid, gpu, started_at, heartbeat_at) VALUES "
            "(?1,?2,?3,?4,?5,?5) ON CONFLICT(id) DO UPDATE SET heartbeat_at=excluded.heartbeat_at");
@@ -211,7 +290,10 @@ class SqliteJobQueue final : public JobQueue {
   }
 
   QueueHealth Health(std::chrono::seconds alive_within) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    // Behind a write stuck on the database's lock, health says so instead of waiting with it.
+    std::unique_lock<std::timed_mutex> lock(mu_, std::chrono::seconds(1));
+    if (!lock)
+      throw EnvironmentError("the queue database is busy: a write has waited on it for over 1 s");
     QueueHealth h;
     {
       Stmt s(db_, path_, "SELECT state, gpu, count(*) FROM jobs GROUP BY state, gpu");
@@ -293,7 +375,7 @@ class SqliteJobQueue final : public JobQueue {
 
   std::string path_;
   std::unique_ptr<ResultsStore> store_;
-  std::mutex mu_;  // one connection, used by one thread at a time
+  std::timed_mutex mu_;  // one connection, used by one thread at a time
   sqlite3* db_ = nullptr;
 };
 

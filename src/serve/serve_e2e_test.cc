@@ -6,9 +6,17 @@
 // PostgreSQL), a worker killed with SIGKILL mid-job (its job completes on another worker), a
 // job that kills its worker twice, the bad inputs and their 4xx, the token, `ptxbench submit`,
 // `ptxbench run --evaluator`, and the submit latency with 1000 queued jobs.
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +35,8 @@
 #include "serve/job_queue.h"
 #include "serve/postgres_fixture.h"
 #ifdef PTXBENCH_HAVE_SQLITE
+#include <sqlite3.h>
+
 #include "store/store.h"
 #endif
 
@@ -119,7 +129,8 @@ class Service {
     for (const auto& [k, v] : env)
       if (k == "PTXBENCH_SERVE_TOKEN") auth.push_back("Authorization: Bearer " + v);
     while (Clock::now() < deadline) {
-      if (Http(Url("/v1/health"), nullptr, auth, 2000).status == 200) return;
+      long up = Http(Url("/v1/health"), nullptr, auth, 2000).status;
+      if (up == 200 || up == 503) return;  // 503: up, and saying what is wrong
       if (Exited()) break;  // it refused to start: say so now, not after the deadline
       std::this_thread::sleep_for(100ms);
     }
@@ -140,6 +151,7 @@ class Service {
     auto close = stat.rfind(')');
     return close == std::string::npos || stat.compare(close + 1, 3, " Z ") == 0;
   }
+  pid_t pid() const { return child_->pid(); }
   std::string Url(const std::string& path = "") const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
   }
@@ -183,6 +195,7 @@ json WaitForRecord(const Service& s, const std::string& id, std::chrono::seconds
       ADD_FAILURE() << "GET " << id << ": " << r.status << " " << r.body;
       return json();
     }
+    if (r.Json().value("waited", true) == false) std::this_thread::sleep_for(500ms);
   }
   ADD_FAILURE() << "no record for " << id << "\n" << s.Log();
   return json();
@@ -509,6 +522,374 @@ TEST(Serve, SubmitLatencyWithAThousandQueuedJobs) {
   EXPECT_EQ(h["queue"]["queued"], 2000);
   // The issue's bound is 20 ms; this shared CI machine gets a margin for its noise.
   EXPECT_LT(p99, 50.0);
+}
+
+// ---- Issue 21: a service that stays up under hostile clients and poison jobs. ----
+
+// Resident memory of a process, in MiB (/proc/PID/status VmRSS).
+double RssMiB(pid_t pid) {
+  for (const std::string& line : SplitLines(ReadFile("/proc/" + std::to_string(pid) + "/status")))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(Trim(line.substr(6))) / 1024.0;
+  return -1;
+}
+
+// Jobs that would throw in a worker (a request the door would never let in, written straight
+// into the queue) end INFRA_ERROR with the reason; the worker survives them and the job
+// submitted beside them gets its verdict.
+TEST(Serve, APoisonJobEndsInfraErrorAndTheJobBesideItCompletes) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--workers", "1"});
+  s.WaitForHealth([](const json& h) { return h["workers_alive"] == 1; }, 60s);
+  auto q = OpenJobQueue(db);
+  std::string poison = q->Submit({{"task", 7}, {"source", 5}, {"options", "none"}});
+  std::string poison2 = q->Submit({{"task", kTask},
+                                   {"source", kDoesNotCompile},
+                                   {"options", {{"trials", "many"}}},
+                                   {"workload", {1, 2}}});
+  std::string body = Submission(kDoesNotCompile + "// beside the poison\n");
+  Reply r = Http(s.Url("/v1/evaluations"), &body);
+  ASSERT_EQ(r.status, 202) << r.body;
+  std::string good = r.Json()["id"];
+  for (const std::string& id : {poison, poison2}) {
+    json rec = WaitForRecord(s, id, 120s);
+    EXPECT_EQ(rec["status"], "INFRA_ERROR") << rec.dump();
+    EXPECT_EQ(rec["reason"], "worker") << rec.dump();
+    EXPECT_EQ(rec["service"]["attempt"], 1) << "the worker died on it: " << rec.dump();
+    EXPECT_EQ(Job(s, id)["state"], "done");
+  }
+  json rec = WaitForRecord(s, good, 300s);
+  EXPECT_EQ(rec["status"], "COMPILE_ERROR") << rec.dump();
+  EXPECT_EQ(rec["service"]["attempt"], 1);
+  EXPECT_FALSE(Contains(s.Log(), "starting it again")) << "a worker died:\n" << s.Log();
+}
+
+// The GPU lock: held by someone else, the job ends INFRA_ERROR gpu_lock_timeout after the
+// timeout instead of staying `running`; SIGTERM while the worker waits for the lock ends it
+// within seconds and gives the job back. A lock folder that is a symlink is refused.
+TEST(Serve, AHeldGpuLockTimesOutAndSigtermEndsTheWaitingWorker) {
+  ScratchDir dir("serve-e2e"), cache("serve-e2e-cache");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  std::string locks = dir.File("locks");
+  ASSERT_EQ(::mkdir(locks.c_str(), 0700), 0);
+  // Refused: a symlink as the private folder.
+  ASSERT_EQ(::symlink(locks.c_str(), dir.File("link").c_str()), 0);
+  CommandResult refused =
+      RunCommand({Bin(), "worker", "--gpu", "fake0", "--lock-dir", dir.File("link")}, 60s,
+                 {{"PTXBENCH_DB", db}});
+  EXPECT_NE(refused.exit.code, 0);
+  EXPECT_TRUE(Contains(refused.output, "symbolic link")) << refused.output;
+
+  int held = ::open((locks + "/gpu-fake0.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  // A leftover of a dead worker, to be removed at start (this test is alive: its folder stays).
+  const std::string alive = locks + "/scratch-" + std::to_string(::getpid()) + "-alive";
+  ASSERT_EQ(::mkdir((locks + "/scratch-999999999-dead").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(alive.c_str(), 0700), 0);
+  auto q = OpenJobQueue(db);
+  std::string first = q->Submit({{"task", kTask},
+                                 {"workload", ""},
+                                 {"arch", "sm_90a"},
+                                 {"source", kDoesNotCompile},
+                                 {"options", json::object()}});
+  ProcessSpec spec;
+  spec.argv = {Bin(), "worker",  "--gpu", "fake0",       "--lock-dir", locks, "--lock-timeout",
+               "2",   "--lease", "30",    "--cache-dir", cache.path()};
+  spec.set_env = {{"PTXBENCH_DB", db}};
+  spec.log_path = dir.File("worker.log");
+  std::optional<Child> worker(Child::Start(spec));
+  auto log = [&] { return ReadFile(dir.File("worker.log")); };
+  auto t0 = Clock::now();
+  std::optional<JobState> state;
+  while (Clock::now() - t0 < 300s) {
+    state = q->State(first);
+    if (state == JobState::kDone || state == JobState::kFailed) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_EQ(state, JobState::kDone) << log();
+  json rec = *q->Get(first)->result;
+  EXPECT_EQ(rec["status"], "INFRA_ERROR") << rec.dump();
+  EXPECT_EQ(rec["reason"], "gpu_lock_timeout") << rec.dump();
+  EXPECT_TRUE(Contains(rec["message"], "not free within 2 s")) << rec.dump();
+  std::printf(
+      "held GPU lock: the job ended gpu_lock_timeout %.1f s after submission "
+      "(--lock-timeout 2, the build included)\n",
+      took);
+  EXPECT_NE(::access((locks + "/scratch-999999999-dead").c_str(), F_OK), 0) << log();
+  EXPECT_EQ(::access(alive.c_str(), F_OK), 0) << "a live process's folder was removed";
+  struct stat st {};
+  ASSERT_EQ(::stat(locks.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  // The same build again (cached): the worker is soon waiting for the lock; SIGTERM.
+  std::string second = q->Submit({{"task", kTask},
+                                  {"workload", ""},
+                                  {"arch", "sm_90a"},
+                                  {"source", kDoesNotCompile},
+                                  {"options", json::object()}});
+  auto t1 = Clock::now();
+  while (Clock::now() - t1 < 120s && q->State(second) != JobState::kRunning)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(q->State(second), JobState::kRunning) << log();
+  std::this_thread::sleep_for(1500ms);  // prepared (a cache hit) and waiting for the lock
+  EXPECT_EQ(q->State(second), JobState::kRunning);
+  auto t2 = Clock::now();
+  ASSERT_EQ(::kill(worker->pid(), SIGTERM), 0);
+  ExitInfo ended = worker->Wait(Clock::now() + 30s);
+  double stop_s = std::chrono::duration<double>(Clock::now() - t2).count();
+  std::printf("SIGTERM while waiting for the GPU lock: the worker ended in %.2f s (%s)\n", stop_s,
+              ended.Describe().c_str());
+  EXPECT_EQ(ended.kind, ExitKind::kExited) << ended.Describe();
+  EXPECT_LT(stop_s, 5.0) << log();
+  auto j = q->Get(second);
+  EXPECT_EQ(j->state, JobState::kQueued) << "the job went back to the queue\n" << log();
+  EXPECT_EQ(j->attempts, 0);
+  ::close(held);
+}
+
+// Secrets: the queue's location reaches the workers through their environment, not their
+// command lines; a password is never printed.
+TEST(Serve, TheDatabaseIsOffTheWorkersCommandLinesAndPasswordsOffTheLog) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--workers", "1"});
+  json h = s.WaitForHealth([](const json& h) { return h["workers_alive"] == 1; }, 60s);
+  ASSERT_EQ(h["workers"].size(), 1u);
+  pid_t worker = static_cast<pid_t>(h["workers"][0]["pid"].get<int64_t>());
+  std::string cmdline = ReadFile("/proc/" + std::to_string(worker) + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  EXPECT_TRUE(Contains(cmdline, "worker")) << cmdline;
+  EXPECT_FALSE(Contains(cmdline, db)) << cmdline;
+  EXPECT_TRUE(
+      Contains(ReadFile("/proc/" + std::to_string(worker) + "/environ"), "PTXBENCH_DB=" + db));
+  EXPECT_FALSE(Contains(s.Log(), "--db")) << s.Log();
+  struct stat st {};
+  if (!IsPostgresUrl(db)) {
+    ASSERT_EQ(::stat(db.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << "the queue database is private";
+  }
+  // A PostgreSQL URL with a password (nothing listens on port 1): whatever the error, the
+  // password is not in it, from serve or from a worker.
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{Bin(), "serve", "--port", std::to_string(testing::FreeTcpPort()),
+                                 "--gpus", "none", "--db",
+                                 "postgresql://ptx:hunter2@127.0.0.1:1/x?password=hunter3"},
+        std::vector<std::string>{Bin(), "worker", "--db",
+                                 "postgresql://127.0.0.1:1/x?password=hunter4"}}) {
+    CommandResult r = RunCommand(argv, 60s);
+    EXPECT_NE(r.exit.code, 0) << r.output;
+    EXPECT_FALSE(Contains(r.output, "hunter")) << r.output;
+  }
+}
+
+// Health is not ok (503, with the reason) while the database cannot be written, and when the
+// disk of the queue is under the free-space threshold.
+TEST(Serve, HealthIsNotOkWhenTheDatabaseCannotBeWrittenOrTheDiskIsFull) {
+#ifndef PTXBENCH_HAVE_SQLITE
+  GTEST_SKIP() << "this build has no SQLite: the lock is taken through SQLite's own library";
+#else
+  ScratchDir dir("serve-e2e");
+  std::string db = dir.File("store.db");
+  Service s(db, {"--no-workers"});
+  Reply ok = Http(s.Url("/v1/health"));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.Json()["status"], "ok");
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::this_thread::sleep_for(1100ms);  // past the probe's one-second cache
+  auto t0 = Clock::now();
+  Reply locked = Http(s.Url("/v1/health"));
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  EXPECT_EQ(locked.status, 503) << locked.body;
+  EXPECT_EQ(locked.Json()["status"], "not ok");
+  EXPECT_TRUE(Contains(locked.Json()["error"], "cannot be written")) << locked.body;
+  EXPECT_LT(ms, 3000) << "health waited past the probe's timeout";
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  std::this_thread::sleep_for(1100ms);
+  EXPECT_EQ(Http(s.Url("/v1/health")).status, 200);
+
+  Service full(dir.File("full.db"), {"--no-workers", "--min-free-disk-mb", "1000000000"});
+  Reply r = Http(full.Url("/v1/health"));
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_TRUE(Contains(r.Json()["error"], "MiB free")) << r.body;
+#endif
+}
+
+// Input costs are bounded: numbers out of range are 400 with one line, names are refused by
+// length before any search.
+TEST(Serve, OutOfRangeNumbersAndHugeNamesAreRefusedCheaply) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers"});
+  auto post = [&](const std::string& body) { return Http(s.Url("/v1/evaluations"), &body); };
+  auto expect400 = [&](const Reply& r, const std::string& words) {
+    EXPECT_EQ(r.status, 400) << r.body;
+    json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j["error"].is_string()) << r.body;
+    EXPECT_TRUE(Contains(j["error"], words)) << j["error"];
+    EXPECT_FALSE(Contains(j["error"].get<std::string>(), "\n")) << "one line";
+  };
+  std::string base = R"({"task": "gemm_n128_k2048", "source": "x", )";
+  expect400(post(base + R"("options": {"trials": 1e400}})"), "out of range");
+  expect400(post(base + R"("options": {"timing_budget": -1e400}})"), "out of range");
+  expect400(post(base + R"("options": {"trials": -1}})"), "options.trials");
+  expect400(post(base + R"("options": {"trials": 1e20}})"), "options.trials");
+  expect400(post(base + R"("options": {"timeout": 99999999999999999999}})"), "options.timeout");
+  expect400(post(base + R"("options": {"seed": -5}})"), "options.seed");
+  expect400(post(base + R"("options": {"timing_budget": 1e300}})"), "timing_budget");
+  std::string id = post(Submission("// k")).Json()["id"];
+  for (const char* w : {"1e400", "-1", "nan", "1e", "-1e400"}) {
+    Reply r = Http(s.Url("/v1/evaluations/" + id + "?wait=" + w));
+    EXPECT_EQ(r.status, 400) << w << ": " << r.body;
+  }
+  // A 1.9 MB task name: refused by its length, before the did-you-mean search.
+  std::string huge(1900000, 'g');
+  auto t0 = Clock::now();
+  Reply r = post(json({{"task", huge}, {"source", "x"}}).dump());
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  expect400(r, "over 256 bytes");
+  EXPECT_LT(r.body.size(), 1000u) << "the name is not echoed";
+  t0 = Clock::now();
+  Reply t = Http(s.Url("/v1/tasks/" + std::string(300, 'g')));
+  double ms_get = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  EXPECT_EQ(t.status, 404) << t.body;
+  EXPECT_TRUE(Contains(t.body, "at most 256 bytes")) << t.body;
+  EXPECT_EQ(Http(s.Url("/v1/tasks/" + std::string(100000, 'g'))).status, 414);
+  Reply wl = post(json({{"task", kTask}, {"workload", huge}, {"source", "x"}}).dump());
+  expect400(wl, "over 256 bytes");
+  std::printf("a 1.9 MB task name: 400 in %.1f ms; GET /v1/tasks/<300 B>: 404 in %.1f ms\n", ms,
+              ms_get);
+  EXPECT_LT(ms, 500);
+  EXPECT_LT(ms_get, 500);
+}
+
+// One request on a raw socket: returns the connected descriptor (or -1).
+int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+int PortOf(const Service& s) { return std::stoi(s.Url().substr(s.Url().rfind(':') + 1)); }
+
+// A chunked body larger than the limit: refused with 413 after about the limit (not read in
+// full), the service's memory staying bounded; chunked bodies elsewhere are refused at once.
+TEST(Serve, AChunkedBodyOverTheLimitIsRefusedAndMemoryStaysBounded) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers", "--max-source-bytes", "4096"});
+  double rss_before = RssMiB(s.pid());
+  int fd = Connect(PortOf(s));
+  ASSERT_GE(fd, 0);
+  std::string head =
+      "POST /v1/evaluations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::string chunk = "10000\r\n" + std::string(65536, 'x') + "\r\n";
+  size_t sent = 0;
+  const size_t kAttack = size_t{200} << 20;  // 200 MiB offered
+  std::string reply;
+  auto t0 = Clock::now();
+  while (sent < kAttack && Clock::now() - t0 < 60s) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) break;  // the server answered
+    ssize_t n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 5000) > 0) {
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) reply.assign(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  double rss_after = RssMiB(s.pid());
+  std::printf(
+      "chunked body over the limit (4096-byte sources, 73 kB bodies): %.1f MiB sent "
+      "before the answer; serve RSS %.1f -> %.1f MiB\n",
+      static_cast<double>(sent) / 1048576.0, rss_before, rss_after);
+  EXPECT_TRUE(reply.rfind("HTTP/1.1 413", 0) == 0) << "reply: " << reply.substr(0, 200);
+  EXPECT_LT(sent, size_t{64} << 20) << "the server read far past its limit";
+  EXPECT_LT(rss_after - rss_before, 50.0);
+  // Elsewhere a chunked body is refused before it is read.
+  int g = Connect(PortOf(s));
+  ASSERT_GE(g, 0);
+  std::string get =
+      "GET /v1/health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10000\r\n";
+  ::send(g, get.data(), get.size(), MSG_NOSIGNAL);
+  char buf[4096];
+  pollfd q{g, POLLIN, 0};
+  ASSERT_GT(::poll(&q, 1, 5000), 0);
+  ssize_t n = ::recv(g, buf, sizeof buf, 0);
+  ::close(g);
+  ASSERT_GT(n, 0);
+  EXPECT_TRUE(std::string(buf, static_cast<size_t>(n)).rfind("HTTP/1.1 411", 0) == 0)
+      << std::string(buf, static_cast<size_t>(n));
+  // And a small chunked submission still works.
+  EXPECT_EQ(Http(s.Url("/v1/health")).status, 200);
+}
+
+// Long polls take at most half the HTTP threads: with 80 clients long-polling, health still
+// answers in under 100 ms.
+TEST(Serve, HealthAnswersQuicklyWhileEightyClientsLongPoll) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers", "--http-threads", "64"});
+  std::string sub = Submission("// k");
+  std::string id = Http(s.Url("/v1/evaluations"), &sub).Json()["id"];
+  constexpr int kPollers = 80;
+  std::atomic<int> immediate{0}, waited{0};
+  std::vector<std::thread> pollers;
+  for (int i = 0; i < kPollers; ++i)
+    pollers.emplace_back([&] {
+      auto t0 = Clock::now();
+      Reply r = Http(s.Url("/v1/evaluations/" + id + "?wait=8"), nullptr, {}, 30000);
+      if (r.status == 202 && Clock::now() - t0 < 2s) ++immediate;
+      if (r.status == 202 && Clock::now() - t0 >= 7s) ++waited;
+    });
+  std::this_thread::sleep_for(1500ms);  // every poll is in
+  std::vector<double> ms;
+  for (int i = 0; i < 20; ++i) {
+    auto t0 = Clock::now();
+    Reply h = Http(s.Url("/v1/health"), nullptr, {}, 10000);
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    EXPECT_EQ(h.status, 200) << h.body;
+    if (i == 0 && h.status == 200) EXPECT_EQ(h.Json()["long_polls"], 32) << h.body;
+    std::this_thread::sleep_for(100ms);
+  }
+  for (auto& t : pollers) t.join();
+  std::sort(ms.begin(), ms.end());
+  std::printf(
+      "health under %d long polls (64 HTTP threads, 32 may wait): median %.1f ms, max "
+      "%.1f ms; %d polls waited, %d answered at once\n",
+      kPollers, ms[ms.size() / 2], ms.back(), waited.load(), immediate.load());
+  EXPECT_LT(ms.back(), 100.0);
+  EXPECT_EQ(waited.load(), 32);
+  EXPECT_EQ(immediate.load(), kPollers - 32);
+}
+
+// A token on a non-loopback address over plain HTTP is refused unless asked for.
+TEST(Serve, ATokenOverPlainHttpBeyondLoopbackIsRefused) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  CommandResult r = RunCommand(
+      {Bin(), "serve", "--host", "0.0.0.0", "--port", std::to_string(testing::FreeTcpPort()),
+       "--db", db, "--gpus", "none", "--no-workers"},
+      60s, {{"PTXBENCH_SERVE_TOKEN", "t0ken"}});
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--allow-plain-http")) << r.output;
+  EXPECT_EQ(SplitLines(Trim(r.output)).size(), 1u) << r.output;
 }
 
 }  // namespace

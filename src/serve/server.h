@@ -8,9 +8,11 @@
 //   GET  /v1/tasks/NAME              one definition, with its workloads
 //   GET  /v1/health                  version, GPUs, queue depth, running per GPU, workers
 //
-// Errors: 400 malformed or invalid input, 401 a missing or wrong bearer token (when the
-// server has one), 404 an unknown id, task or path, 413 a source over the limit; each with
-// {"error": one line naming the problem}.
+// Errors: 400 malformed or invalid input (numbers out of range included), 401 a missing or
+// wrong bearer token (when the server has one), 404 an unknown id, task or path, 411 a body
+// without a length where none is accepted, 413 a body over the limit (chunked ones too), 503
+// the queue's database failing (health: not ok, with the reasons); each with {"error": one
+// line naming the problem}.
 #pragma once
 
 #include <atomic>
@@ -36,7 +38,23 @@ struct ServerOptions {
   std::chrono::seconds alive_within{30};      // a worker without a heartbeat this long is not alive
   std::string tasks_dir;                      // empty: Catalog::DefaultDir()
   nlohmann::json gpus = nlohmann::json::array();  // for health: what the workers were given
+  // Per connection: a request (line, headers, body) must arrive, and a reply be taken, within
+  // this; an idle keep-alive connection is closed after keep_alive_s, and after
+  // keep_alive_max requests.
+  int io_timeout_s = 10;
+  int keep_alive_s = 5;
+  int keep_alive_max = 100;
+  // Long polls (GET …?wait=S) may hold at most this share of the HTTP threads; beyond it a
+  // poll is answered at once with the job's state (202, Retry-After: 1), so that health and
+  // submissions always find a thread.
+  double long_poll_share = 0.5;
+  // Health is not ok (503) when the queue's local folder has less free space than this.
+  double min_free_disk_mb = 64;
 };
+
+// Longest task, workload or other name a request may carry: longer ones are refused before
+// any lookup (the did-you-mean search costs time in the name's length).
+constexpr size_t kMaxNameBytes = 256;  // = job_request.h kMaxRequestNameBytes
 
 // Throws EnvironmentError, saying how to get one, when this binary has no HTTP server.
 void RequireHttpServer();

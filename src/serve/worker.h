@@ -9,6 +9,17 @@
 //
 // The GPU lock is a file lock per device label, so that several workers sharing one GPU
 // (--workers-per-gpu) never time two evaluations at once, while their builds run in parallel.
+// It lives in a private folder (0700, this user's; a symlink or another owner's folder is
+// refused), is opened with O_NOFOLLOW, and is waited for at most `lock_timeout`: a job that
+// cannot get the GPU in that time ends INFRA_ERROR (gpu_lock_timeout) instead of running
+// forever under renewed leases. The worker's scratch folder is in the same private folder,
+// named after its pid, so that a worker's start removes what dead ones left there.
+//
+// No job can stop the worker: whatever is thrown at the job boundary becomes that job's
+// INFRA_ERROR record (reason "worker", the exception's text). On stop (SIGTERM) the worker
+// ends within seconds: jobs not yet evaluated go back to the queue (Release, the attempt not
+// counted), an evaluation in progress has its child processes killed and its job goes back
+// too, and a wait for the GPU lock ends at once.
 #pragma once
 
 #include <atomic>
@@ -24,11 +35,20 @@ struct WorkerOptions {
   // Between claims while the queue is empty: what an idle worker adds to a job's latency
   // (half of it on average); one cheap indexed query per poll.
   std::chrono::milliseconds poll{20};
-  std::string tasks_dir;                // empty: Catalog::DefaultDir()
-  std::string cache_root;               // empty: CacheRoot()
-  std::string lock_dir = "/tmp";        // where the per-GPU lock files are
+  std::string tasks_dir;   // empty: Catalog::DefaultDir()
+  std::string cache_root;  // empty: CacheRoot()
+  std::string lock_dir;    // the private folder of locks and scratch; empty: default
+  std::chrono::seconds lock_timeout{600};  // the longest wait for the GPU's lock
   bool quiet = false;
 };
+
+// $XDG_RUNTIME_DIR/ptxbench where that is set, else /tmp/ptxbench-<uid>.
+std::string DefaultWorkerDir();
+
+// Creates `path` (mode 0700) unless it exists, and checks that it is a real folder (not a
+// symlink) owned by this user, making it 0700 if it was wider; throws EnvironmentError,
+// naming the problem, otherwise.
+void RequirePrivateDir(const std::string& path);
 
 // Runs until `stop` becomes true (finishing the jobs it holds), then returns 0. Throws
 // EnvironmentError when the queue cannot be opened.
