@@ -23,6 +23,9 @@
 #                                   GEMM controls with their verdicts, then the cost of the
 #                                   defenses at the headline GEMM against the commit before them
 #                                   (BEFORE=<commit>, built beside this one)
+#   scripts/gpu_suite.sh formats    issue 22: upstream (TVM-FFI) kernels judged unchanged, a
+#                                   FlashInfer-Bench solution and its trace, the upstream CSV;
+#                                   the headline GEMM's wall time with SHA-256 via libcrypto
 #   scripts/gpu_suite.sh serve      the evaluation service: an agent run through `serve` with
 #                                   one worker, its overhead against direct `eval`, then two
 #                                   workers sharing the GPU (no two GPU stages overlap)
@@ -204,6 +207,51 @@ print(r['status'], 'speedup', round(p.get('speedup', 0), 3), 'stages', {k: round
   done
   rm -rf "$out"/cost-cache-*
   git worktree remove -f /tmp/ptxbench-before >/dev/null 2>&1 || rm -rf /tmp/ptxbench-before
+  exit 0
+fi
+
+if [[ "${1:-}" == "formats" ]]; then
+  # Issue 22 on the GPU: upstream-style (TVM-FFI) kernels judged unchanged, a FlashInfer-Bench
+  # solution in and its trace out, the upstream per-turn CSV of a replay run; then the headline
+  # GEMM's wall time with SHA-256 through libcrypto (three warm evaluations).
+  build_or_exit
+  "$bin" doctor 2>&1 | grep -iE "tvm|sha" || true
+  export PTXBENCH_CACHE="$out/cache"
+  # The headline GEMM and the attention control at its verdict's shape (a CUDA-core attention
+  # kernel at the headline S would spend the call's time budget on slow calls).
+  for c in "controls/upstream/gemm_tvm_ffi.cu gemm_n7168_k5120 M=8192" \
+           "controls/upstream/mha_with_lse_tvm_ffi.cu mha_with_lse_d64 S=2048"; do
+    set -- $c
+    [[ -f $1 ]] || { echo "formats: no $1"; continue; }
+    name=$(basename "$1" .cu)
+    "$bin" eval "$1" --task "$2" --workload "$3" --quiet --json "$out/$name.json"
+    echo "== $name on $2: exit $?"
+    python3 -c "import json; r = json.load(open('$out/$name.json')); i = r.get('instructions') or {}; p = r.get('performance') or {}
+print(r['status'], r.get('reason'), '|', r['message'][:300]); print('  abi', (r.get('candidate') or {}).get('abi'), '| verification', i.get('verification'), '| tag', i.get('arch_tag'), '| speedup', p.get('speedup'))"
+  done
+  python3 - "$out" <<'PY'
+import json, sys
+src = open("controls/gemm/tiled_correct.cu").read()
+json.dump({"name": "tiled_correct", "definition": "gemm_n128_k2048", "author": "ptxbench",
+           "spec": {"language": "cuda", "binding": "tvm-ffi", "target_hardware": ["H100"],
+                    "entry_point": "kernel.cu::run", "dependencies": [],
+                    "destination_passing_style": True},
+           "sources": [{"path": "kernel.cu", "content": src}]}, open(sys.argv[1] + "/solution.json", "w"))
+PY
+  "$bin" eval "$out/solution.json" --task gemm_n128_k2048 --workload M=93 --quiet \
+    --json "$out/solution-record.json" --trace "$out/solution-trace.jsonl"
+  echo "== solution: exit $?; trace:"; cat "$out/solution-trace.jsonl"
+  "$bin" run --out "$out/replay-run" --quiet
+  "$bin" report --runs "$out/replay-run" --upstream-csv "$out/upstream-turns.csv" --no-published >/dev/null
+  echo "== upstream CSV of the replay run:"; cat "$out/upstream-turns.csv"
+  for i in 1 2 3; do
+    s0=$(date +%s.%N)
+    "$bin" eval controls/gemm/wgmma_tma.cu --task gemm_n7168_k5120 --sanitize never --quiet \
+      --json "$out/cost-libcrypto-$i.json"
+    echo "cost libcrypto $i: $(python3 -c "print(round($(date +%s.%N) - $s0, 2))") s wall; $(python3 -c "
+import json; r = json.load(open('$out/cost-libcrypto-$i.json')); print(r['status'], 'speedup', round(r['performance'].get('speedup', 0), 3), 'total', round(r['stage_seconds']['total'], 2))")"
+  done
+  rm -rf "$out/cache" "$out/replay-run"
   exit 0
 fi
 

@@ -88,6 +88,18 @@ if ! command -v cuobjdump >/dev/null && [[ ! -x /usr/local/cuda/bin/cuobjdump ]]
     nvidia-cuda-cuobjdump==13.2.86 nvidia-cuda-nvdisasm==13.2.86
 fi
 
+# --- the TVM-FFI runtime: upstream PTXBench candidates (`void run(tvm::ffi::TensorView ...)`)
+# are built against its headers and run with its library; the maintained package from PyPI,
+# pinned to the version upstream uses, into .tools/tvm-ffi (the harness looks there, or at
+# $PTXBENCH_TVM_FFI; `ptxbench doctor` says which) ---
+tvm_ffi=.tools/tvm-ffi/tvm_ffi
+if [[ -z "${PTXBENCH_TVM_FFI:-}" ]] &&
+   [[ ! -f $tvm_ffi/lib/libtvm_ffi.so || ! -f $tvm_ffi/include/tvm/ffi/c_api.h ]]; then
+  echo "setup: installing apache-tvm-ffi 0.1.12 (PyPI wheel) into .tools/tvm-ffi"
+  python3 -m pip install -q --upgrade --target .tools/tvm-ffi --no-deps apache-tvm-ffi==0.1.12 ||
+    echo "setup: could not install apache-tvm-ffi; upstream (tvm-ffi) candidates cannot be built here"
+fi
+
 # --- build ---
 build_dir=${PTXBENCH_BUILD_DIR:-build}
 # PTXBENCH_CMAKE_ARGS: extra configure arguments, e.g. where a machine without SQLite's

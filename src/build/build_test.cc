@@ -12,6 +12,8 @@
 #include "build/elf.h"
 #include "build/nvcc.h"
 #include "build/ptxas_report.h"
+#include "build/tvm_ffi.h"
+#include "common/error.h"
 #include "common/files.h"
 #include "common/sandbox.h"
 #include "common/sha256.h"
@@ -398,6 +400,99 @@ TEST_F(BuildTest, CacheHitReportsTheSandboxOfItsBuild) {
 TEST_F(BuildTest, UnknownArchIsAUsageError) {
   options_.arch = "sm_80";
   EXPECT_THROW(BuildCandidate(kKernel, options_), std::exception);
+}
+
+// --- upstream PTXBench's candidates (the tvm-ffi ABI, task/abi.h) ---
+
+std::string UpstreamControl(const std::string& name) {
+  return std::string(PTXBENCH_SOURCE_DIR) + "/controls/upstream/" + name;
+}
+
+TEST_F(BuildTest, NativeSourcesStayNative) {
+  BuildResult b = BuildCandidate(kKernel, options_);
+  ASSERT_EQ(b.outcome, BuildOutcome::kBuilt) << b.log;
+  EXPECT_EQ(b.abi, CandidateAbi::kNative);
+  EXPECT_EQ(ToJson(b)["abi"], "native");
+  EXPECT_FALSE(ToJson(b).contains("tvm_ffi_version"));
+  for (const auto& a : b.command) EXPECT_EQ(a.find("tvm_ffi"), std::string::npos) << a;
+}
+
+TEST_F(BuildTest, AnUpstreamSourceWithoutTheTvmFfiRuntimeIsNotBuilt) {
+  ::setenv("PTXBENCH_TVM_FFI", dir_.File("no-such-folder").c_str(), 1);
+  std::string message;
+  try {
+    BuildCandidate(ReadFile(UpstreamControl("gemm_tvm_ffi.cu")), options_);
+  } catch (const Error& e) {
+    message = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::kEnvironment);
+  }
+  ::unsetenv("PTXBENCH_TVM_FFI");
+  EXPECT_NE(message.find("TVM-FFI runtime is missing"), std::string::npos) << message;
+  EXPECT_NE(message.find("no-such-folder"), std::string::npos) << message;
+}
+
+class UpstreamBuildTest : public BuildTest {
+ protected:
+  void SetUp() override {
+    BuildTest::SetUp();
+    if (IsSkipped()) return;
+    std::string why;
+    tvm_ffi_ = FindTvmFfi(&why);
+    if (!tvm_ffi_) GTEST_SKIP() << "no TVM-FFI runtime: " << why;
+  }
+  std::optional<TvmFfiInstall> tvm_ffi_;
+};
+
+// Both upstream controls build, confined, against the pinned runtime, and link only what the
+// policy allows a tvm-ffi candidate.
+TEST_F(UpstreamBuildTest, ControlsBuildAgainstThePinnedRuntime) {
+  EXPECT_EQ(tvm_ffi_->version, kTvmFfiPinnedVersion);
+  for (const char* file : {"gemm_tvm_ffi.cu", "mha_with_lse_tvm_ffi.cu"}) {
+    SCOPED_TRACE(file);
+    std::string source = ReadFile(UpstreamControl(file));
+    BuildResult b = BuildCandidate(source, options_);
+    ASSERT_EQ(b.outcome, BuildOutcome::kBuilt) << b.log;
+    EXPECT_EQ(b.abi, CandidateAbi::kTvmFfi);
+    EXPECT_EQ(b.tvm_ffi_version, kTvmFfiPinnedVersion);
+    auto has = [&](const std::string& arg) {
+      return std::find(b.command.begin(), b.command.end(), arg) != b.command.end();
+    };
+    EXPECT_TRUE(has("-I" + tvm_ffi_->include));
+    EXPECT_TRUE(has("-L" + tvm_ffi_->lib_dir));
+    EXPECT_TRUE(has("-ltvm_ffi"));
+    EXPECT_TRUE(has("-rpath,$ORIGIN:" + tvm_ffi_->lib_dir));
+    EXPECT_EQ(ToJson(b)["abi"], "tvm-ffi");
+    EXPECT_EQ(b.sandbox.value("state", ""), "on");
+    ElfInfo elf = ReadElfInfo(b.shared_object);
+    EXPECT_NE(std::find(elf.needed.begin(), elf.needed.end(), "libtvm_ffi.so"), elf.needed.end());
+    EXPECT_TRUE(ForbiddenDependencies(elf, /*tvm_ffi=*/true).empty());
+    EXPECT_EQ(ForbiddenDependencies(elf), std::vector<std::string>{"libtvm_ffi.so"});
+    EXPECT_TRUE(ExportsFunction(elf, "__tvm_ffi_run"));
+    EXPECT_FALSE(ExportsFunction(elf, "run"));
+    EXPECT_FALSE(b.functions.empty());
+    // The second build is the cache's.
+    BuildResult again = BuildCandidate(source, options_);
+    EXPECT_TRUE(again.cache_hit);
+    EXPECT_EQ(again.abi, CandidateAbi::kTvmFfi);
+    EXPECT_EQ(again.key, b.key);
+  }
+}
+
+// `ptxbench inspect` on them: the static view of the object that would run.
+TEST_F(UpstreamBuildTest, InspectShowsTheirSass) {
+  const char* bin = std::getenv("PTXBENCH_BIN");
+  if (!bin || !FileExists(bin)) GTEST_SKIP() << "the ptxbench binary is not built";
+  for (const char* file : {"gemm_tvm_ffi.cu", "mha_with_lse_tvm_ffi.cu"}) {
+    SCOPED_TRACE(file);
+    CommandResult r = RunCommand({bin, "inspect", UpstreamControl(file), "--json", "--cache-dir",
+                                  dir_.File("inspect-cache")},
+                                 std::chrono::seconds(600));
+    if (r.exit.code == 3) GTEST_SKIP() << "static inspection unavailable here: " << r.output;
+    ASSERT_EQ(r.exit.code, 0) << r.output;
+    auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    EXPECT_EQ(j["state"], "ran") << r.output;
+    EXPECT_FALSE(j["functions"].empty()) << r.output;
+  }
 }
 
 }  // namespace

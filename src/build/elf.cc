@@ -325,9 +325,10 @@ bool IsAllowedDependency(std::string_view soname) {
   return false;
 }
 
-std::vector<std::string> ForbiddenDependencies(const ElfInfo& info) {
+std::vector<std::string> ForbiddenDependencies(const ElfInfo& info, bool tvm_ffi) {
   std::vector<std::string> forbidden;
   for (const std::string& lib : info.needed) {
+    if (tvm_ffi && lib == "libtvm_ffi.so") continue;
     if (!IsAllowedDependency(lib)) forbidden.push_back(lib);
   }
   return forbidden;

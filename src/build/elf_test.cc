@@ -227,6 +227,18 @@ extern "C" int run(double x) { return static_cast<int>(std::cos(x) * 100); }
   EXPECT_TRUE(ForbiddenDependencies(info).empty());
 }
 
+// A tvm-ffi candidate (upstream's ABI) may also need the TVM-FFI runtime, by its exact
+// SONAME; nothing else under that name, and a native candidate not at all.
+TEST(ForbiddenDependenciesTest, TheTvmFfiRuntimeOnlyForTvmFfiCandidates) {
+  ElfInfo info;
+  info.needed = {"libtvm_ffi.so", "libcudart.so.13", "libstdc++.so.6", "libc.so.6"};
+  EXPECT_TRUE(ForbiddenDependencies(info, /*tvm_ffi=*/true).empty());
+  EXPECT_EQ(ForbiddenDependencies(info), std::vector<std::string>{"libtvm_ffi.so"});
+  info.needed = {"libtvm_ffi.so.1", "libtvm_ffi_testing.so", "/tmp/libtvm_ffi.so",
+                 "libtvm_ffi.so.evil", "libcublas.so.13"};
+  EXPECT_EQ(ForbiddenDependencies(info, /*tvm_ffi=*/true), info.needed);
+}
+
 TEST(ReadElfInfoTest, FakeCublasDependencyIsForbidden) {
   TempDir dir;
   // A stand-in for a CUDA library that the policy forbids.

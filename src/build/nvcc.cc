@@ -1,5 +1,7 @@
 #include "build/nvcc.h"
 
+#include "build/tvm_ffi.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -167,9 +169,31 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   std::string nvcc = FindNvcc(options.nvcc);
   r.nvcc_version = NvccVersion(nvcc);
   std::vector<std::string> flags = Flags(options.arch);
+  r.abi = DetectCandidateAbi(source);
+  std::optional<TvmFfiInstall> tvm_ffi;
+  if (r.abi == CandidateAbi::kTvmFfi) {
+    std::string why;
+    tvm_ffi = FindTvmFfi(&why);
+    if (!tvm_ffi)
+      throw EnvironmentError(
+          "the source is an upstream (tvm-ffi) candidate, and the TVM-FFI runtime is missing: " +
+          why);
+    r.tvm_ffi_version = tvm_ffi->version;
+    // As upstream's compile line, with $ORIGIN first in the run path (see nvcc.h).
+    for (const std::string& f :
+         {"-I" + tvm_ffi->include, "-L" + tvm_ffi->lib_dir, std::string("-ltvm_ffi"),
+          std::string("-Xlinker"), "-rpath,$ORIGIN:" + tvm_ffi->lib_dir})
+      flags.push_back(f);
+  }
 
   Sha256 h;
-  for (const std::string& part : {std::string(kRecipeVersion), r.nvcc_version, options.arch}) {
+  // The ABI is in the key only where it is not the native one: native keys stay as they were.
+  std::vector<std::string> key_parts = {kRecipeVersion, r.nvcc_version, options.arch};
+  if (r.abi != CandidateAbi::kNative) {
+    key_parts.push_back("abi=" + ToString(r.abi));
+    key_parts.push_back("tvm-ffi=" + r.tvm_ffi_version);
+  }
+  for (const std::string& part : key_parts) {
     h.Update(part);
     h.Update(std::string_view("\0", 1));
   }
@@ -240,7 +264,11 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   ScratchDir log_dir("ptxbench-nvcc");
   spec.log_path = log_dir.File("nvcc.log");
   PreparedSandbox sandbox;
-  if (options.confine) sandbox = PreparedSandbox(NvccSandboxPolicy(nvcc, work));
+  if (options.confine) {
+    SandboxPolicy policy = NvccSandboxPolicy(nvcc, work);
+    if (tvm_ffi) policy.read_paths.push_back(tvm_ffi->root);
+    sandbox = PreparedSandbox(policy);
+  }
   spec.sandbox = &sandbox;
   r.sandbox = sandbox.Describe();
   ExitInfo ended;
@@ -256,8 +284,10 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   r.functions = ParsePtxasReport(r.log);
   if (!ok) r.errors = TrimCompilerErrors(r.log);
 
-  // A timed-out build is not cached (the machine may just have been busy) and leaves nothing.
-  if (ended.kind == ExitKind::kTimedOut) {
+  // A timed-out build is not cached (the machine may just have been busy) and leaves nothing;
+  // nor is one killed by a signal (a worker stopping kills its children): the same source
+  // built again must not find a compile error that was never the source's.
+  if (ended.kind != ExitKind::kExited) {
     RemoveEntryTree(work);
     r.shared_object.clear();
     return r;
@@ -300,18 +330,21 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
 }
 
 nlohmann::json ToJson(const BuildResult& b) {
-  return {{"outcome", b.outcome == BuildOutcome::kBuilt ? "built" : "compile_error"},
-          {"command", b.command},
-          {"nvcc_version", b.nvcc_version},
-          {"cache_key", b.key},
-          {"shared_object_sha256", b.shared_object_sha256},
-          {"cache_hit", b.cache_hit},
-          {"seconds", b.seconds},
-          {"log", b.log},
-          {"errors", b.errors},
-          {"functions", ToJson(b.functions)},
-          {"cache_problem", b.cache_problem},
-          {"sandbox", b.sandbox}};
+  nlohmann::json j = {{"outcome", b.outcome == BuildOutcome::kBuilt ? "built" : "compile_error"},
+                      {"abi", ToString(b.abi)},
+                      {"command", b.command},
+                      {"nvcc_version", b.nvcc_version},
+                      {"cache_key", b.key},
+                      {"shared_object_sha256", b.shared_object_sha256},
+                      {"cache_hit", b.cache_hit},
+                      {"seconds", b.seconds},
+                      {"log", b.log},
+                      {"errors", b.errors},
+                      {"functions", ToJson(b.functions)},
+                      {"cache_problem", b.cache_problem},
+                      {"sandbox", b.sandbox}};
+  if (b.abi == CandidateAbi::kTvmFfi) j["tvm_ffi_version"] = b.tvm_ffi_version;
+  return j;
 }
 
 }  // namespace ptxbench

@@ -2,6 +2,13 @@
 // then run, checked and (later) inspected, timed and profiled; there is never a second build.
 // Builds are cached by content: the source, the arch, the flags and the nvcc version.
 //
+// The ABI (task/abi.h) is read from the source: a tvm-ffi candidate (upstream PTXBench's) is
+// built against the pinned TVM-FFI runtime (build/tvm_ffi.h) with
+//   -I<tvm_ffi>/include -L<tvm_ffi>/lib -ltvm_ffi -Xlinker -rpath,$ORIGIN:<tvm_ffi>/lib
+// ($ORIGIN first: a confined child finds the copy of libtvm_ffi.so placed beside its copy of
+// the object), and its nvcc may read that folder. The ABI and the runtime's version are part
+// of the cache key. Without the runtime such a source cannot be built: EnvironmentError.
+//
 // nvcc runs confined (common/sandbox.h; NvccSandboxPolicy): an allow-listed environment, its
 // own namespaces, rlimits, and Landlock letting it read only the system folders and the
 // toolkit, write only its work folder, and open no device but /dev/null. So an #include (or
@@ -24,6 +31,7 @@
 
 #include "build/ptxas_report.h"
 #include "common/sandbox.h"
+#include "task/abi.h"
 
 namespace ptxbench {
 
@@ -52,7 +60,9 @@ struct BuildResult {
                                      // whose SASS was inspected (upstream's cubin_container_sha256)
   std::vector<std::string> command;  // the nvcc invocation, as run
   std::string nvcc_version;          // "13.0.88"
-  std::string key;                   // sha256 of everything that determines the output
+  CandidateAbi abi = CandidateAbi::kNative;  // as read from the source
+  std::string tvm_ffi_version;               // the runtime built against (tvm-ffi only)
+  std::string key;                           // sha256 of everything that determines the output
   bool cache_hit = false;
   double seconds = 0;  // of the nvcc call (0 on a cache hit)
   std::string log;     // what nvcc printed (at most 8 MiB), secrets redacted
@@ -72,9 +82,11 @@ struct BuildResult {
 // holds passwd, shadow and keys) and the toolkit (realpath of nvcc's bin/..), writing
 // work_dir, device /dev/null only; rlimits: 8 GiB address space, 300 CPU seconds, 512 MiB
 // files, 1024 open files. No seccomp: nvcc, cicc, ptxas, gcc and fatbinary exec each other.
+// A tvm-ffi build adds the TVM-FFI folder to the readable paths.
 SandboxPolicy NvccSandboxPolicy(const std::string& nvcc_path, const std::string& work_dir);
 
-// Throws EnvironmentError when nvcc cannot be found, UsageError for an unknown arch.
+// Throws EnvironmentError when nvcc cannot be found (or, for a tvm-ffi source, the TVM-FFI
+// runtime), UsageError for an unknown arch.
 BuildResult BuildCandidate(const std::string& source, const BuildOptions& options);
 
 // "13.0.88" from `nvcc --version`; throws EnvironmentError when nvcc is missing.

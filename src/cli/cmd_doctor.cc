@@ -4,6 +4,7 @@
 #include <memory>
 #include <regex>
 
+#include "build/tvm_ffi.h"
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/sandbox.h"
@@ -95,6 +96,14 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
         report[name] = {{"found", true}, {"path", lib->first}, {"version", lib->second}};
       else
         report[name] = {{"found", false}};
+    }
+    // The TVM-FFI runtime that upstream-style (tvm-ffi) candidates are built and run with.
+    {
+      std::string why;
+      if (auto t = FindTvmFfi(&why))
+        report["tvm-ffi"] = {{"found", true}, {"path", t->root}, {"version", t->version}};
+      else
+        report["tvm-ffi"] = {{"found", false}, {"reason", why}};
     }
     // The GPU is asked about in a child, as in an evaluation: this process stays CUDA-free.
     ChildOutcome o = RunProbeChild();

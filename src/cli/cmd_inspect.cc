@@ -60,7 +60,9 @@ CommandRunner AddInspectCommand(CLI::App& app) {
     ScratchDir scratch("ptxbench-inspect");
     StaticInspection s = InspectSharedObject(b.shared_object, scratch.path());
     if (o->json) {
-      print_json(s.ToJson());
+      nlohmann::json j = s.ToJson();
+      j["abi"] = ToString(b.abi);  // native, or tvm-ffi (upstream PTXBench's)
+      print_json(j);
     } else if (s.state != "ran") {
       std::cout << "static inspection " << s.state << ": " << s.message << "\n";
     } else {

@@ -216,9 +216,14 @@ void JudgeCandidateChild(const ChildOutcome& c, const std::chrono::seconds timeo
     return;
   }
   if (const json* r = c.First("refused")) {
+    // A tvm-ffi candidate's non-zero return is an error it raised: that says why.
+    std::string what = r->contains("raised")
+                           ? r->value("raised", "") + " (the tvm-ffi call returned " +
+                                 std::to_string(r->value("rc", 0)) + ")"
+                           : "run returned " + std::to_string(r->value("rc", 0)) +
+                                 " (non-zero: refused the shape)";
     v->Set(Status::kRuntimeError, "",
-           "run returned " + std::to_string(r->value("rc", 0)) + " (non-zero: refused the shape)" +
-               TrialName(*r) +
+           what + TrialName(*r) +
                (r->contains("cuda_error") ? " after a failed CUDA call: " + r->value("message", "")
                                           : ""));
     return;
@@ -606,6 +611,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
              {"family", family.Name()},
              {"axes", axes},
              {"shared_object", candidate.spec.at("shared_object")},
+             {"abi", candidate.spec.value("abi", std::string("native"))},
              {"warmup", warmup},
              {"iterations", iterations},
              {"buffer_sets", sets},
@@ -1032,9 +1038,12 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
 
   // --- the candidate file ---
   std::string source = ReadFile(req.kernel_path);
+  // Which entry point the candidate declares (task/abi.h): ours, or upstream's tvm-ffi one.
+  const CandidateAbi abi = DetectCandidateAbi(source);
   rec.candidate = {{"path", ValidUtf8(req.kernel_path)},
                    {"sha256", Sha256Hex(source)},
-                   {"bytes", source.size()}};
+                   {"bytes", source.size()},
+                   {"abi", ToString(abi)}};
 
   // --- screen ---
   stage("screen", "the source against the rules");
@@ -1078,7 +1087,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   try {
     ElfInfo elf = ReadElfInfo(build.shared_object);
     rec.build["needed"] = elf.needed;
-    std::vector<std::string> forbidden = ForbiddenDependencies(elf);
+    std::vector<std::string> forbidden = ForbiddenDependencies(elf, abi == CandidateAbi::kTvmFfi);
     if (!forbidden.empty()) {
       std::string list = Join(forbidden);
       v.Set(Status::kRuleViolation, "forbidden_library",
@@ -1086,9 +1095,12 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
                 " (only the CUDA runtime/driver and the C/C++ runtime are allowed)");
       return finish();
     }
-    if (!ExportsFunction(elf, "run")) {
+    if (!ExportsFunction(elf, EntrySymbol(abi))) {
       v.Set(Status::kCompileError, "",
-            "the shared object does not export `" + family.Signature() + "`");
+            abi == CandidateAbi::kTvmFfi
+                ? "the shared object does not export `run` the TVM-FFI way (no symbol "
+                  "__tvm_ffi_run from TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...))"
+                : "the shared object does not export `" + family.Signature() + "`");
       return finish();
     }
   } catch (const Error& e) {
@@ -1183,7 +1195,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   cc.spec = {
       {"role", "candidate"}, {"family", family.Name()},   {"axes", axes},
       {"seeds", seeds},      {"out_dir", scratch.path()}, {"shared_object", build.shared_object},
-      {"arch", req.arch}};
+      {"arch", req.arch},    {"abi", ToString(abi)}};
   cc.work_dir = scratch.path();
   cc.confine = true;
   cc.spec["kernels"] = true;  // the launched kernels, held against the other children's

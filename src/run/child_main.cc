@@ -165,7 +165,7 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
     }
   }
   std::set<std::string> objects_before = LoadedObjects();
-  void* run = LoadCandidateRun(spec, out);
+  CandidateEntry run = LoadCandidateRun(spec, out);
   if (!run) return;
 
   for (size_t n = 0; n < seeds.size(); ++n) {
@@ -181,8 +181,9 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
     out.Send({{"event", "call_started"}, {"seed", seed}});
     auto t_call = Clock::now();
     int rc = 0;
+    std::string raised;  // what a tvm-ffi candidate raised
     try {
-      rc = family->CallCandidate(run, b.tensors, axes, stream);
+      rc = family->Call(run, b.tensors, axes, stream, &raised);
     } catch (const std::exception& e) {
       out.Send({{"event", "error"},
                 {"stage", "call"},
@@ -202,6 +203,8 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
       cudaError_t pending = cudaGetLastError();
       cudaDeviceSynchronize();
       json refused = {{"event", "refused"}, {"seed", seed}, {"rc", rc}};
+      // A tvm-ffi candidate has no return code: its non-zero is an error it raised.
+      if (!raised.empty()) refused["raised"] = raised;
       if (pending != cudaSuccess) {
         refused["cuda_error"] = cudaGetErrorName(pending);
         refused["message"] =
@@ -270,6 +273,15 @@ int ChildMain(int argc, char** argv) {
       } catch (const std::exception& e) {
         out.Send({{"event", "kernels_unavailable"}, {"reason", e.what()}});
       }
+    }
+    // Loading alone, before any GPU is asked for: that a candidate's object, and what it
+    // links (the tvm-ffi runtime's copy beside it), load in a confined child. For tests: a
+    // machine without a GPU checks the confinement of loading this way.
+    if (role == "load_check") {
+      CandidateEntry entry = LoadCandidateRun(spec, out);
+      if (entry) out.Send({{"event", "loaded"}, {"abi", ToString(entry.abi)}});
+      out.Send({{"event", "done"}});
+      return 0;
     }
     if (!ProbeDevice(out)) {
       out.Send({{"event", "done"}});

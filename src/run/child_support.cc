@@ -241,8 +241,16 @@ nlohmann::json DeviceInfo() {
           {"runtime_version", runtime}};
 }
 
-void* LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) {
+CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) {
   const std::string shared_object = spec.at("shared_object");
+  CandidateEntry entry;
+  const std::string abi_name = spec.value("abi", std::string("native"));
+  if (auto abi = ParseCandidateAbi(abi_name)) {
+    entry.abi = *abi;
+  } else {
+    out.Send({{"event", "error"}, {"stage", "load"}, {"message", "unknown ABI " + abi_name}});
+    return entry;
+  }
   // The last moment the harness alone owns this process: lock it down before the candidate's
   // constructors run. Landlock, the namespaces and the user were set before exec; what a
   // process can only do to itself comes here.
@@ -265,14 +273,36 @@ void* LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) {
   if (!handle) {
     const char* why = ::dlerror();
     out.Send({{"event", "error"}, {"stage", "load"}, {"message", why ? why : "dlopen failed"}});
-    return nullptr;
+    return entry;
   }
-  void* run = ::dlsym(handle, "run");
-  if (!run)
+  const std::string symbol = EntrySymbol(entry.abi);
+  void* run = ::dlsym(handle, symbol.c_str());
+  if (!run) {
     out.Send({{"event", "error"},
               {"stage", "load"},
-              {"message", "the shared object has no symbol `run`"}});
-  return run;
+              {"message", "the shared object has no symbol `" + symbol + "`"}});
+    return entry;
+  }
+  if (entry.abi == CandidateAbi::kTvmFfi) {
+    // dlsym on the candidate's handle searches it and then its dependencies: the
+    // libtvm_ffi.so it was loaded with, whose environment stream its TVMFFIEnvGetStream reads.
+    std::string missing;
+    auto find = [&](void** slot, const char* name) {
+      *slot = ::dlsym(handle, name);
+      if (!*slot) missing += std::string(missing.empty() ? "" : ", ") + name;
+    };
+    find(&entry.env_set_stream, "TVMFFIEnvSetStream");
+    find(&entry.error_move_from_raised, "TVMFFIErrorMoveFromRaised");
+    find(&entry.object_dec_ref, "TVMFFIObjectDecRef");
+    if (!missing.empty()) {
+      out.Send({{"event", "error"},
+                {"stage", "load"},
+                {"message", "the TVM-FFI runtime the candidate loaded lacks " + missing}});
+      return CandidateEntry{};
+    }
+  }
+  entry.run = run;
+  return entry;
 }
 
 std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream) {

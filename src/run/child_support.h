@@ -43,11 +43,14 @@ std::vector<DeviceTensor> Combine(const Buffers& inputs, const Buffers& outputs)
 void WriteBytes(const std::string& path, const void* data, size_t bytes);
 // The "device" message: name, compute capability, SM count, L2, clocks, PCI bus id, UUID.
 nlohmann::json DeviceInfo();
-// Loads the candidate's shared object and finds `run`; nullptr after telling the parent
-// (an "error" message at stage "load") when either fails.
+// Loads the candidate's shared object and finds its entry point by the spec's "abi"
+// (task/abi.h; absent: "native"): `run`, or for "tvm-ffi" `__tvm_ffi_run` and the TVM-FFI
+// functions the call needs (TVMFFIEnvSetStream, ...), looked up through the candidate's own
+// handle, i.e. in the libtvm_ffi.so it was linked with. An empty entry after telling the
+// parent (an "error" message at stage "load") when any of it fails.
 // A spec with "confine" first locks the process down (no dumping, the seccomp filter) and
 // reports the protections it runs under, before the candidate's code is mapped.
-void* LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out);
+CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out);
 // One checksum per input tensor, in ABI order. Synchronizes `stream`.
 std::vector<uint64_t> InputChecksums(const Buffers& b, Stream stream);
 // Writes every output tensor of `b` to out_dir/<prefix>_<name>.out and describes the files.

@@ -1,5 +1,7 @@
 #include "run/children.h"
 
+#include "build/tvm_ffi.h"
+#include "common/error.h"
 #include "common/files.h"
 #include "common/sandbox.h"
 #include "common/strings.h"
@@ -48,6 +50,16 @@ ChildOutcome RunChild(const ChildRequest& r) {
     if (spec.contains("shared_object"))
       spec["shared_object"] =
           CopyIntoChildFolder(spec["shared_object"], o.folder, "candidate.so", policy);
+    // A tvm-ffi candidate (task/abi.h) needs the TVM-FFI runtime: a copy beside its own, which
+    // its run path names first ($ORIGIN), so that the sandbox's user loads it wherever our
+    // tree lies; and the folder itself readable, for the path after $ORIGIN.
+    if (spec.value("abi", std::string()) == "tvm-ffi") {
+      std::string why;
+      auto tvm_ffi = FindTvmFfi(&why);
+      if (!tvm_ffi) throw EnvironmentError("the TVM-FFI runtime is missing: " + why);
+      CopyIntoChildFolder(tvm_ffi->library, o.folder, "libtvm_ffi.so", policy);
+      policy.read_paths.push_back(tvm_ffi->root);
+    }
     spec["out_dir"] = o.folder;
     spec["confine"] = {{"seccomp", true}, {"allow_inet", r.allow_inet}};
     executable = SandboxedExecutable(executable);

@@ -4,8 +4,12 @@
 #include <algorithm>
 #include <vector>
 
+#include "build/nvcc.h"
+#include "build/tvm_ffi.h"
 #include "common/files.h"
+#include "common/subprocess.h"
 #include "run/channel.h"
+#include "run/children.h"
 #include "run/device_ops.h"
 #include "run/memcheck.h"
 #include "run/reference_cache.h"
@@ -124,6 +128,48 @@ TEST(ReferenceCache, StoresAndFindsEntriesBySeed) {
   EXPECT_FALSE(cache.Lookup(gemm, axes, 2).has_value());
   EXPECT_FALSE(cache.Lookup(gemm, {{"M", 2}, {"N", 3}, {"K", 5}}, 1).has_value());
   EXPECT_NE(cache.Key(gemm, axes, 1), cache.Key(gemm, axes, 2));
+}
+
+// An upstream-style (tvm-ffi) candidate loads in a confined child (dropped user, Landlock,
+// seccomp), with the copy of libtvm_ffi.so placed beside it found through its run path's
+// $ORIGIN, and its entry point and the runtime's functions resolved. No GPU needed.
+TEST(ConfinedLoad, AnUpstreamCandidateLoadsWithItsRuntime) {
+  const char* bin = std::getenv("PTXBENCH_BIN");
+  if (!bin || !FileExists(bin)) GTEST_SKIP() << "the ptxbench binary is not built";
+  if (!FindProgram("nvcc")) GTEST_SKIP() << "nvcc not found";
+  std::string why;
+  auto tvm_ffi = FindTvmFfi(&why);
+  if (!tvm_ffi) GTEST_SKIP() << "no TVM-FFI runtime: " << why;
+  ScratchDir dir("confined-load-test");
+  BuildOptions bo;
+  bo.cache_dir = dir.File("cache");
+  BuildResult b = BuildCandidate(
+      ReadFile(std::string(PTXBENCH_SOURCE_DIR) + "/controls/upstream/gemm_tvm_ffi.cu"), bo);
+  ASSERT_EQ(b.outcome, BuildOutcome::kBuilt) << b.log;
+  ChildRequest r;
+  r.spec = {{"role", "load_check"}, {"shared_object", b.shared_object}, {"abi", "tvm-ffi"}};
+  r.work_dir = dir.path();
+  r.name = "candidate";
+  r.confine = true;
+  r.executable = bin;
+  r.timeout = std::chrono::seconds(120);
+  ChildOutcome o = RunChild(r);
+  const nlohmann::json* loaded = o.First("loaded");
+  ASSERT_NE(loaded, nullptr) << o.exit.Describe() << "\n"
+                             << (o.First("error") ? o.First("error")->dump() : "") << "\n"
+                             << o.log_tail;
+  EXPECT_EQ((*loaded)["abi"], "tvm-ffi");
+  EXPECT_TRUE(FileExists(o.folder + "/libtvm_ffi.so"));
+  EXPECT_EQ(o.sandbox.value("state", ""), "on");
+  // Loaded as a native candidate it does not load: that child is given no TVM-FFI runtime
+  // (no copy, no readable folder), and the object has no `run` anyway.
+  r.spec["abi"] = "native";
+  r.name = "native";
+  ChildOutcome n = RunChild(r);
+  EXPECT_EQ(n.First("loaded"), nullptr);
+  ASSERT_NE(n.First("error"), nullptr) << n.log_tail;
+  EXPECT_EQ(n.First("error")->value("stage", ""), "load") << n.First("error")->dump();
+  EXPECT_FALSE(FileExists(n.folder + "/libtvm_ffi.so"));
 }
 
 }  // namespace

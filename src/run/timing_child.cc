@@ -422,7 +422,7 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
 
   // --- the candidate, in a process that holds no vendor library ---
   std::set<std::string> objects_before = LoadedObjects();
-  void* run = LoadCandidateRun(spec, out);
+  CandidateEntry run = LoadCandidateRun(spec, out);
   if (!run) return;
   json clocks = {{"before", clock_sample()}};
   std::vector<Buffers> kept =
@@ -432,7 +432,7 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
   sampler.Start();
   out.Send({{"event", "call_started"}, {"phase", "candidate"}});
   Call candidate_call = [&](const std::vector<DeviceTensor>& t, Stream s) {
-    return family->CallCandidate(run, t, axes, s);
+    return family->Call(run, t, axes, s);
   };
   PhaseOptions o{"candidate", warmup, iterations, seed_base, true, {}, nullptr, &kept};
   bool ok = session.Loop(o, session.sets(), candidate_call);

@@ -137,6 +137,14 @@ constexpr ScreenRule kRules[] = {
     {K::kIdentifier, "_dl_open", "run-time loading"},
     {K::kIdentifier, "_dl_sym", "run-time loading"},
     {K::kIdentifier, "_dl_vsym", "run-time loading"},
+    // The TVM-FFI runtime that upstream-style (tvm-ffi) candidates link loads libraries too:
+    // a module from a file (dlopen inside libtvm_ffi.so), or a global function by name (its
+    // registry holds the module loader), so neither is for a kernel.
+    {K::kIdentifier, "LoadFromFile", "run-time loading"},
+    {K::kIdentifier, "GetGlobal", "run-time loading"},
+    {K::kIdentifier, "GetGlobalRequired", "run-time loading"},
+    {K::kIdentifier, "TVMFFIFunctionGetGlobal", "run-time loading"},
+    {K::kIdentifier, "TVMFFIEnvModLookupFromImports", "run-time loading"},
     // `#pragma comment(lib, "cublas")` asks the linker for a library (MSVC,
     // and clang with lld on ELF through .deplibs).
     {K::kPragma, "comment", "linker directive"},

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/files.h"
+
 namespace ptxbench {
 namespace {
 
@@ -633,6 +635,46 @@ y" /* open)src";
   }
   EXPECT_EQ(out.find_first_of("abdefsxy"), std::string::npos) << out;
   EXPECT_NE(out.find('g'), std::string::npos) << out;
+}
+
+// ---------------------------------------------------------------------------
+// Upstream PTXBench's candidates (the tvm-ffi ABI): their headers pass, the library rules
+// stand, and the runtime's own ways to load a library are refused.
+
+std::string UpstreamControl(const std::string& name) {
+  return ReadFile(std::string(PTXBENCH_SOURCE_DIR) + "/controls/upstream/" + name);
+}
+
+TEST(ScreenUpstreamTest, UpstreamControlsPass) {
+  EXPECT_TRUE(Passes(UpstreamControl("gemm_tvm_ffi.cu")));
+  EXPECT_TRUE(Passes(UpstreamControl("mha_with_lse_tvm_ffi.cu")));
+  EXPECT_TRUE(
+      Passes("#include <tvm/ffi/tvm_ffi.h>\n"
+             "#include <tvm/ffi/extra/c_env_api.h>\n"
+             "#include <tvm/ffi/container/tensor.h>\n"
+             "#include <tvm/ffi/function.h>\n"
+             "#include <tvm/ffi/error.h>\n"
+             "#include <dlpack/dlpack.h>\n"));
+}
+
+TEST(ScreenUpstreamTest, VendorLibrariesAreStillForbidden) {
+  const std::string upstream = "#include <tvm/ffi/tvm_ffi.h>\n";  // line 1
+  EXPECT_TRUE(FindsOne(upstream + "#include <cublas_v2.h>\n", 2, "cuBLAS"));
+  EXPECT_TRUE(FindsOne(upstream + "void run(tvm::ffi::TensorView A) { cublasLtMatmul(h); }\n", 2,
+                       "cuBLASLt"));
+  EXPECT_TRUE(FindsOne(upstream + "#include <cutlass/gemm/device/gemm.h>\n", 2, "CUTLASS"));
+}
+
+TEST(ScreenUpstreamTest, TheRuntimesLibraryLoadingIsRefused) {
+  const std::string upstream = "#include <tvm/ffi/extra/module.h>\n";  // line 1
+  EXPECT_TRUE(FindsOne(upstream + "auto m = tvm::ffi::Module::LoadFromFile(path);\n", 2,
+                       "run-time loading"));
+  EXPECT_TRUE(FindsOne(upstream + "auto f = tvm::ffi::Function::GetGlobal(name);\n", 2,
+                       "run-time loading"));
+  EXPECT_TRUE(FindsOne(upstream + "auto f = tvm::ffi::Function::GetGlobalRequired(name);\n", 2,
+                       "run-time loading"));
+  EXPECT_TRUE(
+      FindsOne(upstream + "TVMFFIFunctionGetGlobal(&name, &out);\n", 2, "run-time loading"));
 }
 
 }  // namespace

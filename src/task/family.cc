@@ -2,6 +2,7 @@
 
 #include "task/attention.h"
 #include "task/gemm.h"
+#include "task/tvm_ffi_call.h"
 
 namespace ptxbench {
 
@@ -12,6 +13,13 @@ int64_t TensorSpec::Elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+int Family::Call(const CandidateEntry& entry, const std::vector<DeviceTensor>& tensors,
+                 const Axes& axes, Stream stream, std::string* error) const {
+  if (error) error->clear();
+  if (entry.abi == CandidateAbi::kTvmFfi) return CallTvmFfi(entry, tensors, stream, error);
+  return CallCandidate(entry.run, tensors, axes, stream);
 }
 
 std::vector<const Family*> AllFamilies() {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "task/abi.h"
 #include "task/expression.h"
 
 struct CUstream_st;  // cudaStream_t without the CUDA headers
@@ -74,6 +75,12 @@ class Family {
   // Calls the candidate's `run` (a function pointer from dlsym) with the tensors.
   virtual int CallCandidate(void* run_symbol, const std::vector<DeviceTensor>& tensors,
                             const Axes& axes, Stream stream) const = 0;
+  // Calls the candidate through its ABI (task/abi.h): native through CallCandidate above;
+  // tvm-ffi with one DLTensor per tensor, in Tensors() order, on `stream` as the TVM-FFI
+  // environment stream (task/tvm_ffi_call.h). Non-zero: the candidate refused (native) or
+  // raised an error (tvm-ffi); `error`, when given, then says what it raised ("" for native).
+  int Call(const CandidateEntry& entry, const std::vector<DeviceTensor>& tensors, const Axes& axes,
+           Stream stream, std::string* error = nullptr) const;
 };
 
 const Family* FindFamily(std::string_view name);

@@ -91,6 +91,8 @@ class Controls : public ::testing::Test {
             std::string::npos)
             << file << ": " << e.record["message"];
       EXPECT_EQ(e.exit_code, v["status"] == "PASSED" ? 0 : 1) << file;
+      // The entry point's ABI (native, or upstream's tvm-ffi), for the controls that state one.
+      if (v.contains("abi")) EXPECT_EQ(e.record["candidate"]["abi"], v["abi"]) << file;
       std::string status = v["status"];
       if (status == "RUNTIME_ERROR" || status == "TIMEOUT") {
         // The memory checker's report travels with a crash or hang even when it explains
@@ -228,6 +230,10 @@ TEST_F(Controls, EachGetsItsVerdict) {
 // traps (causal alignment, log2 LSE, the missing rowsum(dO∘O) term), a refused head dimension
 // and a failed workspace allocation.
 TEST_F(Controls, AttentionControlsGetTheirVerdicts) { ExpectVerdicts("attention", 8); }
+
+// Kernels written for upstream PTXBench (the tvm-ffi ABI), judged unchanged: a GEMM for the
+// headline task and an attention forward with LSE.
+TEST_F(Controls, UpstreamControlsGetTheirVerdicts) { ExpectVerdicts("upstream", 2); }
 
 // Attention at the headline shapes, timed against cuDNN in the same run. The backward's timed
 // inputs are derived from a base per buffer set (Family::MakeTimedInputs), and the re-checked
