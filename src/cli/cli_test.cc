@@ -530,6 +530,23 @@ TEST(Cli, FixitMineRefusesABadTurnRangeBeforeClearingAnything) {
   EXPECT_TRUE(FileExists(work + "/repairs.json")) << "--overwrite cleared before the check";
 }
 
+// The store's commands in both builds: with SQLite they import; without it they say so in
+// one line and exit 3 (the options are parsed either way, so they must outlive parsing).
+TEST(Cli, ImportSaysWhenTheBuildHasNoStore) {
+  ScratchDir dir("cli-import-lean");
+  std::string runs = dir.File("runs"), db = dir.File("store.db");
+  MakeDirs(runs);
+  CommandResult r = Ptxbench({"import", runs, "--db", db});
+#ifdef PTXBENCH_HAVE_SQLITE
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_TRUE(FileExists(db)) << r.output;
+#else
+  EXPECT_EQ(r.exit.code, 3) << r.output;
+  EXPECT_NE(r.output.find("built without SQLite"), std::string::npos) << r.output;
+  EXPECT_FALSE(FileExists(db));
+#endif
+}
+
 int FreeLoopbackPort() {
   int s = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

@@ -28,8 +28,9 @@ CommandRunner AddImportCommand(CLI::App& app) {
       ->envname("PTXBENCH_DB")
       ->capture_default_str();
 #ifndef PTXBENCH_HAVE_SQLITE
-  // Built without SQLite (not found, or -DPTXBENCH_WITH_SQLITE=OFF): one line, exit 3.
-  return []() -> int {
+  // Built without SQLite (not found, or -DPTXBENCH_WITH_SQLITE=OFF): one line, exit 3. The
+  // runner still owns the options: CLI11 writes into them while parsing.
+  return [o]() -> int {
     throw EnvironmentError(
         "this ptxbench was built without SQLite: no results store to import into (rebuild "
         "with SQLite's headers, libsqlite3-dev)");
