@@ -46,6 +46,13 @@ class ChatProvider {
   virtual ~ChatProvider() = default;
   // One completion of `messages`. Thread-safe: trajectories call it concurrently.
   virtual ChatReply Complete(const std::vector<ChatMessage>& messages) = 0;
+  // The same, for a named trajectory of the loop: a replay of many recorded trajectories
+  // (upstream.h) answers each from its own; a model needs no name.
+  virtual ChatReply CompleteFor(const std::string& trajectory_id,
+                                const std::vector<ChatMessage>& messages) {
+    (void)trajectory_id;
+    return Complete(messages);
+  }
   virtual std::string Describe() const = 0;  // "openai gpt-x at https://…", no secrets
 };
 

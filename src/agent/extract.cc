@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "task/abi.h"
+
 namespace ptxbench {
 
 namespace {
@@ -306,7 +308,9 @@ Extraction ExtractKernel(const std::string& reply) {
   std::vector<std::string> other_tags_with_run;  // rejected tags whose block defines run
   const Block* chosen = nullptr;
   for (const Block& b : blocks) {
-    bool defines = DefinesRun(b.code);
+    // Upstream's entry point (TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...)) counts as well: such
+    // kernels are judged as they are (task/abi.h).
+    bool defines = DefinesRun(b.code) || DetectCandidateAbi(b.code) == CandidateAbi::kTvmFfi;
     if (AcceptedTag(b.tag)) {
       ++accepted_tag;
       if (defines) {

@@ -50,6 +50,21 @@ TEST(Extract, ALaterBlockWithoutRunDoesNotDisplaceTheKernel) {
   EXPECT_EQ(ex.candidates, 1);
 }
 
+// Upstream PTXBench's entry point: a TVM-FFI export of run, no extern "C" (judged as it is).
+TEST(Extract, AnUpstreamTvmFfiKernelCounts) {
+  const std::string tvm =
+      "#include <tvm/ffi/tvm_ffi.h>\n"
+      "void gemm(tvm::ffi::TensorView A, tvm::ffi::TensorView B, tvm::ffi::TensorView C) {}\n"
+      "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, gemm);\n";
+  Extraction ex = ExtractKernel("Upstream style:\n" + Fenced("cuda", tvm));
+  ASSERT_TRUE(ex.found) << ex.message;
+  EXPECT_EQ(ex.code, tvm);
+  // The export only in a comment is no entry point.
+  Extraction commented = ExtractKernel(
+      Fenced("cuda", "// TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, gemm);\nvoid gemm() {}\n"));
+  EXPECT_FALSE(commented.found);
+}
+
 TEST(Extract, AcceptsTheCodeTagsCaseInsensitivelyAndUntagged) {
   for (const char* tag : {"cuda", "CUDA", "Cuda", "cu", "cpp", "C++", "c++", ""}) {
     Extraction ex = ExtractKernel(Fenced(tag, kRun));

@@ -209,13 +209,14 @@ class Runner {
     MakeDirs(o_.run_dir + "/" + kernel_dir);
     MakeDirs(o_.run_dir + "/" + eval_dir);
     int ran = 0;
-    while (t.SpentTurns() < o_.turns) {
+    const int limit = task.turns > 0 ? task.turns : o_.turns;
+    while (t.SpentTurns() < limit) {
       auto t0 = Clock::now();
       TurnRecord turn;
       turn.turn = t.SpentTurns() + 1;
       std::vector<ChatMessage> context = ContextFor(t, o_.context);
       auto tm = Clock::now();
-      ChatReply reply = model_.Complete(context);
+      ChatReply reply = model_.CompleteFor(t.id, context);
       turn.model_seconds = SecondsSince(tm);
       turn.usage = reply.usage;
       turn.attempts = reply.attempts;
@@ -305,7 +306,7 @@ class Runner {
           (o_.stop_when && record.is_object() && o_.stop_when(record));
       if (reached)
         t.exit_status = "target_reached";
-      else if (t.SpentTurns() >= o_.turns)
+      else if (t.SpentTurns() >= limit)
         t.exit_status = "turn_limit";
       Save(t, record);
       NoteOverhead(turn.overhead_seconds);

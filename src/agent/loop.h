@@ -51,6 +51,9 @@ struct RunTask {
   // not this model's: fixit repair seeds a teacher with a failed turn); the model's own turns
   // follow and are counted from 1.
   std::vector<ChatMessage> seed;
+  // This trajectory's turn limit; 0: AgentOptions::turns (a replay of upstream's trajectories
+  // runs each for as many turns as it had).
+  int turns = 0;
 };
 
 struct AgentOptions {

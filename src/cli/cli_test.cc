@@ -547,6 +547,69 @@ TEST(Cli, ImportSaysWhenTheBuildHasNoStore) {
 #endif
 }
 
+// An upstream experiment folder (trajectories/exp_*.json, kernels/exp_*/kernel_t<N>.cu), made
+// from our upstream-style GEMM control: turn 1 does not compile, turn 2 is the control.
+std::string UpstreamExperimentFolder(const ScratchDir& dir) {
+  std::string root = dir.File("upstream-exp");
+  MakeDirs(root + "/trajectories");
+  MakeDirs(root + "/kernels/exp_007");
+  nlohmann::json observation = {
+      {"role", "user"}, {"content", "ok"}, {"extra", {{"returncode", 0}, {"all_passed", true}}}};
+  nlohmann::json t = {{"trajectory_format", "mini-swe-agent-1.1"},
+                      {"info", {{"exit_status", "Submitted"}}},
+                      {"messages",
+                       {{{"role", "system"}, {"content", "upstream system prompt"}},
+                        {{"role", "user"}, {"content", "Implement gemm_n128_k2048."}},
+                        {{"role", "assistant"}, {"content", "first"}},
+                        observation,
+                        {{"role", "assistant"}, {"content", "second"}},
+                        observation}}};
+  WriteFileAtomic(root + "/trajectories/exp_007.json", t.dump());
+  std::string control = ReadFile(Src() + "/controls/upstream/gemm_tvm_ffi.cu");
+  WriteFileAtomic(root + "/kernels/exp_007/kernel_t1.cu", control + "\nthis does not compile\n");
+  WriteFileAtomic(root + "/kernels/exp_007/kernel_t2.cu", control);
+  return root;
+}
+
+// Upstream's trajectories judged again by our layers: every turn's kernel through the loop,
+// upstream's prompt and verdicts kept; `import` does the same into the store.
+TEST(Cli, AnUpstreamExperimentIsJudgedAgainTurnByTurn) {
+  if (!HaveNvcc()) GTEST_SKIP() << "judging the turns needs nvcc";
+  ScratchDir dir("cli-upstream");
+  std::string exp = UpstreamExperimentFolder(dir), out = dir.File("run");
+  CommandResult bad = Ptxbench({"run", "--upstream", exp, "--model", "x", "--out", out});
+  EXPECT_EQ(bad.exit.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--upstream"), std::string::npos) << bad.output;
+  EXPECT_FALSE(FileExists(out + "/run.json"));
+
+  // Without a GPU turn 2 cannot be judged: the run stops there, interrupted (exit 3).
+  CommandResult r = Ptxbench({"run", "--upstream", exp, "--out", out, "--quiet"});
+  EXPECT_TRUE(r.exit.code == 0 || r.exit.code == 3) << r.output;
+  auto run = nlohmann::json::parse(ReadFile(out + "/run.json"));
+  EXPECT_EQ(run["model"]["provider"], "upstream-replay");
+  EXPECT_EQ(run["upstream"]["trajectories"]["exp_007"]["task"], "gemm_n128_k2048");
+  EXPECT_EQ(run["upstream"]["trajectories"]["exp_007"]["turns"].size(), 2u);
+  auto t = nlohmann::json::parse(ReadFile(out + "/trajectories/exp_007-0.json"));
+  EXPECT_EQ(t["messages"][0]["content"], "upstream system prompt");
+  ASSERT_GE(t["info"]["turns"].size(), 2u);
+  EXPECT_EQ(t["info"]["turns"][0]["outcome"], "compile");
+  std::string second = t["info"]["turns"][1]["outcome"];
+  EXPECT_TRUE(second == "infra" || second == "verified" || second == "correct") << second;
+  auto record = nlohmann::json::parse(
+      ReadFile(out + "/" + t["info"]["turns"][1]["evaluation_file"].get<std::string>()));
+  EXPECT_EQ(record["candidate"]["abi"], "tvm-ffi");
+
+#ifdef PTXBENCH_HAVE_SQLITE
+  std::string db = dir.File("results/store.db");
+  CommandResult im = Ptxbench({"import", exp, "--db", db});
+  EXPECT_NE(im.output.find("an upstream experiment"), std::string::npos) << im.output;
+  EXPECT_TRUE(FileExists(dir.File("results/upstream/upstream-exp/run.json"))) << im.output;
+  CommandResult rep = Ptxbench({"report", "--db", db, "--include-unfinished", "--no-published"});
+  EXPECT_EQ(rep.exit.code, 0) << rep.output;
+  EXPECT_NE(rep.output.find("gemm_n128_k2048"), std::string::npos) << rep.output;
+#endif
+}
+
 int FreeLoopbackPort() {
   int s = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

@@ -3,8 +3,12 @@
 #include <cstdio>
 #include <memory>
 
+#include <filesystem>
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/files.h"
+
+#include "agent/upstream.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include "store/import.h"
 #include "store/store.h"
@@ -18,6 +22,7 @@ CommandRunner AddImportCommand(CLI::App& app) {
   struct Options {
     std::vector<std::string> paths;
     std::string db = DefaultStorePath();
+    std::string tasks_dir, upstream_out;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("import", "Put run folders and records into the store");
@@ -27,6 +32,12 @@ CommandRunner AddImportCommand(CLI::App& app) {
   cmd->add_option("--db", o->db, "The results store (SQLite)")
       ->envname("PTXBENCH_DB")
       ->capture_default_str();
+  cmd->add_option("--upstream-out", o->upstream_out,
+                  "Where an upstream experiment folder is judged again, a run folder per "
+                  "experiment (default: upstream/ beside the store)");
+  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
+      ->envname("PTXBENCH_TASKS")
+      ->check(CLI::ExistingDirectory);
 #ifndef PTXBENCH_HAVE_SQLITE
   // Built without SQLite (not found, or -DPTXBENCH_WITH_SQLITE=OFF): one line, exit 3. The
   // runner still owns the options: CLI11 writes into them while parsing.
@@ -37,9 +48,33 @@ CommandRunner AddImportCommand(CLI::App& app) {
   };
 #else
   return [o]() {
+    // Importing makes the store, its folder too (results/ on a fresh checkout).
+    std::string db_folder = std::filesystem::path(o->db).parent_path().string();
+    if (!db_folder.empty()) MakeDirs(db_folder);
     auto store = ResultsStore::Open(o->db);
     int problems = 0;
     for (const std::string& p : o->paths) {
+      if (IsUpstreamExperiment(p)) {
+        // Upstream's verdicts are not ours to copy: every turn's kernel is judged again by our
+        // layers (the replay of `run --upstream`), and that run goes into the store.
+        namespace fs = std::filesystem;
+        std::string base = o->upstream_out.empty()
+                               ? (fs::path(o->db).parent_path() / "upstream").string()
+                               : o->upstream_out;
+        if (base.empty()) base = "upstream";
+        std::string name = fs::path(p).lexically_normal().filename().string();
+        if (name.empty() || name == ".") name = fs::absolute(p).parent_path().filename().string();
+        std::string out = base + "/" + name;
+        MakeDirs(base);
+        std::printf("%s: an upstream experiment; judging every turn again into %s\n", p.c_str(),
+                    out.c_str());
+        std::fflush(stdout);
+        int rc = RejudgeUpstream({p, out, o->db, o->tasks_dir, true});
+        std::printf("%s: judged again (run exit %d); in the store as run %s\n", p.c_str(), rc,
+                    out.c_str());
+        if (rc != 0) ++problems;
+        continue;
+      }
       ImportSummary s = ImportPath(*store, p);
       std::printf(
           "%s: %d runs, %d trajectories, %d turns, %d evaluations; %d malformed, %d "

@@ -1,9 +1,12 @@
 // `ptxbench run [--model NAME] --task T [...]`: the agent loop (agent/loop.h). With no model
 // named it replays the bundled trajectory (agent/replay/default.json) on its task.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "agent/loop.h"
@@ -13,6 +16,7 @@
 #include "agent/provider.h"
 #include "agent/replay.h"
 #include "agent/run_identity.h"
+#include "agent/upstream.h"
 #include "build/nvcc.h"
 #include "cli/commands.h"
 #include "cli/option_checks.h"
@@ -74,18 +78,21 @@ json PackInfo(const std::string& arch, const std::string& variant, const std::st
   return j;
 }
 
+struct RunOptions {
+  std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
+  std::string sanitize = "always", tasks_dir, replay_file, db, evaluator, upstream;
+  std::vector<std::string> tasks;
+  int trajectories = 1, turns = 0, concurrency = 4, timeout = 60;
+  double target_speedup = 0, timing_budget = 8;
+  bool resume = false, overwrite = false, no_timing = false, quiet = false;
+};
+
+int RunWith(RunOptions* o);
+
 }  // namespace
 
 CommandRunner AddRunCommand(CLI::App& app) {
-  struct Options {
-    std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
-    std::string sanitize = "always", tasks_dir, replay_file, db, evaluator;
-    std::vector<std::string> tasks;
-    int trajectories = 1, turns = 0, concurrency = 4, timeout = 60;
-    double target_speedup = 0, timing_budget = 8;
-    bool resume = false, overwrite = false, no_timing = false, quiet = false;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand(
       "run", "The agent loop: a model writes kernels, reads the evaluations, tries again");
   cmd->add_option("--model", o->model,
@@ -93,6 +100,11 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_option("--models", o->models_file, "Models file (default: agent/models.json)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--replay", o->replay_file, "Replay this trajectory file instead of a model");
+  cmd->add_option("--upstream", o->upstream,
+                  "Judge an upstream PTXBench experiment folder again: replay each of its "
+                  "trajectories (trajectories/exp_*.json, kernels/exp_*/kernel_t<N>.cu) turn by "
+                  "turn through our layers")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--task", o->tasks, "Task definitions (repeatable; default: the replay's)");
   cmd->add_option("--workload", o->workload, "Workload (default: each task's headline)");
   cmd->add_option("--trajectories", o->trajectories, "Trajectories per task")
@@ -141,191 +153,243 @@ CommandRunner AddRunCommand(CLI::App& app) {
                   "instead of the local GPU")
       ->check(ServiceUrl());
 
-  return [o]() {
-    Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
-    std::unique_ptr<ChatProvider> provider;
-    json model_info;
-    std::string default_task, model_name;
-    bool replay = o->model.empty();
-    if (!o->model.empty() && !o->replay_file.empty())
-      throw UsageError("--model and --replay exclude each other");
-    if (o->model.empty()) {
-      std::string file =
-          o->replay_file.empty() ? DefaultReplayFile() : ResolveReplayFile(o->replay_file);
-      auto r = ReplayProvider::Load(file, PTXBENCH_SOURCE_DIR);
+  return [o]() { return RunWith(o.get()); };
+}
+
+int RejudgeUpstream(const UpstreamRejudge& r) {
+  RunOptions o;
+  o.upstream = r.folder;
+  o.out = r.out;
+  o.db = r.db;
+  o.tasks_dir = r.tasks_dir;
+  o.quiet = r.quiet;
+  // Again into the same folder: what was judged before is kept (idempotent, as import is).
+  o.resume = FileExists(r.out + "/run.json");
+  return RunWith(&o);
+}
+
+namespace {
+
+int RunWith(RunOptions* o) {
+  Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
+  std::unique_ptr<ChatProvider> provider;
+  json model_info;
+  std::string default_task, model_name;
+  bool replay = o->model.empty();  // upstream's too: a replay reads no prompt
+  if (!o->model.empty() && !o->replay_file.empty())
+    throw UsageError("--model and --replay exclude each other");
+  std::optional<UpstreamExperiment> upstream;
+  if (!o->upstream.empty()) {
+    if (!o->model.empty() || !o->replay_file.empty())
+      throw UsageError("--upstream replays upstream's replies: no --model or --replay with it");
+    if (o->tasks.size() > 1 || o->trajectories != 1)
+      throw UsageError(
+          "--upstream runs each upstream trajectory once; --task names the task only for "
+          "trajectories that name none");
+    upstream = ReadUpstreamExperiment(o->upstream, catalog, o->tasks.empty() ? "" : o->tasks[0]);
+    for (const auto& p : upstream->problems)
+      std::fprintf(stderr, "run: left out %s: %s\n", p.path.c_str(), p.message.c_str());
+    provider = std::make_unique<UpstreamReplayProvider>(*upstream);
+    model_info = {{"name", "upstream"},
+                  {"provider", "upstream-replay"},
+                  {"folder", std::filesystem::absolute(o->upstream).lexically_normal().string()}};
+    model_name = "upstream";
+    size_t most = 0;
+    for (const auto& t : upstream->trajectories) most = std::max(most, t.turns.size());
+    // --turns caps each trajectory; without it each runs as many turns as upstream's had.
+    if (o->turns == 0) o->turns = static_cast<int>(std::min<size_t>(most, 100));
+    o->tasks.clear();
+    for (const auto& t : upstream->trajectories)
+      if (std::find(o->tasks.begin(), o->tasks.end(), t.task) == o->tasks.end())
+        o->tasks.push_back(t.task);
+  } else if (o->model.empty()) {
+    std::string file =
+        o->replay_file.empty() ? DefaultReplayFile() : ResolveReplayFile(o->replay_file);
+    auto r = ReplayProvider::Load(file, PTXBENCH_SOURCE_DIR);
+    default_task = r->task();
+    if (o->turns == 0) o->turns = static_cast<int>(r->turns());
+    model_info = {{"name", "replay"}, {"provider", "replay"}, {"file", file}};
+    model_name = "replay";
+    provider = std::move(r);
+  } else {
+    std::string file = o->models_file.empty()
+                           ? std::string(PTXBENCH_SOURCE_DIR) + "/agent/models.json"
+                           : o->models_file;
+    std::vector<ModelConfig> models = LoadModelConfigs(file);
+    const ModelConfig* m = nullptr;
+    for (const auto& c : models)
+      if (c.name == o->model) m = &c;
+    if (!m) throw UsageError("no model '" + o->model + "' in " + file);
+    if (m->provider == "replay") {
+      auto r = ReplayProvider::Load(ResolveReplayFile(m->file), PTXBENCH_SOURCE_DIR);
       default_task = r->task();
       if (o->turns == 0) o->turns = static_cast<int>(r->turns());
-      model_info = {{"name", "replay"}, {"provider", "replay"}, {"file", file}};
-      model_name = "replay";
       provider = std::move(r);
+      replay = true;  // a replay reads no prompt: no pack by default
     } else {
-      std::string file = o->models_file.empty()
-                             ? std::string(PTXBENCH_SOURCE_DIR) + "/agent/models.json"
-                             : o->models_file;
-      std::vector<ModelConfig> models = LoadModelConfigs(file);
-      const ModelConfig* m = nullptr;
-      for (const auto& c : models)
-        if (c.name == o->model) m = &c;
-      if (!m) throw UsageError("no model '" + o->model + "' in " + file);
-      if (m->provider == "replay") {
-        auto r = ReplayProvider::Load(ResolveReplayFile(m->file), PTXBENCH_SOURCE_DIR);
-        default_task = r->task();
-        if (o->turns == 0) o->turns = static_cast<int>(r->turns());
-        provider = std::move(r);
-        replay = true;  // a replay reads no prompt: no pack by default
-      } else {
-        provider = MakeHttpProvider(*m);
-      }
-      model_info = PublicConfig(*m);
-      model_name = m->name;
+      provider = MakeHttpProvider(*m);
     }
-    if (o->turns == 0) o->turns = 8;
-    if (o->turns < 1 || o->turns > 100) throw UsageError("--turns must be between 1 and 100");
-    if (o->trajectories < 1 || o->trajectories > 10000)
-      throw UsageError("--trajectories must be between 1 and 10000");
-    if (o->concurrency < 1 || o->concurrency > 1024)
-      throw UsageError("--concurrency must be between 1 and 1024");
-    if (o->context != "full" && o->context != "condensed")
-      throw UsageError("unknown --context '" + o->context + "' (full or condensed)");
-    RequireSupportedArch(o->arch);
-    std::string pack = o->pack.empty() ? (replay ? "none" : "full") : o->pack;
-    if (o->tasks.empty() && !default_task.empty()) o->tasks.push_back(default_task);
-    if (o->tasks.empty()) throw UsageError("--task is required");
-    if (o->resume && o->out.empty()) throw UsageError("--resume needs --out (the run to continue)");
-    SanitizeMode sanitize = ParseSanitizeMode(o->sanitize);
-    if (o->evaluator.empty()) FindNvcc("");  // a remote evaluator needs no compiler here
+    model_info = PublicConfig(*m);
+    model_name = m->name;
+  }
+  if (o->turns == 0) o->turns = 8;
+  if (o->turns < 1 || o->turns > 100) throw UsageError("--turns must be between 1 and 100");
+  if (o->trajectories < 1 || o->trajectories > 10000)
+    throw UsageError("--trajectories must be between 1 and 10000");
+  if (o->concurrency < 1 || o->concurrency > 1024)
+    throw UsageError("--concurrency must be between 1 and 1024");
+  if (o->context != "full" && o->context != "condensed")
+    throw UsageError("unknown --context '" + o->context + "' (full or condensed)");
+  RequireSupportedArch(o->arch);
+  std::string pack = o->pack.empty() ? (replay ? "none" : "full") : o->pack;
+  if (o->tasks.empty() && !default_task.empty()) o->tasks.push_back(default_task);
+  if (o->tasks.empty()) throw UsageError("--task is required");
+  if (o->resume && o->out.empty()) throw UsageError("--resume needs --out (the run to continue)");
+  SanitizeMode sanitize = ParseSanitizeMode(o->sanitize);
+  if (o->evaluator.empty()) FindNvcc("");  // a remote evaluator needs no compiler here
 
-    AgentOptions a;
+  AgentOptions a;
+  if (upstream) {
+    for (const auto& t : upstream->trajectories) {
+      const Definition& d = catalog.Find(t.task);
+      RunTask rt{&d, o->workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o->workload),
+                 t.id, t.seed};
+      rt.turns = std::min(static_cast<int>(t.turns.size()), o->turns);
+      a.tasks.push_back(rt);
+    }
+  } else {
     for (const std::string& name : o->tasks) {
       const Definition& d = catalog.Find(name);
       a.tasks.push_back(
           {&d, o->workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o->workload)});
     }
-    a.trajectories = o->trajectories;
-    a.turns = o->turns;
-    if (o->target_speedup > 0) a.target_speedup = o->target_speedup;
-    a.arch = o->arch;
-    a.pack_text = LoadPack(DefaultPacksDir(), o->arch, pack);
-    a.prompts_dir = DefaultPromptsDir();
-    a.context = o->context;
-    a.concurrency = o->concurrency;
-    a.resume = o->resume;
-    a.progress = !o->quiet;
-    a.run_dir = o->out.empty() ? "runs/" + Stamp() + "-" + model_name : o->out;
-    PrepareRunFolder(a.run_dir, o->resume, o->overwrite);
-    a.run_info = {{"model", model_info},
-                  {"tasks", o->tasks},
-                  {"workload", o->workload},
-                  {"trajectories", o->trajectories},
-                  {"turns", o->turns},
-                  {"target_speedup", o->target_speedup > 0 ? json(o->target_speedup) : json()},
-                  {"arch", o->arch},
-                  {"pack", pack},
-                  {"pack_info", PackInfo(o->arch, pack, a.pack_text)},
-                  {"context", o->context},
-                  {"concurrency", o->concurrency},
-                  {"sanitize", o->sanitize},
-                  {"timing", !o->no_timing},
-                  {"timeout", o->timeout},
-                  {"timing_budget", o->timing_budget},
-                  {"ptxbench_version", PTXBENCH_VERSION},
-                  {"ptxbench_commit", PtxbenchCommit()}};
+  }
+  a.trajectories = o->trajectories;
+  a.turns = o->turns;
+  if (o->target_speedup > 0) a.target_speedup = o->target_speedup;
+  a.arch = o->arch;
+  a.pack_text = LoadPack(DefaultPacksDir(), o->arch, pack);
+  a.prompts_dir = DefaultPromptsDir();
+  a.context = o->context;
+  a.concurrency = o->concurrency;
+  a.resume = o->resume;
+  a.progress = !o->quiet;
+  a.run_dir = o->out.empty() ? "runs/" + Stamp() + "-" + model_name : o->out;
+  PrepareRunFolder(a.run_dir, o->resume, o->overwrite);
+  a.run_info = {{"model", model_info},
+                {"tasks", o->tasks},
+                {"workload", o->workload},
+                {"trajectories", o->trajectories},
+                {"turns", o->turns},
+                {"target_speedup", o->target_speedup > 0 ? json(o->target_speedup) : json()},
+                {"arch", o->arch},
+                {"pack", pack},
+                {"pack_info", PackInfo(o->arch, pack, a.pack_text)},
+                {"context", o->context},
+                {"concurrency", o->concurrency},
+                {"sanitize", o->sanitize},
+                {"timing", !o->no_timing},
+                {"timeout", o->timeout},
+                {"timing_budget", o->timing_budget},
+                {"ptxbench_version", PTXBENCH_VERSION},
+                {"ptxbench_commit", PtxbenchCommit()}};
+  if (upstream) a.run_info["upstream"] = UpstreamRunInfo(*upstream);
 
-    Evaluator evaluate = [&, sanitize](const std::string& path, const Definition& def,
-                                       const Workload& wl, const EvaluationTag&) {
-      EvalRequest req;
-      req.kernel_path = path;
-      req.definition = &def;
-      req.workload = &wl;
-      req.arch = o->arch;
-      req.sanitize = sanitize;
-      req.timeout = std::chrono::seconds(o->timeout);
-      req.timing = !o->no_timing;
-      req.timing_budget_s = o->timing_budget;
-      return Evaluate(req).ToJson();
-    };
-    if (!o->evaluator.empty()) {
-      RemoteOptions remote;
-      remote.url = o->evaluator;
-      remote.arch = o->arch;
-      remote.options = {{"sanitize", o->sanitize},
-                        {"timeout", o->timeout},
-                        {"timing", !o->no_timing},
-                        {"timing_budget", o->timing_budget}};
-      evaluate = MakeRemoteEvaluator(remote);
-      a.run_info["evaluator"] = o->evaluator;
-      // The service queues per GPU; one at a time from here would leave its GPUs idle.
-      a.parallel_evaluations = o->concurrency;
-    }
-#ifdef PTXBENCH_HAVE_SQLITE
-    // The store follows the files turn by turn. A failed store write does not stop the run:
-    // the run folder has everything, and `ptxbench import` puts it in later.
-    std::unique_ptr<ResultsStore> store;
-    std::mutex store_mu;
-    std::string store_run;
-    int store_failures = 0;
-    if (!o->db.empty()) {
-      store = ResultsStore::Open(o->db);
-      // A resumed run first brings the store up to the folder: turns finished in an earlier
-      // session whose store write was lost (a kill, a locked database) are saved now.
-      if (o->resume) {
-        ImportSummary im = ImportPath(*store, a.run_dir);
-        if (!o->quiet)
-          std::fprintf(stderr, "run: the store %s has the run's %d trajectories, %d turns\n",
-                       o->db.c_str(), im.trajectories, im.turns);
-      }
-      // A failed write is tried again once, then reported; the next save tries again (the
-      // trajectory file holds every turn so far), and the end of the run converges the store.
-      a.on_save = [&](const json& trajectory, const json& record) {
-        std::lock_guard<std::mutex> lock(store_mu);
-        for (int attempt = 0; attempt < 2; ++attempt) {
-          try {
-            if (store_run.empty())
-              store_run = store->PutRun(json::parse(ReadFile(a.run_dir + "/run.json")), a.run_dir);
-            std::vector<StoredEvaluation> evals;
-            const json& turns = trajectory["info"]["turns"];
-            if (record.is_object() && !turns.empty())
-              evals.push_back({ResultsStore::TurnEvaluationKey(store_run, turns.back()), record});
-            store->PutTrajectory(store_run, trajectory, evals);
-            return;
-          } catch (const std::exception& e) {
-            if (attempt == 0) {
-              std::this_thread::sleep_for(std::chrono::milliseconds(200));
-              continue;
-            }
-            ++store_failures;
-            std::fprintf(stderr, "run: a write to the store %s failed (%s); tried again later\n",
-                         o->db.c_str(), e.what());
-          }
-        }
-      };
-    }
-#else
-    if (!o->db.empty())
-      throw EnvironmentError("this ptxbench was built without SQLite: no results store (--db)");
-#endif
-    RunSummary s = RunAgent(a, *provider, evaluate);
-#ifdef PTXBENCH_HAVE_SQLITE
-    if (store && store_failures > 0) {
-      try {
-        ImportPath(*store, a.run_dir);
-        std::fprintf(stderr, "run: after %d failed writes the store %s now holds the whole run\n",
-                     store_failures, o->db.c_str());
-      } catch (const std::exception& e) {
-        std::fprintf(stderr,
-                     "run: the store %s is behind the run folder (%s): `ptxbench import %s --db "
-                     "%s` brings it up to date\n",
-                     o->db.c_str(), e.what(), a.run_dir.c_str(), o->db.c_str());
-      }
-    }
-#endif
-    std::printf(
-        "run %s: %d trajectories (%d finished, %d interrupted), %d turns run, %d reused; "
-        "correct in %d, verified in %d; agent overhead per turn max %.1f ms, mean %.1f ms\n",
-        a.run_dir.c_str(), s.trajectories, s.finished, s.interrupted, s.turns_run, s.turns_reused,
-        s.correct, s.verified, s.max_overhead_s * 1e3, s.mean_overhead_s * 1e3);
-    return s.interrupted ? 3 : 0;
+  Evaluator evaluate = [&, sanitize](const std::string& path, const Definition& def,
+                                     const Workload& wl, const EvaluationTag&) {
+    EvalRequest req;
+    req.kernel_path = path;
+    req.definition = &def;
+    req.workload = &wl;
+    req.arch = o->arch;
+    req.sanitize = sanitize;
+    req.timeout = std::chrono::seconds(o->timeout);
+    req.timing = !o->no_timing;
+    req.timing_budget_s = o->timing_budget;
+    return Evaluate(req).ToJson();
   };
+  if (!o->evaluator.empty()) {
+    RemoteOptions remote;
+    remote.url = o->evaluator;
+    remote.arch = o->arch;
+    remote.options = {{"sanitize", o->sanitize},
+                      {"timeout", o->timeout},
+                      {"timing", !o->no_timing},
+                      {"timing_budget", o->timing_budget}};
+    evaluate = MakeRemoteEvaluator(remote);
+    a.run_info["evaluator"] = o->evaluator;
+    // The service queues per GPU; one at a time from here would leave its GPUs idle.
+    a.parallel_evaluations = o->concurrency;
+  }
+#ifdef PTXBENCH_HAVE_SQLITE
+  // The store follows the files turn by turn. A failed store write does not stop the run:
+  // the run folder has everything, and `ptxbench import` puts it in later.
+  std::unique_ptr<ResultsStore> store;
+  std::mutex store_mu;
+  std::string store_run;
+  int store_failures = 0;
+  if (!o->db.empty()) {
+    store = ResultsStore::Open(o->db);
+    // A resumed run first brings the store up to the folder: turns finished in an earlier
+    // session whose store write was lost (a kill, a locked database) are saved now.
+    if (o->resume) {
+      ImportSummary im = ImportPath(*store, a.run_dir);
+      if (!o->quiet)
+        std::fprintf(stderr, "run: the store %s has the run's %d trajectories, %d turns\n",
+                     o->db.c_str(), im.trajectories, im.turns);
+    }
+    // A failed write is tried again once, then reported; the next save tries again (the
+    // trajectory file holds every turn so far), and the end of the run converges the store.
+    a.on_save = [&](const json& trajectory, const json& record) {
+      std::lock_guard<std::mutex> lock(store_mu);
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        try {
+          if (store_run.empty())
+            store_run = store->PutRun(json::parse(ReadFile(a.run_dir + "/run.json")), a.run_dir);
+          std::vector<StoredEvaluation> evals;
+          const json& turns = trajectory["info"]["turns"];
+          if (record.is_object() && !turns.empty())
+            evals.push_back({ResultsStore::TurnEvaluationKey(store_run, turns.back()), record});
+          store->PutTrajectory(store_run, trajectory, evals);
+          return;
+        } catch (const std::exception& e) {
+          if (attempt == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            continue;
+          }
+          ++store_failures;
+          std::fprintf(stderr, "run: a write to the store %s failed (%s); tried again later\n",
+                       o->db.c_str(), e.what());
+        }
+      }
+    };
+  }
+#else
+  if (!o->db.empty())
+    throw EnvironmentError("this ptxbench was built without SQLite: no results store (--db)");
+#endif
+  RunSummary s = RunAgent(a, *provider, evaluate);
+#ifdef PTXBENCH_HAVE_SQLITE
+  if (store && store_failures > 0) {
+    try {
+      ImportPath(*store, a.run_dir);
+      std::fprintf(stderr, "run: after %d failed writes the store %s now holds the whole run\n",
+                   store_failures, o->db.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "run: the store %s is behind the run folder (%s): `ptxbench import %s --db "
+                   "%s` brings it up to date\n",
+                   o->db.c_str(), e.what(), a.run_dir.c_str(), o->db.c_str());
+    }
+  }
+#endif
+  std::printf(
+      "run %s: %d trajectories (%d finished, %d interrupted), %d turns run, %d reused; "
+      "correct in %d, verified in %d; agent overhead per turn max %.1f ms, mean %.1f ms\n",
+      a.run_dir.c_str(), s.trajectories, s.finished, s.interrupted, s.turns_run, s.turns_reused,
+      s.correct, s.verified, s.max_overhead_s * 1e3, s.mean_overhead_s * 1e3);
+  return s.interrupted ? 3 : 0;
 }
 
+}  // namespace
 }  // namespace ptxbench

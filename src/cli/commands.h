@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 namespace ptxbench {
 
@@ -23,6 +24,14 @@ CommandRunner AddKernelgenCommand(CLI::App& app);
 CommandRunner AddServeCommand(CLI::App& app);
 CommandRunner AddWorkerCommand(CLI::App& app);
 CommandRunner AddSubmitCommand(CLI::App& app);
+// Judges an upstream PTXBench experiment folder again (`run --upstream`) into the run folder
+// `out` (kept and resumed when it exists), writing the store `db` when not empty. Returns run's
+// exit code.
+struct UpstreamRejudge {
+  std::string folder, out, db, tasks_dir;
+  bool quiet = true;
+};
+int RejudgeUpstream(const UpstreamRejudge& r);
 // The store's default file: results/ptxbench.db under the current folder ($PTXBENCH_DB).
 std::string DefaultStorePath();
 
