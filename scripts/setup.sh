@@ -14,10 +14,11 @@ run_default=1
 
 # --- dependencies (Debian/Ubuntu packages) ---
 packages=(cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
-          libcpp-httplib-dev libsqlite3-dev libpq-dev)
+          libcpp-httplib-dev libmicrohttpd-dev libsqlite3-dev libpq-dev)
 # Wanted but not needed: where it cannot be installed, the build goes on without what needs it
-# (the GPU image has no package registry: no cpp-httplib, no SQLite headers, no Chromium).
-optional_packages=(libcpp-httplib-dev libsqlite3-dev libpq-dev)
+# (the GPU image has no package registry: no cpp-httplib, no libmicrohttpd, no SQLite headers,
+# no Chromium).
+optional_packages=(libcpp-httplib-dev libmicrohttpd-dev libsqlite3-dev libpq-dev)
 # CI runs the report's browser test, so there Chromium is required.
 [[ "${CI:-}" == "true" ]] && packages+=(chromium)
 # CI tests the service's PostgreSQL queue against a real throwaway server: required there.
@@ -38,6 +39,8 @@ for p in "${packages[@]}"; do
     libcurl4-openssl-dev) { have_header curl/curl.h || have_header x86_64-linux-gnu/curl/curl.h ||
                             have_header aarch64-linux-gnu/curl/curl.h; } && continue ;;
     libcpp-httplib-dev) have_header httplib.h && continue ;;
+    # libmicrohttpd: the HTTP server of `ptxbench serve` (without it, serve says so).
+    libmicrohttpd-dev) have_header microhttpd.h && continue ;;
     # SQLite: the results store (without it ptxbench builds, and --db says it cannot).
     libsqlite3-dev) have_header sqlite3.h && continue ;;
     # libpq: the service's queue for many hosts (without it, postgresql:// URLs say so).

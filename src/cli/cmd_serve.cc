@@ -169,7 +169,9 @@ CommandRunner AddServeCommand(CLI::App& app) {
   struct Options {
     std::string host = "127.0.0.1", db, gpus = "all", tasks_dir, cache_dir;
     std::string token_env = "PTXBENCH_SERVE_TOKEN";
-    int port = 8737, workers = 1, lease = 30, http_threads = 64, lock_timeout = 600;
+    int port = 8737, workers = 1, lease = 30, lock_timeout = 600;
+    int max_connections = 256, max_connections_per_ip = 128;
+    std::string tls_cert, tls_key;
     int64_t max_source_bytes = kMaxSourceBytes;
     double min_free_disk_mb = 64;
     bool no_workers = false, allow_plain_http = false;
@@ -212,15 +214,33 @@ CommandRunner AddServeCommand(CLI::App& app) {
   cmd->add_option("--max-source-bytes", o->max_source_bytes, "Largest source accepted")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
-  cmd->add_option("--http-threads", o->http_threads, "Concurrent HTTP requests")
+  cmd->add_option("--max-connections", o->max_connections,
+                  "Open HTTP connections at once, each with its own thread (long polls may hold "
+                  "half); more are closed as they arrive")
       ->check(CLI::Range(2, 4096))
       ->capture_default_str();
+  // The former name (one thread per connection now, so the same number).
+  cmd->add_option("--http-threads", o->max_connections, "Former name of --max-connections")
+      ->check(CLI::Range(2, 4096));
+  cmd->add_option("--max-connections-per-ip", o->max_connections_per_ip,
+                  "Open connections from one client address (0: no limit; behind a reverse "
+                  "proxy every client is the proxy); at least the clients' --concurrency")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  CLI::Option* cert = cmd->add_option("--tls-cert", o->tls_cert,
+                                      "PEM certificate (chain): serve HTTPS only (with --tls-key)")
+                          ->check(CLI::ExistingFile);
+  CLI::Option* key =
+      cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert (unencrypted)")
+          ->check(CLI::ExistingFile);
+  cert->needs(key);
+  key->needs(cert);
   cmd->add_option("--token-env", o->token_env,
                   "Environment variable holding the bearer token clients must send (unset: none)")
       ->capture_default_str();
   cmd->add_flag("--allow-plain-http", o->allow_plain_http,
                 "Accept a token on a non-loopback --host over plain HTTP (it travels in clear; "
-                "prefer a TLS reverse proxy on the host, serve on 127.0.0.1 behind it)");
+                "prefer --tls-cert/--tls-key, or a TLS reverse proxy with serve on 127.0.0.1)");
   cmd->add_option("--min-free-disk-mb", o->min_free_disk_mb,
                   "Health is not ok (503) when the queue's folder has less free space")
       ->check(CLI::Range(0.0, 1e9))
@@ -237,11 +257,11 @@ CommandRunner AddServeCommand(CLI::App& app) {
   return [o]() {
     RequireHttpServer();
     const char* token = std::getenv(o->token_env.c_str());
-    if (token && *token && !IsLoopback(o->host) && !o->allow_plain_http)
+    if (token && *token && !IsLoopback(o->host) && !o->allow_plain_http && o->tls_cert.empty())
       throw UsageError("--host " + o->host +
                        ": a bearer token would travel in clear over plain HTTP beyond this "
-                       "machine; serve on 127.0.0.1 behind a TLS reverse proxy, or pass "
-                       "--allow-plain-http");
+                       "machine; pass --tls-cert and --tls-key, serve on 127.0.0.1 behind a TLS "
+                       "reverse proxy, or pass --allow-plain-http");
     std::string db = o->db.empty() ? DefaultStorePath() : o->db;
     if (!IsPostgresUrl(db)) {
       std::string dir = db.find('/') == std::string::npos ? "" : db.substr(0, db.rfind('/'));
@@ -255,7 +275,10 @@ CommandRunner AddServeCommand(CLI::App& app) {
     if (token) so.token = token;
     so.min_free_disk_mb = o->min_free_disk_mb;
     so.max_source_bytes = static_cast<size_t>(o->max_source_bytes);
-    so.http_threads = o->http_threads;
+    so.max_connections = o->max_connections;
+    so.max_connections_per_ip = o->max_connections_per_ip;
+    so.tls_cert = o->tls_cert;
+    so.tls_key = o->tls_key;
     so.tasks_dir = o->tasks_dir;
     // A worker renews three times per lease; three missed renewals and it is not alive.
     so.alive_within = std::chrono::seconds(std::max(3, o->lease));

@@ -122,8 +122,19 @@ json EvaluationClient::Wait(const std::string& id) const {
   for (;;) {
     char wait[32];
     std::snprintf(wait, sizeof wait, "%.3f", o_.poll_s);
-    HttpReply r = Request(o_.url + "/v1/evaluations/" + id + "?wait=" + wait, o_.token, nullptr,
-                          o_.poll_s + 30);
+    // A server at its connection cap closes new connections as they arrive; a poll changes
+    // nothing, so it is asked again (a few times, a second apart) before giving up.
+    HttpReply r;
+    for (int failed = 0;; ++failed) {
+      try {
+        r = Request(o_.url + "/v1/evaluations/" + id + "?wait=" + wait, o_.token, nullptr,
+                    o_.poll_s + 30);
+        break;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kEnvironment || failed >= 4) throw;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    }
     if (r.status == 200) return ParseOrThrow(r, "evaluation " + id);
     if (r.status != 202)
       throw EnvironmentError("the evaluator failed on evaluation " + id + ": " + ErrorOf(r));

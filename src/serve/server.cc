@@ -1,16 +1,26 @@
 #include "serve/server.h"
 
-#include <httplib.h>
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cstdarg>
 #include <cstdio>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/files.h"
 #include "common/source_policy.h"
 #include "common/strings.h"
 #include "serve/job_queue.h"
@@ -24,15 +34,6 @@ using nlohmann::json;
 void RequireHttpServer() {}
 
 namespace {
-
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
-                  "application/json");
-}
-void Fail(httplib::Response& res, int status, const std::string& message) {
-  Reply(res, status, {{"error", message}});
-}
 
 // Constant time in the length of the expected token: no timing oracle for its prefix.
 bool TokenMatches(const std::string& given, const std::string& expected) {
@@ -135,232 +136,395 @@ class LongPollSlot {
   bool held_ = false;
 };
 
-bool ChunkedOrUnframed(const httplib::Request& req) {
-  return req.has_header("Transfer-Encoding") ||
-         ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") &&
-          !req.has_header("Content-Length"));
+// What a handler answers: a status, a JSON body and extra headers.
+struct Answer {
+  int status = 200;
+  json body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool close = false;  // end the connection after this reply
+};
+Answer Reply(int status, json body) { return {status, std::move(body), {}, false}; }
+Answer Fail(int status, const std::string& message) {
+  return {status, {{"error", message}}, {}, false};
 }
 
-}  // namespace
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+bool IsJobId(const std::string& s) {
+  return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
 
-void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>& stop) {
-  Catalog catalog = Catalog::Load(o.tasks_dir.empty() ? Catalog::DefaultDir() : o.tasks_dir);
-  httplib::Server svr;
-  int threads = o.http_threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  // A body this much over the source limit is refused before it is read (413); JSON escaping
-  // can make the body larger than the source, hence the margin; the source's own size is
-  // checked exactly below.
-  const size_t max_body = o.max_source_bytes * 2 + 65536;
-  svr.set_payload_max_length(max_body);
-  // A connection must deliver its request, and take its reply, in this time (cpp-httplib 0.11
-  // applies it to each read and write: a client trickling a byte at a time is not cut off by
-  // it, see docs/serve-measurements.md); idle keep-alive connections are closed sooner.
-  svr.set_read_timeout(o.io_timeout_s, 0);
-  svr.set_write_timeout(o.io_timeout_s, 0);
-  svr.set_keep_alive_timeout(o.keep_alive_s);
-  svr.set_keep_alive_max_count(static_cast<size_t>(o.keep_alive_max));
-  const int long_poll_cap =
-      std::max(1, static_cast<int>(static_cast<double>(threads) * o.long_poll_share));
-  std::atomic<int> long_polls{0};
-  HealthProbe probe(queue, o.min_free_disk_mb);
+// The name part of a Host header ("127.0.0.1:8737" -> "127.0.0.1", "[::1]:80" -> "::1").
+std::string HostName(const std::string& host) {
+  if (StartsWith(host, "[")) {
+    auto close = host.find(']');
+    return close == std::string::npos ? host : host.substr(1, close - 1);
+  }
+  auto colon = host.find(':');
+  if (colon != std::string::npos && host.find(':', colon + 1) == std::string::npos)
+    return host.substr(0, colon);
+  return host;
+}
+bool IsLoopbackName(std::string name) {
+  name = Lower(name);
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  if (name == "localhost" || name == "::1") return true;
+  unsigned char v4[4];
+  return ::inet_pton(AF_INET, name.c_str(), v4) == 1 && v4[0] == 127;
+}
 
-  // Every request passes here first: the token, when the server has one.
-  svr.set_pre_routing_handler([&o](const httplib::Request& req, httplib::Response& res) {
-    // A body without a length (chunked, or read until the connection ends) is read by
-    // cpp-httplib 0.11 without its size limit: only the submission endpoint accepts one, and
-    // counts it itself (below); anywhere else it is refused before a byte of it is read.
-    if (ChunkedOrUnframed(req) && !(req.method == "POST" && req.path == "/v1/evaluations")) {
-      Fail(res, 411, "a body without Content-Length is accepted only by POST /v1/evaluations");
-      res.set_header("Connection", "close");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (o.token.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.rfind(prefix, 0) != 0) {
-      Fail(res, 401, "this server requires a bearer token (Authorization: Bearer …)");
-      res.set_header("WWW-Authenticate", "Bearer");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!TokenMatches(auth.substr(prefix.size()), o.token)) {
-      Fail(res, 401, "the bearer token is not this server's");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  // Whatever httplib refused by itself (no route, a body over the limit) gets a JSON message.
-  svr.set_error_handler(httplib::Server::HandlerWithResponse([&o](const httplib::Request& req,
-                                                                  httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404)
-      Fail(res, 404, "no such endpoint: " + req.method + " " + req.path);
-    else if (res.status == 411)
-      Fail(res, 411, "the request needs a Content-Length");
-    else if (res.status == 413)
-      Fail(res, 413,
-           "the request body is over this server's limit (sources up to " +
-               std::to_string(o.max_source_bytes) + " bytes)");
-    else
-      Fail(res, res.status, "the request was refused (HTTP " + std::to_string(res.status) + ")");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  svr.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        Fail(res, 500, "internal error: " + what);
-      });
+// Per connection (MHD's socket context): requests served on it, for the keep-alive limit.
+struct ConnectionState {
+  int requests = 0;
+};
+// Per request (MHD's con_cls): the body as it arrives.
+struct RequestState {
+  std::string body;
+};
 
-  // The body is read here, counted as it comes: a chunked body over the limit is refused
-  // after max_body bytes, not read in full (cpp-httplib 0.11 checks only Content-Length).
-  svr.Post("/v1/evaluations", [&](const httplib::Request&, httplib::Response& res,
-                                  const httplib::ContentReader& read_body) {
-    std::string text;
-    bool over = false;
-    bool complete = read_body([&](const char* data, size_t n) {
-      if (text.size() + n > max_body) {
-        over = true;
-        return false;
+std::optional<std::string> Header(MHD_Connection* c, const char* name) {
+  const char* v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+// libmicrohttpd's own messages: kept for the start-up error; while serving, one line per 10 s
+// at most (a flood of refused connections would otherwise flood the log).
+class MhdLog {
+ public:
+  static void Callback(void* cls, const char* format, va_list ap) {
+    char buf[512];
+    std::vsnprintf(buf, sizeof buf, format, ap);
+    std::string line = Trim(buf);
+    static_cast<MhdLog*>(cls)->Add(line);
+  }
+  void Add(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_ = line;
+    if (!serving_) return;
+    if (SecondsSince(logged_at_) < 10) {
+      ++unlogged_;
+      return;
+    }
+    LogLine("libmicrohttpd: " + line +
+            (unlogged_ ? " (and " + std::to_string(unlogged_) + " more in the last 10 s)" : ""));
+    logged_at_ = SteadyClock::now();
+    unlogged_ = 0;
+  }
+  std::string Last() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_;
+  }
+  void Serving() {
+    std::lock_guard<std::mutex> lock(mu_);
+    serving_ = true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string last_;
+  bool serving_ = false;
+  int unlogged_ = 0;
+  SteadyClock::time_point logged_at_ = SteadyClock::now() - std::chrono::hours(1);
+};
+
+class Api {
+ public:
+  Api(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>& stop)
+      : o_(o),
+        queue_(queue),
+        stop_(stop),
+        catalog_(Catalog::Load(o.tasks_dir.empty() ? Catalog::DefaultDir() : o.tasks_dir)),
+        // A body this much over the source limit is refused before it is read (413); JSON
+        // escaping can make the body larger than the source, hence the margin; the source's
+        // own size is checked exactly below.
+        max_body_(o.max_source_bytes * 2 + 65536),
+        long_poll_cap_(std::max(
+            1, static_cast<int>(static_cast<double>(o.max_connections) * o.long_poll_share))),
+        probe_(queue, o.min_free_disk_mb),
+        loopback_only_(IsLoopbackName(o.host)) {}
+
+  static MHD_Result OnRequest(void* cls, MHD_Connection* c, const char* url, const char* method,
+                              const char*, const char* upload_data, size_t* upload_data_size,
+                              void** con_cls) {
+    auto* api = static_cast<Api*>(cls);
+    auto* req = static_cast<RequestState*>(*con_cls);
+    if (!req) {  // the headers are in, the body (if any) is not
+      *con_cls = req = new RequestState;
+      MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+                                static_cast<unsigned>(api->o_.io_timeout_s));
+      if (std::optional<Answer> refused = api->Screen(c, method)) return api->Send(c, *refused);
+      return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+      // The Content-Length was checked against the limit; this only guards the sum.
+      if (req->body.size() + *upload_data_size > api->max_body_) return MHD_NO;
+      req->body.append(upload_data, *upload_data_size);
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
+    Answer a;
+    try {
+      a = api->Route(c, method, url ? url : "", req->body);
+    } catch (const std::exception& e) {
+      a = Fail(500, std::string("internal error: ") + e.what());
+    }
+    return api->Send(c, a);
+  }
+  static void OnCompleted(void* cls, MHD_Connection* c, void** con_cls,
+                          MHD_RequestTerminationCode) {
+    delete static_cast<RequestState*>(*con_cls);
+    *con_cls = nullptr;
+    // Between requests a keep-alive connection may idle for keep_alive_s only.
+    if (c)
+      MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+                                static_cast<unsigned>(static_cast<Api*>(cls)->o_.keep_alive_s));
+  }
+  static void OnConnection(void*, MHD_Connection*, void** socket_context,
+                           MHD_ConnectionNotificationCode code) {
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+      *socket_context = new ConnectionState;
+    } else {
+      delete static_cast<ConnectionState*>(*socket_context);
+      *socket_context = nullptr;
+    }
+  }
+
+ private:
+  MHD_Result Send(MHD_Connection* c, const Answer& a) {
+    std::string text = a.body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    MHD_Response* r =
+        MHD_create_response_from_buffer(text.size(), text.data(), MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    for (const auto& [k, v] : a.headers) MHD_add_response_header(r, k.c_str(), v.c_str());
+    bool close = a.close;
+    if (const MHD_ConnectionInfo* info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT)) {
+      auto* conn = static_cast<ConnectionState*>(info->socket_context);
+      if (conn && ++conn->requests >= o_.keep_alive_max) close = true;
+    }
+    if (close) MHD_add_response_header(r, "Connection", "close");
+    MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(a.status), r);
+    MHD_destroy_response(r);
+    return ok;
+  }
+
+  // What is decided from the request line and headers alone, before a byte of the body is
+  // read: the framing, the Host and Origin of a server without a token, the token, the size,
+  // the media type. A refusal here is sent at once; libmicrohttpd then discards the body and
+  // closes the connection.
+  std::optional<Answer> Screen(MHD_Connection* c, const std::string& method) {
+    const bool posts = method == "POST" || method == "PUT" || method == "PATCH";
+    std::optional<std::string> length = Header(c, "Content-Length");
+    // libmicrohttpd hands a chunked body to the handler piece by piece and cannot answer
+    // until it has read all of it: a chunked body over the limit could only be cut off
+    // without a reply, or read to its end. Every client of this API sends a Content-Length,
+    // so a body without one is refused here, before it is read (411).
+    if (Header(c, "Transfer-Encoding") || (posts && !length)) {
+      Answer a =
+          Fail(411, "a request body needs a Content-Length (chunked bodies are not accepted)");
+      a.close = true;
+      return a;
+    }
+    if (o_.token.empty()) {
+      // No token: a browser must not be able to reach this API from another site, through a
+      // name that resolves to loopback (DNS rebinding) or a cross-origin request.
+      std::optional<std::string> host = Header(c, "Host");
+      std::string name = host ? Lower(HostName(*host)) : "";
+      if (loopback_only_ && host && !IsLoopbackName(name) && name != Lower(o_.host))
+        return Fail(403, "the Host header (" + Trim(host->substr(0, 100)) +
+                             ") is not a name of this server (it serves on " + o_.host +
+                             " without a token: only loopback names are accepted)");
+      if (std::optional<std::string> origin = Header(c, "Origin")) {
+        std::string own =
+            std::string(o_.tls_cert.empty() ? "http://" : "https://") + (host ? *host : "");
+        if (!host || Lower(*origin) != Lower(own))
+          return Fail(403, "cross-origin request refused (Origin " + origin->substr(0, 100) +
+                               "): this server has no token and accepts no browser "
+                               "requests from other sites");
       }
-      text.append(data, n);
-      return true;
-    });
-    if (over || res.status == 413) {
-      res.set_header("Connection", "close");
-      return Fail(res, 413,
-                  "the request body is over this server's limit (sources up to " +
-                      std::to_string(o.max_source_bytes) + " bytes)");
+    } else {
+      std::string auth = Header(c, "Authorization").value_or("");
+      const std::string prefix = "Bearer ";
+      if (!StartsWith(auth, prefix)) {
+        Answer a = Fail(401, "this server requires a bearer token (Authorization: Bearer …)");
+        a.headers.emplace_back("WWW-Authenticate", "Bearer");
+        return a;
+      }
+      if (!TokenMatches(auth.substr(prefix.size()), o_.token))
+        return Fail(401, "the bearer token is not this server's");
     }
-    if (!complete) return Fail(res, 400, "the request body could not be read");
+    if (length) {
+      long long n = 0;
+      if (!ParseInt64(Trim(*length), &n) || n < 0)
+        return Fail(400, "the Content-Length is not a number");
+      if (static_cast<unsigned long long>(n) > max_body_) {
+        Answer a = Fail(413, "the request body is over this server's limit (sources up to " +
+                                 std::to_string(o_.max_source_bytes) + " bytes)");
+        a.close = true;
+        return a;
+      }
+    }
+    if (method == "POST") {
+      std::string type = Lower(Header(c, "Content-Type").value_or(""));
+      type = Trim(type.substr(0, type.find(';')));
+      if (type != "application/json")
+        return Fail(415, "POST bodies must be sent with Content-Type: application/json (got " +
+                             (type.empty() ? std::string("none") : type.substr(0, 100)) + ")");
+    }
+    return std::nullopt;
+  }
+
+  Answer Route(MHD_Connection* c, const std::string& method, const std::string& path,
+               const std::string& body) {
+    const std::string evals = "/v1/evaluations/", tasks = "/v1/tasks/";
+    if (method == "POST" && path == "/v1/evaluations") return Submit(body);
+    if (method == "GET") {
+      if (path == "/v1/health") return Health();
+      if (path == "/v1/tasks") return Tasks();
+      if (StartsWith(path, tasks) && path.size() > tasks.size() &&
+          path.find('/', tasks.size()) == std::string::npos)
+        return Task(path.substr(tasks.size()));
+      if (StartsWith(path, evals)) {
+        std::string rest = path.substr(evals.size());
+        if (IsJobId(rest)) return Poll(c, rest);
+        if (rest.size() == 36 && IsJobId(rest.substr(0, 32)) && rest.substr(32) == "/job")
+          return JobOf(rest.substr(0, 32));
+        return Fail(404, "no evaluation " + rest + " (ids are 32 hex digits)");
+      }
+    }
+    return Fail(404, "no such endpoint: " + method + " " + path);
+  }
+
+  Answer Submit(const std::string& text) {
     json body;
     try {
       body = json::parse(text);
     } catch (const json::out_of_range& e) {  // 1e400 and the like
-      return Fail(res, 400, std::string("a number in the body is out of range: ") + e.what());
+      return Fail(400, std::string("a number in the body is out of range: ") + e.what());
     } catch (const json::exception& e) {
-      return Fail(res, 400, std::string("the body is not valid JSON: ") + e.what());
+      return Fail(400, std::string("the body is not valid JSON: ") + e.what());
     }
     // The source policy of eval, inspect and submit, in the same words: 413 for the size,
     // 400 for the rest (empty, NUL bytes, invalid UTF-8).
     if (body.is_object() && body.contains("source") && body["source"].is_string()) {
       const std::string& source = body["source"].get_ref<const std::string&>();
-      if (auto problem = SourceFileProblem(source, o.max_source_bytes))
-        return Fail(res, SourceIsTooLarge(source, o.max_source_bytes) ? 413 : 400, *problem);
+      if (auto problem = SourceFileProblem(source, o_.max_source_bytes))
+        return Fail(SourceIsTooLarge(source, o_.max_source_bytes) ? 413 : 400, *problem);
     }
     json request;
     try {
-      request = NormalizeJobRequest(body, catalog);
+      request = NormalizeJobRequest(body, catalog_);
     } catch (const Error& e) {
-      return Fail(res, 400, e.what());
+      return Fail(400, e.what());
     } catch (const json::exception& e) {
-      return Fail(res, 400,
-                  std::string("a field of the body has the wrong type or range: ") + e.what());
+      return Fail(400, std::string("a field of the body has the wrong type or range: ") + e.what());
     }
     std::string id;
     try {
-      id = queue.Submit(request);
+      id = queue_.Submit(request);
     } catch (const std::exception& e) {
       std::string what = RedactSecrets(e.what());
-      probe.WriteFailed(what);
+      probe_.WriteFailed(what);
       LogLine("a submission could not be stored (database write failed): " + what);
-      return Fail(res, 503, "the queue could not store the job (database write failed): " + what);
+      return Fail(503, "the queue could not store the job (database write failed): " + what);
     }
-    Reply(res, 202, {{"id", id}, {"state", "queued"}, {"result", "/v1/evaluations/" + id}});
-  });
+    return Reply(202, {{"id", id}, {"state", "queued"}, {"result", "/v1/evaluations/" + id}});
+  }
 
-  svr.Get(R"(/v1/evaluations/([0-9a-f]{32}))",
-          [&](const httplib::Request& req, httplib::Response& res) {
-            std::string id = req.matches[1];
-            double wait = 0;
-            if (req.has_param("wait")) {
-              try {
-                size_t used = 0;
-                std::string w = req.get_param_value("wait");
-                wait = std::stod(w, &used);
-                if (used != w.size() || !(wait >= 0)) throw std::invalid_argument(w);
-              } catch (const std::exception&) {
-                return Fail(res, 400, "wait must be a number of seconds >= 0");
-              }
-            }
-            wait = std::min(wait, o.max_wait_s);
-            // At most long_poll_cap requests wait at once; the others are answered now.
-            std::optional<LongPollSlot> slot;
-            if (wait > 0) {
-              slot.emplace(long_polls, long_poll_cap);
-              if (!slot->held()) {
-                wait = 0;
-                res.set_header("Retry-After", "1");
-              }
-            }
-            const bool waits = slot && slot->held();
-            auto deadline = SteadyClock::now() + std::chrono::duration<double>(wait);
-            // Poll the job's state (one indexed lookup) every few ms, and read the whole job only
-            // once it is finished or the wait is over. The workers are other processes, so there is
-            // nothing to be notified by; at 20 ms the poll adds ~10 ms to an evaluation of seconds
-            // (it was 200 ms, which with the workers' own poll cost 5-7 % of a 7 s evaluation).
-            auto pause = std::chrono::milliseconds(2);
-            for (;;) {
-              std::optional<JobState> state = queue.State(id);
-              if (!state) return Fail(res, 404, "no evaluation " + id);
-              bool finished = *state == JobState::kDone || *state == JobState::kFailed;
-              if (finished || SteadyClock::now() >= deadline || stop) {
-                std::optional<Job> job = queue.Get(id);
-                if (!job) return Fail(res, 404, "no evaluation " + id);
-                if (Finished(*job) && job->result) return Reply(res, 200, *job->result);
-                if (SteadyClock::now() >= deadline || stop)
-                  return Reply(res, 202,
-                               {{"id", id},
-                                {"state", ToString(job->state)},
-                                {"attempts", job->attempts},
-                                {"waited", waits}});
-              }
-              std::this_thread::sleep_for(pause);
-              pause = std::min(pause * 2, std::chrono::milliseconds(20));
-            }
-          });
+  Answer Poll(MHD_Connection* c, const std::string& id) {
+    double wait = 0;
+    const char* value = nullptr;
+    size_t value_size = 0;
+    if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "wait", 4, &value, &value_size) ==
+        MHD_YES) {
+      std::string w = value ? std::string(value, value_size) : "";
+      try {
+        size_t used = 0;
+        wait = std::stod(w, &used);
+        if (used != w.size() || !(wait >= 0)) throw std::invalid_argument(w);
+      } catch (const std::exception&) {
+        return Fail(400, "wait must be a number of seconds >= 0");
+      }
+    }
+    wait = std::min(wait, o_.max_wait_s);
+    // At most long_poll_cap_ requests wait at once; the others are answered now.
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::optional<LongPollSlot> slot;
+    if (wait > 0) {
+      slot.emplace(long_polls_, long_poll_cap_);
+      if (!slot->held()) {
+        wait = 0;
+        headers.emplace_back("Retry-After", "1");
+      }
+    }
+    const bool waits = slot && slot->held();
+    auto deadline = SteadyClock::now() + std::chrono::duration<double>(wait);
+    // Poll the job's state (one indexed lookup) every few ms, and read the whole job only once
+    // it is finished or the wait is over. The workers are other processes, so there is nothing
+    // to be notified by; at 20 ms the poll adds ~10 ms to an evaluation of seconds.
+    auto pause = std::chrono::milliseconds(2);
+    for (;;) {
+      std::optional<JobState> state = queue_.State(id);
+      if (!state) return Fail(404, "no evaluation " + id);
+      bool finished = *state == JobState::kDone || *state == JobState::kFailed;
+      if (finished || SteadyClock::now() >= deadline || stop_) {
+        std::optional<Job> job = queue_.Get(id);
+        if (!job) return Fail(404, "no evaluation " + id);
+        if (Finished(*job) && job->result) return Reply(200, *job->result);
+        if (SteadyClock::now() >= deadline || stop_) {
+          Answer a = Reply(202, {{"id", id},
+                                 {"state", ToString(job->state)},
+                                 {"attempts", job->attempts},
+                                 {"waited", waits}});
+          a.headers = headers;
+          return a;
+        }
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(20));
+    }
+  }
 
-  svr.Get(R"(/v1/evaluations/([0-9a-f]{32})/job)",
-          [&](const httplib::Request& req, httplib::Response& res) {
-            std::optional<Job> job = queue.Get(req.matches[1]);
-            if (!job) return Fail(res, 404, "no evaluation " + std::string(req.matches[1]));
-            Reply(res, 200, JobJson(*job));
-          });
-  svr.Get(R"(/v1/evaluations/(.*))", [](const httplib::Request& req, httplib::Response& res) {
-    Fail(res, 404, "no evaluation " + std::string(req.matches[1]) + " (ids are 32 hex digits)");
-  });
+  Answer JobOf(const std::string& id) {
+    std::optional<Job> job = queue_.Get(id);
+    if (!job) return Fail(404, "no evaluation " + id);
+    return Reply(200, JobJson(*job));
+  }
 
-  svr.Get("/v1/tasks", [&](const httplib::Request&, httplib::Response& res) {
+  Answer Tasks() {
     json all = json::array();
-    for (const auto& d : catalog.definitions()) all.push_back(ToJson(d, false));
-    Reply(res, 200, all);
-  });
-  svr.Get(R"(/v1/tasks/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1].length() > static_cast<long>(kMaxNameBytes))
+    for (const auto& d : catalog_.definitions()) all.push_back(ToJson(d, false));
+    return Reply(200, all);
+  }
+  Answer Task(const std::string& name) {
+    if (name.size() > kMaxNameBytes)
       return Fail(
-          res, 404,
-          "no such task (task names are at most " + std::to_string(kMaxNameBytes) + " bytes)");
+          404, "no such task (task names are at most " + std::to_string(kMaxNameBytes) + " bytes)");
     try {
-      Reply(res, 200, ToJson(catalog.Find(req.matches[1]), true));
+      return Reply(200, ToJson(catalog_.Find(name), true));
     } catch (const Error& e) {
-      Fail(res, 404, e.what());
+      return Fail(404, e.what());
     }
-  });
+  }
 
-  svr.Get("/v1/health", [&](const httplib::Request&, httplib::Response& res) {
+  Answer Health() {
     std::vector<std::string> problems;
     QueueHealth h;
     try {
-      h = queue.Health(o.alive_within);
+      h = queue_.Health(o_.alive_within);
     } catch (const std::exception& e) {
       problems.push_back("the queue database cannot be read: " + RedactSecrets(e.what()));
     }
-    for (std::string& p : probe.Problems()) problems.push_back(RedactSecrets(p));
+    for (std::string& p : probe_.Problems()) problems.push_back(RedactSecrets(p));
     json workers = json::array();
     int alive = 0;
     for (const auto& w : h.workers) {
@@ -374,8 +538,8 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
     }
     json body = {{"status", problems.empty() ? "ok" : "not ok"},
                  {"version", PTXBENCH_VERSION},
-                 {"queue_backend", queue.Describe()},
-                 {"gpus", o.gpus},
+                 {"queue_backend", queue_.Describe()},
+                 {"gpus", o_.gpus},
                  {"queue",
                   {{"queued", h.queued},
                    {"running", h.running},
@@ -384,33 +548,111 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
                    {"running_by_gpu", h.running_by_gpu}}},
                  {"workers_alive", alive},
                  {"workers", workers},
-                 {"long_polls", long_polls.load()}};
+                 {"long_polls", long_polls_.load()}};
     if (!problems.empty()) {
       body["problems"] = problems;
       body["error"] = Join(problems, "; ");
     }
-    Reply(res, problems.empty() ? 200 : 503, body);
-  });
+    return Reply(problems.empty() ? 200 : 503, body);
+  }
 
-  // Debian's compiled httplib listens with a backlog of 5: a burst of clients (200 at once)
-  // overflows it and their connections wait out SYN retransmits for minutes. The listening
-  // socket is the last one created before the bind succeeds; listening on it again raises
-  // the backlog (Linux allows that on a listening socket).
-  int listen_fd = -1;
-  svr.set_socket_options([&listen_fd](socket_t sock) {
-    httplib::default_socket_options(sock);
-    listen_fd = sock;
-  });
-  if (!svr.bind_to_port(o.host, o.port))
-    throw EnvironmentError("cannot listen on " + o.host + ":" + std::to_string(o.port) +
-                           " (in use, or not an address of this machine)");
-  if (listen_fd < 0 || ::listen(listen_fd, SOMAXCONN) != 0)
-    throw EnvironmentError("cannot raise the listen backlog of " + o.host + ":" +
-                           std::to_string(o.port));
-  std::printf("listening on %s:%d\n", o.host.c_str(), o.port);
+  const ServerOptions& o_;
+  JobQueue& queue_;
+  const std::atomic<bool>& stop_;
+  Catalog catalog_;
+  const size_t max_body_;
+  const int long_poll_cap_;
+  std::atomic<int> long_polls_{0};
+  HealthProbe probe_;
+  const bool loopback_only_;
+};
+
+// Every address `host` names (a numeric address or a name), in the resolver's order.
+std::vector<std::vector<unsigned char>> Addresses(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  std::vector<std::vector<unsigned char>> out;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return out;
+  for (addrinfo* a = found; a; a = a->ai_next)
+    if (a->ai_family == AF_INET || a->ai_family == AF_INET6) {
+      const auto* p = reinterpret_cast<const unsigned char*>(a->ai_addr);
+      out.emplace_back(p, p + a->ai_addrlen);
+    }
+  ::freeaddrinfo(found);
+  return out;
+}
+
+}  // namespace
+
+void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>& stop) {
+  const bool tls = !o.tls_cert.empty() || !o.tls_key.empty();
+  std::string cert, key;
+  if (tls) {
+    if (o.tls_cert.empty() || o.tls_key.empty())
+      throw UsageError("--tls-cert and --tls-key go together");
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+      throw EnvironmentError(
+          "this libmicrohttpd was built without TLS (GnuTLS): --tls-cert cannot be served; "
+          "serve on 127.0.0.1 behind a TLS reverse proxy instead");
+    try {
+      cert = ReadFile(o.tls_cert);
+      key = ReadFile(o.tls_key);
+    } catch (const std::exception& e) {
+      throw EnvironmentError(std::string("cannot read the TLS certificate or key: ") + e.what());
+    }
+  }
+  Api api(o, queue, stop);
+  MhdLog log;
+  const std::string where = o.host + ":" + std::to_string(o.port);
+  std::vector<std::vector<unsigned char>> addresses = Addresses(o.host, o.port);
+  if (addresses.empty())
+    throw EnvironmentError("cannot listen on " + where + " (not an address of this machine)");
+
+  // One thread per connection: a long poll or a slow client holds only its own. The limits
+  // (see server.h): connections at all and per client address, an idle timeout, and the
+  // memory of one connection's request line and headers (a longer line or more headers are
+  // refused, 414 or 431, and the connection closed).
+  MHD_Daemon* daemon = nullptr;
+  for (auto& address : addresses) {
+    const auto* sa = reinterpret_cast<const sockaddr*>(address.data());
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+    if (sa->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
+    if (tls) flags |= MHD_USE_TLS;
+    std::vector<MHD_OptionItem> opts = {
+        {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&MhdLog::Callback), &log},
+        {MHD_OPTION_SOCK_ADDR, 0, const_cast<sockaddr*>(sa)},
+        {MHD_OPTION_LISTEN_BACKLOG_SIZE, SOMAXCONN, nullptr},
+        {MHD_OPTION_CONNECTION_LIMIT, o.max_connections, nullptr},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, o.max_connections_per_ip, nullptr},
+        {MHD_OPTION_CONNECTION_TIMEOUT, o.io_timeout_s, nullptr},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(o.connection_memory_bytes),
+         nullptr},
+        {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Api::OnCompleted), &api},
+        {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Api::OnConnection), &api},
+    };
+    if (tls) {
+      opts.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, key.data()});
+      opts.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, cert.data()});
+    }
+    opts.push_back({MHD_OPTION_END, 0, nullptr});
+    daemon = MHD_start_daemon(flags, static_cast<uint16_t>(o.port), nullptr, nullptr,
+                              &Api::OnRequest, &api, MHD_OPTION_ARRAY, opts.data(), MHD_OPTION_END);
+    if (daemon) break;
+  }
+  if (!daemon) {
+    std::string why = log.Last();
+    throw EnvironmentError("cannot listen on " + where + (tls ? " with TLS" : "") +
+                           " (in use, or not an address of this machine" +
+                           (why.empty() ? "" : "; libmicrohttpd: " + why) + ")");
+  }
+  log.Serving();
+  std::printf("listening on %s\n", where.c_str());
   std::fflush(stdout);
 
-  std::thread listener([&svr] { svr.listen_after_bind(); });
   // Leases of dead workers end here too, not only when another worker claims.
   auto last_expiry = SteadyClock::now(), last_logged = SteadyClock::now() - std::chrono::hours(1);
   int unlogged = 0;
@@ -434,8 +676,8 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
       }
     }
   }
-  svr.stop();
-  listener.join();
+  // Long polls see `stop` and answer; idle and trickling connections are shut down.
+  MHD_stop_daemon(daemon);
 }
 
 }  // namespace ptxbench

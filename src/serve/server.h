@@ -1,4 +1,4 @@
-// The service's HTTP API (JSON over HTTP, cpp-httplib behind this one interface):
+// The service's HTTP API (JSON over HTTP or HTTPS, GNU libmicrohttpd behind this one interface):
 //
 //   POST /v1/evaluations             submit (job_request.h) ─► 202 {"id", "state", "result"}
 //   GET  /v1/evaluations/ID?wait=S   the evaluation record (200) once done; until then, after
@@ -9,10 +9,20 @@
 //   GET  /v1/health                  version, GPUs, queue depth, running per GPU, workers
 //
 // Errors: 400 malformed or invalid input (numbers out of range included), 401 a missing or
-// wrong bearer token (when the server has one), 404 an unknown id, task or path, 411 a body
-// without a length where none is accepted, 413 a body over the limit (chunked ones too), 503
-// the queue's database failing (health: not ok, with the reasons); each with {"error": one
-// line naming the problem}.
+// wrong bearer token (when the server has one), 403 a server without a token asked through a
+// Host that is not a loopback name (DNS rebinding) or from another Origin (a browser on another
+// site), 404 an unknown id, task or path, 411 a body without a Content-Length (chunked bodies
+// are refused before they are read), 413 a Content-Length over the limit (refused before the
+// body is read), 415 a POST whose Content-Type is not application/json, 503 the queue's
+// database failing (health: not ok, with the reasons); each with {"error": one line naming
+// the problem}. libmicrohttpd itself answers 414 (request line) and 431 (headers) when they do
+// not fit a connection's memory, with its own short HTML body, and closes that connection.
+//
+// Limits against hostile clients: one thread per connection (a long poll or a slow client
+// holds only its own), at most max_connections open at once and max_connections_per_ip from
+// one address (more are closed as they are accepted), an idle timeout per connection, and
+// connection_memory_bytes for a request's line and headers. With tls_cert and tls_key the
+// service speaks only HTTPS (GnuTLS through libmicrohttpd).
 #pragma once
 
 #include <atomic>
@@ -33,20 +43,32 @@ struct ServerOptions {
   int port = 8737;
   std::string token;                          // empty: no authentication
   size_t max_source_bytes = kMaxSourceBytes;  // a larger source gets 413
-  int http_threads = 64;                      // concurrent requests (long polls hold one each)
-  double max_wait_s = 60;                     // the longest long poll
-  std::chrono::seconds alive_within{30};      // a worker without a heartbeat this long is not alive
-  std::string tasks_dir;                      // empty: Catalog::DefaultDir()
+  // Open connections at once, each served by its own thread (long polls hold one each); a
+  // connection over the cap is closed as it is accepted. From one client address at most
+  // max_connections_per_ip (0: no limit; behind a reverse proxy every client is the proxy):
+  // by default half the cap, so one address never holds all of it, and a client host with
+  // `run --concurrency 64` (a long poll per trajectory) fits.
+  int max_connections = 256;
+  int max_connections_per_ip = 128;
+  // A request's line and headers must fit this much memory per connection (libmicrohttpd's
+  // pool): more headers, or a line without an end, are refused with 431 or 414.
+  size_t connection_memory_bytes = 64 * 1024;
+  // PEM files: both set, the service speaks HTTPS only.
+  std::string tls_cert, tls_key;
+  double max_wait_s = 60;                 // the longest long poll
+  std::chrono::seconds alive_within{30};  // a worker without a heartbeat this long is not alive
+  std::string tasks_dir;                  // empty: Catalog::DefaultDir()
   nlohmann::json gpus = nlohmann::json::array();  // for health: what the workers were given
-  // Per connection: a request (line, headers, body) must arrive, and a reply be taken, within
-  // this; an idle keep-alive connection is closed after keep_alive_s, and after
-  // keep_alive_max requests.
+  // Per connection: one that makes no progress (reading a request, or taking a reply) for
+  // io_timeout_s is closed; between requests a keep-alive connection may idle keep_alive_s,
+  // and it is closed after keep_alive_max requests. A client trickling a byte at a time is
+  // not idle: max_connections_per_ip bounds how many such connections one address holds.
   int io_timeout_s = 10;
   int keep_alive_s = 5;
   int keep_alive_max = 100;
-  // Long polls (GET …?wait=S) may hold at most this share of the HTTP threads; beyond it a
-  // poll is answered at once with the job's state (202, Retry-After: 1), so that health and
-  // submissions always find a thread.
+  // Long polls (GET …?wait=S) may hold at most this share of max_connections; beyond it a
+  // poll is answered at once with the job's state (202, Retry-After: 1, "waited": false), so
+  // that health and submissions always find a connection.
   double long_poll_share = 0.5;
   // Health is not ok (503) when the queue's local folder has less free space than this.
   double min_free_disk_mb = 64;

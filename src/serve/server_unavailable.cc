@@ -1,4 +1,4 @@
-// The HTTP API where this binary was built without cpp-httplib: `serve` says so.
+// The HTTP API where this binary was built without libmicrohttpd: `serve` says so.
 #include "common/error.h"
 #include "serve/server.h"
 
@@ -6,9 +6,9 @@ namespace ptxbench {
 
 void RequireHttpServer() {
   throw EnvironmentError(
-      "this ptxbench was built without cpp-httplib: no HTTP server (`ptxbench worker` and the "
-      "clients work; install libcpp-httplib-dev, or pass -DHTTPLIB_HEADER=… "
-      "-DCPP_HTTPLIB_LIBRARY=…, and rebuild)");
+      "this ptxbench was built without libmicrohttpd: no HTTP server (`ptxbench worker` and the "
+      "clients work; install libmicrohttpd-dev, or pass -DMICROHTTPD_INCLUDE_DIR=… "
+      "-DMICROHTTPD_LIBRARY=…, and rebuild)");
 }
 
 void ServeHttp(const ServerOptions&, JobQueue&, const std::atomic<bool>&) { RequireHttpServer(); }
