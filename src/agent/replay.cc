@@ -47,10 +47,15 @@ ChatReply ReplayProvider::Complete(const std::vector<ChatMessage>& messages) {
   r.text = turn < replies_.size()
                ? replies_[turn]
                : "The replay has no reply for turn " + std::to_string(turn + 1) + ".";
-  r.usage.completion_tokens = static_cast<int64_t>(r.text.size() / 4);  // no tokenizer: an estimate
-  for (const auto& m : messages)
-    r.usage.prompt_tokens += static_cast<int64_t>(m.content.size() / 4);
+  r.usage = EstimatedReplayUsage(messages, r.text);
   return r;
+}
+
+Usage EstimatedReplayUsage(const std::vector<ChatMessage>& messages, const std::string& reply) {
+  Usage u;
+  u.completion_tokens = static_cast<int64_t>(reply.size() / 4);
+  for (const auto& m : messages) u.prompt_tokens += static_cast<int64_t>(m.content.size() / 4);
+  return u;
 }
 
 std::string ReplayProvider::Describe() const { return "replay of " + path_; }

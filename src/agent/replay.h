@@ -33,6 +33,10 @@ class ReplayProvider : public ChatProvider {
   std::vector<std::string> replies_;
 };
 
+// What a replayed reply is said to cost: no tokenizer here, so characters / 4 of the prompt
+// and of the reply (the reports' token columns stay comparable between replays).
+Usage EstimatedReplayUsage(const std::vector<ChatMessage>& messages, const std::string& reply);
+
 // The bundled default: agent/replay/default.json of the source tree.
 std::string DefaultReplayFile();
 

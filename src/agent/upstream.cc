@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "agent/replay.h"
 #include "common/error.h"
 #include "common/files.h"
 
@@ -126,7 +127,9 @@ UpstreamTrajectory ReadTrajectory(const std::string& folder, const std::string& 
   for (const auto& e : fs::directory_iterator(kernels)) {
     std::smatch m;
     std::string name = e.path().filename().string();
-    if (e.is_regular_file() && std::regex_match(name, m, kKernelFile))
+    // A link is never followed: the kernel's text goes into the trajectory and its records,
+    // so a folder from elsewhere must not be able to pull another file in (a key, a password).
+    if (!e.is_symlink() && e.is_regular_file() && std::regex_match(name, m, kKernelFile))
       files.emplace_back(std::stoi(m[1].str()), fs::absolute(e.path()).lexically_normal().string());
   }
   if (files.empty()) throw InputError("no kernel_t<N>.cu in " + kernels);
@@ -172,8 +175,9 @@ UpstreamExperiment ReadUpstreamExperiment(const std::string& folder, const Catal
   std::vector<std::string> ids;
   for (const auto& f : fs::directory_iterator(folder + "/trajectories")) {
     std::string name = f.path().filename().string();
-    if (f.is_regular_file() && std::regex_match(name, kTrajectoryFile))
-      ids.push_back(name.substr(0, name.size() - 5));
+    if (f.is_symlink() || !f.is_regular_file() || !std::regex_match(name, kTrajectoryFile))
+      continue;
+    ids.push_back(name.substr(0, name.size() - 5));
   }
   std::sort(ids.begin(), ids.end());
   for (const std::string& id : ids) {
@@ -250,9 +254,7 @@ ChatReply UpstreamReplayProvider::CompleteFor(const std::string& trajectory_id,
     return r;
   }
   r.text = it->second[turn];
-  r.usage.completion_tokens = static_cast<int64_t>(r.text.size() / 4);  // an estimate
-  for (const auto& m : messages)
-    r.usage.prompt_tokens += static_cast<int64_t>(m.content.size() / 4);
+  r.usage = EstimatedReplayUsage(messages, r.text);
   return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "agent/extract.h"
@@ -121,6 +122,13 @@ TEST_F(UpstreamFolder, ReadsTrajectoriesTurnsTasksAndLeavesTheBrokenOnesOutWithA
   EXPECT_NE(e.problems[0].message.find("not JSON"), std::string::npos) << e.problems[0].message;
   EXPECT_NE(e.problems[1].message.find("names no task"), std::string::npos);
   EXPECT_NE(e.problems[2].message.find("no kernels folder"), std::string::npos);
+
+  // A linked kernel file is never read (its text would land in the trajectory).
+  std::filesystem::create_symlink(root_ + "/trajectories/exp_001.json",
+                                  root_ + "/kernels/exp_002/kernel_t1.cu");
+  UpstreamExperiment linked = ReadUpstreamExperiment(root_, catalog_);
+  ASSERT_EQ(linked.trajectories.size(), 2u);
+  EXPECT_EQ(linked.trajectories[1].turns.size(), 1u);
 
   // --task names the task of those that name none (and overrides the others).
   UpstreamExperiment forced = ReadUpstreamExperiment(root_, catalog_, "gemm_n128_k2048");

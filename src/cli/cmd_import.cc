@@ -62,9 +62,7 @@ CommandRunner AddImportCommand(CLI::App& app) {
                                ? (fs::path(o->db).parent_path() / "upstream").string()
                                : o->upstream_out;
         if (base.empty()) base = "upstream";
-        std::string name = fs::path(p).lexically_normal().filename().string();
-        if (name.empty() || name == ".") name = fs::absolute(p).parent_path().filename().string();
-        std::string out = base + "/" + name;
+        std::string out = base + "/" + fs::weakly_canonical(p).filename().string();
         MakeDirs(base);
         std::printf("%s: an upstream experiment; judging every turn again into %s\n", p.c_str(),
                     out.c_str());
