@@ -19,6 +19,7 @@
 #include "common/files.h"
 #include "common/source_policy.h"
 #include "common/strings.h"
+#include "common/subprocess.h"
 #include "serve/job_queue.h"
 #include "serve/server.h"
 
@@ -87,6 +88,10 @@ class WorkerSupervisor {
   WorkerSupervisor(std::vector<std::vector<std::string>> argvs, const std::string& db)
       : argvs_(std::move(argvs)) {
     pids_.assign(argvs_.size(), -1);
+    // A worker killed in the middle of a build leaves its compiler's helpers (cicc, ptxas)
+    // running where the sandbox had no PID namespace to end them: as a subreaper, this
+    // process inherits them and ends them (Check, Stop).
+    subreaper_ = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
     for (char** e = environ; e && *e; ++e)
       if (std::string(*e).rfind("PTXBENCH_DB=", 0) != 0) env_.push_back(*e);
     env_.push_back("PTXBENCH_DB=" + db);
@@ -109,6 +114,7 @@ class WorkerSupervisor {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Start(i);
     }
+    EndOrphans();
   }
   // Asks every worker to stop (SIGTERM: they finish what they hold), waits up to `grace`,
   // then kills the rest (their jobs come back when the leases expire).
@@ -130,9 +136,15 @@ class WorkerSupervisor {
         }
       }
     }
+    EndOrphans();
   }
 
  private:
+  void EndOrphans() {
+    if (!subreaper_) return;
+    if (int n = KillOrphans(pids_); n > 0)
+      std::fprintf(stderr, "serve: ended %d process(es) left behind by dead workers\n", n);
+  }
   void Start(size_t i) {
     std::vector<char*> argv, envp;
     for (auto& a : argvs_[i]) argv.push_back(a.data());
@@ -157,6 +169,7 @@ class WorkerSupervisor {
   std::vector<std::vector<std::string>> argvs_;
   std::vector<std::string> env_;
   std::vector<pid_t> pids_;
+  bool subreaper_ = false;
 };
 
 bool IsLoopback(const std::string& host) {

@@ -1,5 +1,6 @@
 #include "common/subprocess.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,11 +12,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <thread>
 
 extern char** environ;
 
 #include "common/error.h"
+#include "common/files.h"
 #include "common/sandbox.h"
 #include "common/strings.h"
 
@@ -361,6 +364,55 @@ CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seco
   r.exit = child.Wait(Clock::now() + timeout);
   r.output = child.captured_output();
   return r;
+}
+
+std::vector<std::pair<pid_t, std::string>> ChildProcesses() {
+  std::vector<std::pair<pid_t, std::string>> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  pid_t me = ::getpid();
+  while (dirent* e = ::readdir(d)) {
+    long long pid = 0;
+    if (!ParseInt64(e->d_name, &pid)) continue;
+    std::string stat;
+    try {
+      stat = ReadFile("/proc/" + std::string(e->d_name) + "/stat");
+    } catch (const std::exception&) {
+      continue;  // gone meanwhile
+    }
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so from the last ')'.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 > stat.size()) continue;
+    std::vector<std::string> f = Split(stat.substr(close + 2), ' ');
+    long long ppid = 0;
+    if (f.size() < 2 || !ParseInt64(f[1], &ppid) || ppid != me) continue;
+    std::string cmd;
+    try {
+      cmd = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
+    } catch (const std::exception&) {
+    }
+    out.emplace_back(static_cast<pid_t>(pid), cmd);
+  }
+  ::closedir(d);
+  return out;
+}
+
+int KillOrphans(const std::vector<pid_t>& keep) {
+  int killed = 0;
+  pid_t own_group = ::getpgrp();
+  for (const auto& [pid, cmd] : ChildProcesses()) {
+    if (std::find(keep.begin(), keep.end(), pid) != keep.end()) continue;
+    // A child reparented to us is a zombie or a process nobody waits for; in both cases ours
+    // to end. Its group only where it leads one that is not ours (never signal ourselves).
+    pid_t group = ::getpgid(pid);
+    if (group == pid && group != own_group) ::kill(-group, SIGKILL);
+    ::kill(pid, SIGKILL);
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    ++killed;
+  }
+  return killed;
 }
 
 }  // namespace ptxbench

@@ -104,6 +104,16 @@ CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seco
                          const std::vector<std::pair<std::string, std::string>>& set_env = {},
                          const PreparedSandbox* sandbox = nullptr);
 
+// This process's children (from /proc), each with its command line (NUL-separated, as
+// /proc/PID/cmdline has it).
+std::vector<std::pair<pid_t, std::string>> ChildProcesses();
+
+// For a supervisor that made itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER): the
+// descendants of a child that died are reparented to it. Kills (SIGKILL) every child that is
+// not in `keep`, with its process group where it leads one of its own (a compiler started by
+// a dead worker leads the group of its cicc and ptxas), and reaps it. Returns how many.
+int KillOrphans(const std::vector<pid_t>& keep);
+
 // Looks a program up in PATH (and, for CUDA tools, in $CUDA_HOME/bin and /usr/local/cuda/bin).
 std::optional<std::string> FindProgram(const std::string& name);
 

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <csignal>
+#include <thread>
 
 #include "common/files.h"
 
@@ -34,6 +39,79 @@ TEST(Subprocess, DeadlineKillsTheWholeProcessGroup) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.exit.kind, ExitKind::kTimedOut);
   EXPECT_LT(s, 5.0);
+}
+
+// What `serve` does when a worker dies mid-build: as a subreaper it inherits the worker's
+// compiler, which leads a group with its own helper, and ends both; a worker it keeps lives.
+// Played in a child process, so the subreaper setting stays out of this test binary.
+TEST(Subprocess, ASubreaperEndsTheProcessGroupsADeadChildLeftBehind) {
+  pid_t supervisor = ::fork();
+  ASSERT_GE(supervisor, 0);
+  if (supervisor == 0) {
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) ::_exit(10);
+    pid_t kept = ::fork();
+    if (kept == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    int pids[2];  // the "compiler" and its "helper", reported by the dying "worker"
+    if (::pipe(pids) != 0) ::_exit(11);
+    pid_t worker = ::fork();
+    if (worker == 0) {
+      pid_t compiler = ::fork();
+      if (compiler == 0) {
+        ::setpgid(0, 0);
+        pid_t helper = ::fork();
+        if (helper == 0) {
+          ::pause();
+          ::_exit(0);
+        }
+        pid_t both[2] = {::getpid(), helper};
+        if (::write(pids[1], both, sizeof both) != sizeof both) ::_exit(1);
+        ::pause();
+        ::_exit(0);
+      }
+      pid_t both[2];
+      if (::read(pids[0], both, sizeof both) != sizeof both) ::_exit(1);
+      if (::write(pids[1], both, sizeof both) != sizeof both) ::_exit(1);
+      ::_exit(0);  // dies with its build running
+    }
+    int st = 0;
+    ::waitpid(worker, &st, 0);
+    pid_t both[2];
+    if (::read(pids[0], both, sizeof both) != sizeof both) ::_exit(12);
+    if (::kill(both[0], 0) != 0 || ::kill(both[1], 0) != 0) ::_exit(13);  // not yet ended
+    int ended = KillOrphans({kept});
+    if (ended != 1) ::_exit(20 + ended);  // the compiler only: the helper is not our child
+    // The helper died with its group: gone, or a zombie reparented to us (state Z).
+    auto ended_or_zombie = [](pid_t pid) {
+      std::string stat;
+      try {
+        stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+      } catch (const std::exception&) {
+        return true;
+      }
+      size_t close = stat.rfind(')');
+      return close != std::string::npos && stat.compare(close + 2, 1, "Z") == 0;
+    };
+    bool helper_ended = false;
+    for (int i = 0; i < 200 && !helper_ended; ++i) {
+      helper_ended = ended_or_zombie(both[1]);
+      if (!helper_ended) std::this_thread::sleep_for(10ms);
+    }
+    if (!helper_ended) ::_exit(14);
+    KillOrphans({kept});  // reaps the zombie
+    if (::kill(kept, 0) != 0) ::_exit(15);
+    ::kill(kept, SIGKILL);
+    ::waitpid(kept, &st, 0);
+    ::_exit(0);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(supervisor, &st, 0), supervisor);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "10: no subreaper; 11/12: pipe; 13: compiler or helper "
+                                   "gone too early; 2x: x orphans ended, not 1; 14: helper "
+                                   "still alive; 15: the kept child was ended";
 }
 
 TEST(Subprocess, ExitedParentWithLingeringGrandchildIsNotATimeout) {

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -128,14 +129,20 @@ Reply Http(const std::string& url, const std::string* body = nullptr,
 // `ptxbench serve` in the background, on a free port, stopped with the object.
 class Service {
  public:
+  // `wrapper`: a command that ends by running its arguments (serve's command line after it).
   Service(const std::string& db, std::vector<std::string> extra,
-          std::vector<std::pair<std::string, std::string>> env = {})
+          std::vector<std::pair<std::string, std::string>> env = {},
+          std::vector<std::string> wrapper = {})
       : port_(testing::FreeTcpPort()) {
     for (size_t i = 0; i + 1 < extra.size(); ++i)
       if (extra[i] == "--tls-cert") via_.cainfo = extra[i + 1];
     ProcessSpec spec;
-    spec.argv = {Bin(), "serve",  "--port", std::to_string(port_), "--db",
-                 db,    "--gpus", "none",   "--cache-dir",         cache_.path()};
+    spec.argv = wrapper;
+    for (const std::string& a : {Bin(), std::string("serve"), std::string("--port"),
+                                 std::to_string(port_), std::string("--db"), db,
+                                 std::string("--gpus"), std::string("none"),
+                                 std::string("--cache-dir"), cache_.path()})
+      spec.argv.push_back(a);
     spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
     spec.set_env = env;
     spec.unset_env = {"PTXBENCH_SERVE_TOKEN"};
@@ -740,6 +747,70 @@ TEST(Serve, HealthIsNotOkWhenTheDatabaseCannotBeWrittenOrTheDiskIsFull) {
   Reply r = Http(full.Url("/v1/health"));
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_TRUE(Contains(r.Json()["error"], "MiB free")) << r.body;
+#endif
+}
+
+// A real full disk: the queue on a 1 MiB tmpfs, mounted in a user and mount namespace of the
+// service's own (where the kernel allows one; skipped, saying so, where not). Submissions that
+// no longer fit are refused with 503 and the reason, health says not ok, the log stays quiet,
+// and what was stored before is still served.
+TEST(Serve, AFullDiskIsRefusedByNameAndTheServiceStaysUp) {
+#ifndef PTXBENCH_HAVE_SQLITE
+  GTEST_SKIP() << "this build has no SQLite: the single-host queue needs it";
+#else
+  ScratchDir dir("serve-e2e");
+  std::string disk = dir.File("disk");
+  MakeDirs(disk);
+  const std::string mount = "mount -t tmpfs -o size=1m,mode=0700 ptxbench-full \"$0\" && exec \"$@\"";
+  CommandResult probe = RunCommand({"unshare", "-Urm", "sh", "-c", mount, disk, "true"}, 30s);
+  if (probe.exit.kind != ExitKind::kExited || probe.exit.code != 0)
+    GTEST_SKIP() << "no user and mount namespace here for a small tmpfs (" << Trim(probe.output)
+                 << "); the full disk is not tested on this machine";
+  Service s(disk + "/queue.db", {"--no-workers", "--min-free-disk-mb", "0"}, {},
+            {"unshare", "-Urm", "sh", "-c", mount, disk});
+  ASSERT_EQ(Http(s.Url("/v1/health")).status, 200) << s.Log();
+  std::mt19937 rng(7);
+  auto source = [&] {  // 200 KB that no page compression could shrink
+    std::string text = "// ";
+    while (text.size() < 200000) text += std::to_string(rng()) + " ";
+    return text;
+  };
+  std::vector<std::string> stored;
+  Reply refused;
+  for (int i = 0; i < 12 && refused.status == 0; ++i) {
+    std::string body = json({{"task", "gemm_n128_k2048"}, {"source", source()}}).dump();
+    auto t0 = Clock::now();
+    Reply r = Http(s.Url("/v1/evaluations"), &body);
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    EXPECT_LT(ms, 5000) << "submission " << i;
+    if (r.status == 202)
+      stored.push_back(r.Json()["id"]);
+    else
+      refused = r;
+  }
+  ASSERT_GE(stored.size(), 1u) << s.Log();
+  ASSERT_NE(refused.status, 0) << "12 submissions of 200 KB fit in 1 MiB?";
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  json why = json::parse(refused.body, nullptr, false);
+  ASSERT_TRUE(why.is_object() && why["error"].is_string()) << refused.body;
+  EXPECT_TRUE(Contains(why["error"], "database write failed")) << refused.body;
+  EXPECT_TRUE(Contains(why["error"], "full")) << refused.body;  // SQLite's own words
+  std::this_thread::sleep_for(1100ms);  // past the health probe's one-second cache
+  Reply health = Http(s.Url("/v1/health"));
+  EXPECT_EQ(health.status, 503) << health.body;
+  // What was stored before is still there and served.
+  for (const std::string& id : stored) {
+    Reply job = Http(s.Url("/v1/evaluations/" + id));
+    EXPECT_EQ(job.status, 202) << job.body;  // queued: no worker here
+    EXPECT_EQ(job.Json()["id"], id) << job.body;
+  }
+  std::printf("full disk: %zu submissions stored, then %ld: %s; health %ld: %s\n", stored.size(),
+              refused.status, why["error"].get<std::string>().c_str(), health.status,
+              health.body.c_str());
+  std::this_thread::sleep_for(2s);
+  size_t lines = Split(s.Log(), '\n').size();
+  EXPECT_LT(lines, 40u) << "the log floods:\n" << s.Log();
+  EXPECT_FALSE(s.Exited()) << s.Log();
 #endif
 }
 

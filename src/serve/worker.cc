@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "common/subprocess.h"
 #include "evaluate/evaluate.h"
 #include "record/record.h"
 #include "serve/job_queue.h"
@@ -159,37 +160,6 @@ class WorkerScratch {
  private:
   std::string path_;
 };
-
-// This process's children (by /proc), with their command lines.
-std::vector<std::pair<pid_t, std::string>> Children() {
-  std::vector<std::pair<pid_t, std::string>> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  pid_t me = ::getpid();
-  while (dirent* e = ::readdir(d)) {
-    long long pid = 0;
-    if (!ParseInt64(e->d_name, &pid)) continue;
-    std::string stat;
-    try {
-      stat = ReadFile("/proc/" + std::string(e->d_name) + "/stat");
-    } catch (const std::exception&) {
-      continue;
-    }
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::vector<std::string> f = Split(stat.substr(close + 2), ' ');
-    long long ppid = 0;
-    if (f.size() < 2 || !ParseInt64(f[1], &ppid) || ppid != me) continue;
-    std::string cmd;
-    try {
-      cmd = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
-    } catch (const std::exception&) {
-    }
-    out.emplace_back(static_cast<pid_t>(pid), cmd);
-  }
-  ::closedir(d);
-  return out;
-}
 
 // The text of a request field, whatever the queued row holds there.
 std::string Field(const json& r, const char* key) {
@@ -522,7 +492,7 @@ class Worker {
       if (!stop_) continue;
       cv_.notify_all();
       if (!in_gpu_stage_) continue;
-      for (const auto& [pid, cmd] : Children()) {
+      for (const auto& [pid, cmd] : ChildProcesses()) {
         if (cmd.find("nvcc") != std::string::npos) continue;
         if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
         ::kill(pid, SIGKILL);
