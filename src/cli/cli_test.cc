@@ -556,7 +556,9 @@ std::string UpstreamExperimentFolder(const ScratchDir& dir) {
   nlohmann::json observation = {
       {"role", "user"}, {"content", "ok"}, {"extra", {{"returncode", 0}, {"all_passed", true}}}};
   nlohmann::json t = {{"trajectory_format", "mini-swe-agent-1.1"},
-                      {"info", {{"exit_status", "Submitted"}}},
+                      {"info",
+                       {{"exit_status", "Submitted"},
+                        {"config", {{"model", {{"model_name", "some-upstream-model"}}}}}}},
                       {"messages",
                        {{{"role", "system"}, {"content", "upstream system prompt"}},
                         {{"role", "user"}, {"content", "Implement gemm_n128_k2048."}},
@@ -587,6 +589,7 @@ TEST(Cli, AnUpstreamExperimentIsJudgedAgainTurnByTurn) {
   EXPECT_TRUE(r.exit.code == 0 || r.exit.code == 3) << r.output;
   auto run = nlohmann::json::parse(ReadFile(out + "/run.json"));
   EXPECT_EQ(run["model"]["provider"], "upstream-replay");
+  EXPECT_EQ(run["model"]["name"], "upstream:some-upstream-model");  // reports group by it
   EXPECT_EQ(run["upstream"]["trajectories"]["exp_007"]["task"], "gemm_n128_k2048");
   EXPECT_EQ(run["upstream"]["trajectories"]["exp_007"]["turns"].size(), 2u);
   auto t = nlohmann::json::parse(ReadFile(out + "/trajectories/exp_007-0.json"));

@@ -190,10 +190,16 @@ int RunWith(RunOptions* o) {
     for (const auto& p : upstream->problems)
       std::fprintf(stderr, "run: left out %s: %s\n", p.path.c_str(), p.message.c_str());
     provider = std::make_unique<UpstreamReplayProvider>(*upstream);
-    model_info = {{"name", "upstream"},
+    // Reports group runs by model: an experiment of one model is shown under that model's
+    // name (marked as upstream's), one of several or none under "upstream".
+    std::set<std::string> models;
+    for (const auto& t : upstream->trajectories)
+      if (!t.model.empty()) models.insert(t.model);
+    model_name = models.size() == 1 ? "upstream:" + *models.begin() : "upstream";
+    model_info = {{"name", model_name},
                   {"provider", "upstream-replay"},
+                  {"upstream_models", models},
                   {"folder", std::filesystem::absolute(o->upstream).lexically_normal().string()}};
-    model_name = "upstream";
     size_t most = 0;
     for (const auto& t : upstream->trajectories) most = std::max(most, t.turns.size());
     // --turns caps each trajectory; without it each runs as many turns as upstream's had.
