@@ -244,6 +244,103 @@ TEST(Cli, SpecialOutputFilesAreWrittenInPlace) {
   EXPECT_EQ(nlohmann::json::parse(ReadFile(target))["status"], "REJECTED");
 }
 
+// A FlashInfer-Bench trace set as --tasks-dir (tests/fixtures/flashinfer-trace-set): its
+// definitions that map onto a family are tasks, the rest are listed with why, and asking for a
+// left-out definition or a refused workload is one line naming the reason.
+TEST(Cli, AFlashInferBenchTraceSetIsATasksFolder) {
+  const std::string set = Src() + "/tests/fixtures/flashinfer-trace-set";
+  CommandResult r = Ptxbench({"tasks", "--tasks-dir", set});
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  for (const char* part : {"gemm_n256_k512", "attn_fwd_h8_d64_causal", "attn_bwd_h4_d64",
+                           "left out (4 FlashInfer-Bench definitions no family here judges):",
+                           "  rmsnorm_h4096 (rmsnorm): not gemm (whose tensor counts it has)",
+                           "  gemm_kn_n256_k512 (gemm): not gemm"})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  r = Ptxbench({"tasks", "--tasks-dir", set, "attn_fwd_h8_d64_causal"});
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("FlashInfer-Bench: " + set +
+                          "/definitions/attention/attn_fwd_h8_d64_causal.json (op_type "
+                          "attention); tensors q, k, v, output, lse; axes B=batch_size"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("refused 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c44: scalar input sm_scale"),
+            std::string::npos)
+      << r.output;
+  r = PtxbenchStdout({"tasks", "--tasks-dir", set, "--json"});
+  EXPECT_EQ(r.exit.code, 0);
+  auto j = nlohmann::json::parse(r.output, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.output;
+  EXPECT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["flashinfer_bench"]["op_type"], "attention");
+
+  ScratchDir dir("cli-fib");
+  std::string kernel = Src() + "/controls/gemm/naive_correct.cu";
+  std::string json = dir.File("out.json");
+  std::vector<BadInput> cases = {
+      {{"tasks", "--tasks-dir", set, "rmsnorm_h4096"},
+       "task rmsnorm_h4096 (FlashInfer-Bench definition " + set +
+           "/definitions/rmsnorm/rmsnorm_h4096.json) is not judged here: not gemm"},
+      {{"eval", kernel, "--tasks-dir", set, "--task", "gqa_paged_decode_h8_kv2_d64_ps1", "--json",
+        json},
+       "is not judged here: 5 tensor inputs and 2 outputs"},
+      {{"eval", kernel, "--tasks-dir", set, "--task", "attn_fwd_h8_d64_causal", "--workload",
+        "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c44", "--json", json},
+       "workload 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c44 of task attn_fwd_h8_d64_causal is not "
+       "judged here: scalar input sm_scale = 0.1;"},
+      {{"eval", kernel, "--tasks-dir", set, "--task", "attn_bwd_h4_d64", "--workload", "S=256",
+        "--json", json},
+       "defines no workload S=256"},
+  };
+  for (const auto& c : cases) {
+    CommandResult b = Ptxbench(c.args);
+    EXPECT_EQ(b.exit.code, 2) << c.expect << "\n" << b.output;
+    EXPECT_NE(b.output.find(c.expect), std::string::npos) << b.output;
+    EXPECT_EQ(Lines(b.output), 1u) << b.output;
+    EXPECT_FALSE(FileExists(json));
+  }
+}
+
+// `eval` on a task of their set goes as far as this machine allows and names their definition
+// and workload in the record and the trace.
+TEST(Cli, EvalOnAFlashInferBenchTaskNamesTheirDefinition) {
+  if (!HaveNvcc()) GTEST_SKIP() << "eval needs nvcc (checked before any work)";
+  const std::string set = Src() + "/tests/fixtures/flashinfer-trace-set";
+  ScratchDir dir("cli-fib-eval");
+  std::string kernel = Rejected(dir);
+  CommandResult r =
+      Ptxbench({"eval", kernel, "--tasks-dir", set, "--task", "gemm_n256_k512", "--workload",
+                "M=64", "--json", dir.File("r.json"), "--trace", dir.File("t.jsonl"), "--quiet"});
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  auto rec = nlohmann::json::parse(ReadFile(dir.File("r.json")));
+  EXPECT_EQ(rec["status"], "REJECTED");
+  EXPECT_EQ(rec["task"]["definition"], "gemm_n256_k512");
+  EXPECT_EQ(rec["task"]["workload_id"], "0b6a7f2e-5d1c-4e8a-9f3b-2c4d6e8f0a11");
+  EXPECT_EQ(rec["task"]["flashinfer_bench"]["file"], set + "/definitions/gemm/gemm_n256_k512.json");
+  auto trace = nlohmann::json::parse(ReadFile(dir.File("t.jsonl")));
+  EXPECT_EQ(trace["definition"], "gemm_n256_k512");
+  EXPECT_EQ(trace["workload"]["uuid"], "0b6a7f2e-5d1c-4e8a-9f3b-2c4d6e8f0a11");
+  EXPECT_EQ(trace["workload"]["axes"], (nlohmann::json{{"M", 64}}));
+  EXPECT_EQ(trace["evaluation"]["status"], "COMPILE_ERROR");
+
+  // A TVM-FFI candidate for a definition with a scalar input cannot be called with it here:
+  // the machine's limit (exit 3), said before any build.
+  std::string tvm = dir.File("tvm.cu");
+  WriteFileAtomic(tvm,
+                  "#include <tvm/ffi/tvm_ffi.h>\n"
+                  "void attn(tvm::ffi::TensorView q) {}\n"
+                  "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, attn);\n");
+  r = Ptxbench({"eval", tvm, "--tasks-dir", set, "--task", "attn_fwd_h8_d64_causal", "--json",
+                dir.File("r2.json"), "--quiet"});
+  EXPECT_EQ(r.exit.code, 3) << r.output;
+  rec = nlohmann::json::parse(ReadFile(dir.File("r2.json")));
+  EXPECT_EQ(rec["status"], "INFRA_ERROR");
+  EXPECT_EQ(rec["reason"], "abi_unsupported");
+  EXPECT_NE(rec["message"].get<std::string>().find("passes the scalar input sm_scale to run"),
+            std::string::npos)
+      << rec["message"];
+  EXPECT_EQ(rec["candidate"]["abi"], "tvm-ffi");
+}
+
 TEST(Cli, InspectJsonOnARejectedFileIsJson) {
   ScratchDir dir("cli-inspect");
   std::string kernel = Rejected(dir);

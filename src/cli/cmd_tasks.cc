@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/strings.h"
 #include "task/definition.h"
 #include "task/family.h"
 
@@ -49,6 +50,14 @@ CommandRunner AddTasksCommand(CLI::App& app) {
         std::cout << " " << arch << "=";
         for (size_t i = 0; i < fams.size(); ++i) std::cout << (i ? "+" : "") << fams[i];
       }
+      if (d.flashinfer) {
+        const FlashInferLink& f = *d.flashinfer;
+        std::cout << "\n  FlashInfer-Bench: " << f.file << " (op_type " << f.op_type
+                  << "); tensors " << Join(f.tensor_names, ", ") << "; axes";
+        for (const auto& [ours, theirs] : f.axis_names) std::cout << " " << ours << "=" << theirs;
+        if (!f.scalar_inputs.empty())
+          std::cout << "; scalar inputs " << Join(f.scalar_inputs, ", ") << " (1/sqrt(D))";
+      }
       std::cout << "\n  workloads:\n";
       for (const auto& w : d.workloads) {
         std::cout << "    ";
@@ -56,6 +65,8 @@ CommandRunner AddTasksCommand(CLI::App& app) {
         std::printf(" %.3g GFLOP  %s%s\n", d.Flops(w) / 1e9, w.id.c_str(),
                     w.headline ? "  (headline)" : "");
       }
+      for (const auto& r : d.refused_workloads)
+        std::cout << "    refused " << r.id << ": " << r.reason << "\n";
       return 0;
     }
     nlohmann::json all = nlohmann::json::array();
@@ -73,6 +84,15 @@ CommandRunner AddTasksCommand(CLI::App& app) {
       for (const auto& w : d.workloads) headline |= w.headline;
       std::printf("%-28s %-8s %-16s %2zu workloads%s\n", d.name.c_str(), d.family.c_str(),
                   axes.c_str(), d.workloads.size(), headline ? "  headline" : "");
+    }
+    // Definitions of a FlashInfer-Bench set that no family here judges, with why. With --json
+    // they go to standard error, so that standard output stays a list of definitions.
+    if (o->family.empty() && !catalog.left_out().empty()) {
+      std::ostream& out = o->json ? std::cerr : std::cout;
+      out << "left out (" << catalog.left_out().size()
+          << " FlashInfer-Bench definitions no family here judges):\n";
+      for (const auto& l : catalog.left_out())
+        out << "  " << l.name << " (" << l.op_type << "): " << l.reason << "\n";
     }
     if (o->json) std::cout << all.dump(2) << "\n";
     if (shown == 0 && !o->family.empty()) {

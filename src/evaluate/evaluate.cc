@@ -1020,6 +1020,16 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
               {"required_families", def.required_families.count(req.arch)
                                         ? json(def.required_families.at(req.arch))
                                         : json::array()}};
+  if (def.flashinfer) {
+    // Their names, so that a Trace written from this record is about their definition and
+    // their workload exactly (report/flashinfer_bench.h).
+    const FlashInferLink& fib = *def.flashinfer;
+    auto w = fib.workloads.find(wl.id);
+    rec.task["flashinfer_bench"] = {{"trace_set", fib.trace_set},
+                                    {"file", fib.file},
+                                    {"definition", def.name},
+                                    {"workload", w != fib.workloads.end() ? w->second : json()}};
+  }
   rec.performance = NotReachedLayer("an earlier stage failed");
   rec.sandbox = {{"probe", ProbeSandbox().ToJson()}};
   rec.correctness = NotReachedLayer("an earlier stage failed");
@@ -1053,6 +1063,17 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   rec.stage_seconds["screen"] = SecondsSince(t);
   if (!screen.passed()) {
     v.Set(Status::kRejected, "", screen.message());
+    return finish();
+  }
+  // A tvm-ffi `run` of a definition with a scalar input takes that scalar as an argument; our
+  // call passes one tensor per argument (task/tvm_ffi_call.h), so it cannot be called right.
+  if (abi == CandidateAbi::kTvmFfi && def.flashinfer && !def.flashinfer->scalar_inputs.empty()) {
+    v.Set(Status::kInfraError, "abi_unsupported",
+          "definition " + def.name + " passes the scalar input " +
+              Join(def.flashinfer->scalar_inputs, ", ") +
+              " to run, and scalars are not passed to TVM-FFI candidates here; the native "
+              "entry point (" +
+              family.Signature() + ") implies the scale 1/sqrt(D)");
     return finish();
   }
 

@@ -18,7 +18,9 @@ std::string FlashInferStatus(const nlohmann::json& record);
 // One Trace for an evaluation record: definition, workload {uuid, axes (the variable ones),
 // inputs (each "random": the harness draws them)}, solution (its name), evaluation {status,
 // environment {hardware, libs}, timestamp, log, correctness (PASSED and INCORRECT_NUMERICAL),
-// performance (PASSED, when timed)}. Throws InputError for an INFRA_ERROR record.
+// performance (PASSED, when timed)}. A record of a task read from a FlashInfer-Bench trace set
+// (task.flashinfer_bench) names their definition and carries their workload object verbatim
+// instead (variable_axes and input_names unused). Throws InputError for an INFRA_ERROR record.
 nlohmann::json FlashInferTrace(const nlohmann::json& record,
                                const std::vector<std::string>& variable_axes,
                                const std::vector<std::string>& input_names,

@@ -10,6 +10,8 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "evaluate/evaluate.h"
+#include "task/definition.h"
 
 namespace ptxbench {
 namespace {
@@ -138,8 +140,8 @@ TEST(FlashInferBench, EvalTakesASolutionFile) {
   EXPECT_NE(r.output.find("its kernel.cu: "), std::string::npos) << r.output;
 
   r = RunCommand({bin, "eval", dir.File("s.json"), "--task", "gemm_n128_k2048", "--workload",
-                  "M=93", "--quiet", "--sanitize", "never", "--json", dir.File("r.json"),
-                  "--trace", dir.File("t.jsonl")},
+                  "M=93", "--quiet", "--sanitize", "never", "--json", dir.File("r.json"), "--trace",
+                  dir.File("t.jsonl")},
                  std::chrono::seconds(300));
   ASSERT_TRUE(FileExists(dir.File("r.json"))) << r.output;
   json rec = json::parse(ReadFile(dir.File("r.json")));
@@ -153,6 +155,62 @@ TEST(FlashInferBench, EvalTakesASolutionFile) {
     EXPECT_EQ(t["solution"], "upstream_gemm");
     EXPECT_EQ(t["evaluation"]["status"], "PASSED");
   }
+}
+
+// A task read from a FlashInfer-Bench trace set: the record links back to their definition and
+// workload, and the trace names both exactly (their axis names, their inputs, the scalar too);
+// read back, the trace's definition and uuid resolve to the same task and workload.
+TEST(FlashInferBench, ATaskFromTheirTraceSetGivesTheirTraceBack) {
+  const std::string set = std::string(PTXBENCH_SOURCE_DIR) + "/tests/fixtures/flashinfer-trace-set";
+  Catalog catalog = Catalog::Load(set);
+  const Definition& d = catalog.Find("attn_fwd_h8_d64_causal");
+  ScratchDir dir("fib-trace");
+  // Rejected by screening: a verdict on the candidate, reached without nvcc or a GPU.
+  WriteFileAtomic(dir.File("k.cu"), "#include <cublas_v2.h>\n__global__ void k() {}\n");
+  EvalRequest req;
+  req.kernel_path = dir.File("k.cu");
+  req.definition = &d;
+  req.workload = &d.FindWorkload("5e2d8c4b-1a3f-4b6d-9c8e-7f1a2b3c4d33");
+  req.cache_root = dir.File("cache");
+  const json r = Evaluate(req).ToJson();
+  ASSERT_EQ(r["status"], "REJECTED") << r.dump(2);
+  const json& link = r["task"]["flashinfer_bench"];
+  EXPECT_EQ(link["definition"], "attn_fwd_h8_d64_causal");
+  EXPECT_EQ(link["file"], set + "/definitions/attention/attn_fwd_h8_d64_causal.json");
+  EXPECT_EQ(link["trace_set"], set);
+  EXPECT_EQ(r["task"]["workload_id"], "5e2d8c4b-1a3f-4b6d-9c8e-7f1a2b3c4d33");
+  EXPECT_EQ(r["task"]["axes"]["S"], 128);  // ours, for the harness
+
+  const json t = FlashInferTrace(r, d.variable_axes, {"Q", "K", "V"}, "my_solution");
+  EXPECT_EQ(t["definition"], "attn_fwd_h8_d64_causal");
+  EXPECT_EQ(t["solution"], "my_solution");
+  EXPECT_EQ(t["workload"], (json{{"uuid", "5e2d8c4b-1a3f-4b6d-9c8e-7f1a2b3c4d33"},
+                                 {"axes", {{"seq_len", 128}}},
+                                 {"inputs",
+                                  {{"q", {{"type", "random"}}},
+                                   {"k", {{"type", "random"}}},
+                                   {"v", {{"type", "random"}}},
+                                   {"sm_scale", {{"type", "scalar"}, {"value", 0.125}}}}}}));
+  EXPECT_EQ(t["evaluation"]["status"], "COMPILE_ERROR");
+  const json back = json::parse(t.dump());
+  EXPECT_EQ(back, t);
+  const Definition& again = catalog.Find(back["definition"].get<std::string>());
+  EXPECT_EQ(&again.FindWorkload(back["workload"]["uuid"].get<std::string>()), req.workload);
+
+  // A passed record of a task from their set: their workload, and the timing.
+  json passed = H200Record();
+  const Definition& g = catalog.Find("gemm_n256_k512");
+  passed["task"]["flashinfer_bench"] = {
+      {"trace_set", set},
+      {"file", g.flashinfer->file},
+      {"definition", g.name},
+      {"workload", g.flashinfer->workloads.at("7c1e9d3a-2b4f-4a6c-8e0d-1f3a5b7c9d22")}};
+  const json pt = FlashInferTrace(passed, {"M"}, {"A", "B"}, "s");
+  EXPECT_EQ(pt["definition"], "gemm_n256_k512");
+  EXPECT_EQ(pt["workload"]["uuid"], "7c1e9d3a-2b4f-4a6c-8e0d-1f3a5b7c9d22");
+  EXPECT_EQ(pt["workload"]["axes"], (json{{"M", 300}, {"N", 256}, {"K", 512}}));
+  EXPECT_EQ(pt["evaluation"]["status"], "PASSED");
+  EXPECT_TRUE(pt["evaluation"].contains("performance"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "task/family.h"
+#include "task/flashinfer_set.h"
 
 namespace ptxbench {
 
@@ -44,6 +45,10 @@ const Workload& Definition::DefaultWorkload() const {
 const Workload& Definition::FindWorkload(const std::string& spec) const {
   for (const auto& w : workloads)
     if (w.id == spec) return w;
+  for (const auto& r : refused_workloads)
+    if (r.id == spec)
+      throw UsageError("workload " + spec + " of task " + name +
+                       " is not judged here: " + r.reason);
   Axes wanted;
   std::string text = spec;
   std::replace(text.begin(), text.end(), ';', ',');
@@ -99,6 +104,16 @@ json ToJson(const Definition& d, bool with_workloads) {
             {"flops", d.flops_formula},
             {"required_families", d.required_families},
             {"baseline", d.baseline}};
+  if (d.flashinfer) {
+    const FlashInferLink& f = *d.flashinfer;
+    j["flashinfer_bench"] = {{"trace_set", f.trace_set},       {"file", f.file},
+                             {"op_type", f.op_type},           {"axis_names", f.axis_names},
+                             {"tensor_names", f.tensor_names}, {"scalar_inputs", f.scalar_inputs}};
+    json refused = json::array();
+    for (const auto& r : d.refused_workloads)
+      refused.push_back({{"id", r.id}, {"reason", r.reason}});
+    j["flashinfer_bench"]["refused_workloads"] = refused;
+  }
   if (with_workloads) {
     j["workloads"] = json::array();
     for (const auto& w : d.workloads) {
@@ -187,6 +202,13 @@ std::string Catalog::DefaultDir() {
 
 Catalog Catalog::Load(const std::string& tasks_dir) {
   Catalog c;
+  if (IsFlashInferTraceSet(tasks_dir)) {
+    FlashInferTaskSet set = LoadFlashInferTaskSet(tasks_dir);
+    c.definitions_ = std::move(set.definitions);
+    c.left_out_ = std::move(set.left_out);
+    c.flashinfer_set_ = true;
+    return c;
+  }
   fs::path defs = fs::path(tasks_dir) / "definitions";
   std::error_code ec;
   if (!fs::is_directory(defs, ec)) throw InputError(defs.string() + ": no task definitions folder");
@@ -207,6 +229,10 @@ const Definition& Catalog::Find(const std::string& name) const {
     if (d.name == name) return d;
     names.push_back(d.name);
   }
+  for (const auto& l : left_out_)
+    if (l.name == name)
+      throw UsageError("task " + name + " (FlashInfer-Bench definition " + l.file +
+                       ") is not judged here: " + l.reason);
   std::string msg = "unknown task '" + name + "'";
   if (auto s = DidYouMean(name, names)) msg += " (did you mean " + *s + "?)";
   msg += "; `ptxbench tasks` lists them";
