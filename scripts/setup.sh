@@ -103,6 +103,22 @@ if [[ -z "${PTXBENCH_TVM_FFI:-}" ]] &&
     echo "setup: could not install apache-tvm-ffi; upstream (tvm-ffi) candidates cannot be built here"
 fi
 
+# --- FlashInfer's headers: the attention-forward baseline is built by the harness from
+# FlashInfer's own Hopper templates (src/measure/flashinfer_attention.h). From the maintained
+# package, flashinfer-python 0.7.4 on PyPI (or $PTXBENCH_FLASHINFER_WHEEL, a copy of that
+# wheel), only the headers its sm90 prefill pulls in (nvcc -M over tools/flashinfer_headers.cu),
+# into .tools/flashinfer: ~24 MB instead of the wheel's 1 GB ---
+flashinfer_version=0.7.4
+fi_dir=.tools/flashinfer
+if [[ -z "${PTXBENCH_FLASHINFER:-}" ]] &&
+   [[ "$(cat $fi_dir/VERSION 2>/dev/null)" != "$flashinfer_version" ]]; then
+  echo "setup: installing FlashInfer $flashinfer_version's attention headers into $fi_dir"
+  if ! scripts/install_flashinfer_headers.sh "$flashinfer_version" "$fi_dir"; then
+    echo "setup: could not install FlashInfer's headers; the attention-forward baseline" \
+         "(--baseline flashinfer, the default) will report that they are missing"
+  fi
+fi
+
 # --- build ---
 build_dir=${PTXBENCH_BUILD_DIR:-build}
 # PTXBENCH_CMAKE_ARGS: extra configure arguments, e.g. where a machine without SQLite's

@@ -17,7 +17,7 @@ using nlohmann::json;
 const char* const kIdentity[] = {
     "/model", "/tasks", "/workload", "/trajectories", "/turns", "/target_speedup", "/arch", "/pack",
     "/pack_info/sha256", "/context", "/sanitize", "/timing", "/timeout", "/timing_budget",
-    "/ptxbench_version", "/ptxbench_commit",
+    "/baseline", "/ptxbench_version", "/ptxbench_commit",
     // A fixit repair run: the manifest it repairs (its hash) and the bar a repair must pass.
     "/fixit"};
 
@@ -31,6 +31,8 @@ std::optional<std::string> RunIdentityDifference(const json& before, const json&
     bool had = before.contains(p), has = now.contains(p);
     if (!had && !has) continue;
     if (!had && std::string(field) == "/ptxbench_commit") continue;
+    // A run from before the attention baseline could be chosen was timed against cuDNN.
+    if (!had && std::string(field) == "/baseline" && now.at(p) == "cudnn") continue;
     std::string name = std::string(field).substr(1);
     if (!had || !has || before.at(p) != now.at(p))
       return name + " differs: the run has " + (had ? Shown(before.at(p)) : "none") +

@@ -25,6 +25,7 @@ json ARun() {
           {"timing", true},
           {"timeout", 60},
           {"timing_budget", 8.0},
+          {"baseline", "flashinfer"},
           {"ptxbench_version", "0.9.0"},
           {"ptxbench_commit", "0123456789ab"},
           {"concurrency", 4}};
@@ -38,16 +39,24 @@ TEST(RunIdentity, TheSameRunHasNoDifference) {
 }
 
 TEST(RunIdentity, EachFieldChangedIsNamed) {
-  const std::pair<const char*, json> changes[] = {
-      {"/model/name", "m2"},       {"/model/temperature", 0.7},
-      {"/tasks", json::array()},   {"/workload", "M=93"},
-      {"/trajectories", 3},        {"/turns", 4},
-      {"/target_speedup", 1.5},    {"/arch", "sm_100a"},
-      {"/pack", "none"},           {"/pack_info/sha256", "x"},
-      {"/context", "condensed"},   {"/sanitize", "never"},
-      {"/timing", false},          {"/timeout", 30},
-      {"/timing_budget", 2.0},     {"/ptxbench_version", "1"},
-      {"/ptxbench_commit", "ffff"}};
+  const std::pair<const char*, json> changes[] = {{"/model/name", "m2"},
+                                                  {"/model/temperature", 0.7},
+                                                  {"/tasks", json::array()},
+                                                  {"/workload", "M=93"},
+                                                  {"/trajectories", 3},
+                                                  {"/turns", 4},
+                                                  {"/target_speedup", 1.5},
+                                                  {"/arch", "sm_100a"},
+                                                  {"/pack", "none"},
+                                                  {"/pack_info/sha256", "x"},
+                                                  {"/context", "condensed"},
+                                                  {"/sanitize", "never"},
+                                                  {"/timing", false},
+                                                  {"/timeout", 30},
+                                                  {"/timing_budget", 2.0},
+                                                  {"/ptxbench_version", "1"},
+                                                  {"/ptxbench_commit", "ffff"},
+                                                  {"/baseline", "cudnn"}};
   for (const auto& [field, value] : changes) {
     json now = ARun();
     now[json::json_pointer(field)] = value;
@@ -66,6 +75,19 @@ TEST(RunIdentity, AMissingFieldIsADifferenceButAnOldRunMayLackTheCommit) {
   auto diff = RunIdentityDifference(before, ARun());
   ASSERT_TRUE(diff);
   EXPECT_NE(diff->find("sanitize differs: the run has none"), std::string::npos) << *diff;
+}
+
+// A run from before `--baseline` was timed against cuDNN: resumable with --baseline cudnn,
+// not with FlashInfer (its speedups would mix two baselines).
+TEST(RunIdentity, ARunWithoutABaselineWasCudnn) {
+  json before = ARun();
+  before.erase("baseline");
+  json now = ARun();
+  now["baseline"] = "cudnn";
+  EXPECT_FALSE(RunIdentityDifference(before, now));
+  auto diff = RunIdentityDifference(before, ARun());
+  ASSERT_TRUE(diff);
+  EXPECT_NE(diff->find("baseline differs"), std::string::npos) << *diff;
 }
 
 TEST(RunFolder, ResumeNeedsARunAndANewRunNeverOverwritesSilently) {

@@ -1,5 +1,6 @@
-// `ptxbench baseline --task PATTERN [...]`: the vendor library alone (cuBLASLt for GEMM,
-// cuDNN SDPA for attention), timed exactly as an evaluation times it, one line per workload;
+// `ptxbench baseline --task PATTERN [...]`: the vendor library alone (cuBLASLt for GEMM;
+// FlashInfer's sm90 prefill and cuDNN SDPA for the attention forward, one line each; cuDNN for
+// the backward), timed exactly as an evaluation times it, one line per workload and library;
 // next to the published H100 figures where they list the same shape.
 #include <fnmatch.h>
 
@@ -9,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -71,9 +73,13 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-// A short name for the plan the library chose: cuDNN's engine, cuBLASLt's algorithm.
+// A short name for the plan the library chose: cuDNN's engine, cuBLASLt's algorithm,
+// FlashInfer's kernel.
 std::string PlanOf(const json& library) {
   if (!library.is_object()) return "";
+  if (library.contains("cta_q"))
+    return library.value("kernel", "") + " CTA " + library["cta_q"].dump() + "x" +
+           library.value("cta_kv", json()).dump();
   for (const char* k : {"engine", "algorithm"})
     if (library.contains(k)) return Truncate(library[k].dump(), 120);
   return "";
@@ -84,13 +90,14 @@ std::string PlanOf(const json& library) {
 CommandRunner AddBaselineCommand(CLI::App& app) {
   struct Options {
     std::vector<std::string> tasks;
-    std::string workload, tasks_dir, compare, csv_path, json_path;
+    std::string workload, tasks_dir, compare, csv_path, json_path, baseline = "both";
     bool all_workloads = false, published_shapes = false;
     int warmup = 10, iterations = 50, buffer_sets = 3, timeout = 600;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "baseline", "Time the vendor baseline alone (cuBLASLt, cuDNN SDPA), as evaluations do");
+      "baseline",
+      "Time the vendor baseline alone (cuBLASLt, FlashInfer, cuDNN SDPA), as evaluations do");
   cmd->add_option("--task", o->tasks, "Task definitions, or shell patterns such as 'mha_*'")
       ->required();
   cmd->add_option("--workload", o->workload,
@@ -114,6 +121,10 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
   cmd->add_option("--compare", o->compare,
                   "Published figures to compare with (default: tasks/published-baselines-h100.csv)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--baseline", o->baseline,
+                  "Attention forward: flashinfer, cudnn, or both (one line each, side by side)")
+      ->check(CLI::IsMember({"flashinfer", "cudnn", "both"}))
+      ->capture_default_str();
   cmd->add_option("--csv", o->csv_path, "Write the table as CSV");
   cmd->add_option("--json", o->json_path, "Write every measurement as a JSON array");
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
@@ -185,63 +196,86 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
     });
 
     std::string csv =
-        "task,workload,state,median_ms,p10_ms,p90_ms,tflops,published_ms,published_tflops,"
-        "tflops_vs_published,library_version,plan,reason\n";
+        "task,workload,baseline,state,median_ms,p10_ms,p90_ms,tflops,published_ms,"
+        "published_tflops,tflops_vs_published,cudnn_ms_over_this_ms,library_version,plan,reason\n";
     json all = json::array();
     // Nothing to measure without a GPU: the environment's fault (exit 3, as `eval`), said
     // once, not as a CUPTI failure per shape.
     if (auto why = WhyNoGpu()) throw EnvironmentError("baseline: no GPU (" + *why + ")");
-    std::fprintf(table, "%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", "task", "workload",
-                 "state", "median ms", "p10..p90 ms", "TFLOP/s", "pub. ms", "pub. TF", "ratio");
+    std::fprintf(table, "%-26s %-12s %-10s %-11s %10s %18s %8s %10s %8s %7s\n", "task", "workload",
+                 "baseline", "state", "median ms", "p10..p90 ms", "TFLOP/s", "pub. ms", "pub. TF",
+                 "ratio");
     int failed = 0;  // failed, or skipped (no GPU, no CUPTI): nothing was measured
     uint64_t seed = 0x62617365ull;
+    // The attention forward's libraries, in the order their lines are printed: cuDNN first,
+    // so FlashInfer's line can say how it compares.
+    std::vector<AttentionBaseline> attention;
+    if (o->baseline != "flashinfer") attention.push_back(AttentionBaseline::kCudnn);
+    if (o->baseline != "cudnn") attention.push_back(AttentionBaseline::kFlashInfer);
     for (const auto& [def, wl] : jobs) {
-      BaselineRequest req;
-      req.definition = def;
-      req.workload = wl;
-      req.warmup = o->warmup;
-      req.iterations = o->iterations;
-      req.buffer_sets = o->buffer_sets;
-      req.timeout = std::chrono::seconds(o->timeout);
-      req.seed = seed += 1000003;
-      json m = MeasureBaseline(req);
-      std::vector<std::string> pairs;
-      for (const auto& [axis, value] : wl->axes)
-        pairs.push_back(axis + "=" + std::to_string(value));
-      std::string shape = Join(pairs, ";");
-      const Published* pub = nullptr;
-      if (auto d = published.find(def->name); d != published.end())
-        for (const std::string& k : PublishedKeys(*wl))
-          if (auto w = d->second.find(k); w != d->second.end()) pub = &w->second;
-      if (pub)
-        m["published"] = {{"ms", pub->ms},
-                          {"tflops", pub->tflops},
-                          {"gpu", pub->gpu},
-                          {"reference", pub->reference}};
-      std::string state = m["state"];
-      bool ran = state == "ran";
-      failed += state == "failed" || state == "skipped";
-      double tf = m.value("tflops", 0.0);
-      std::string range = ran ? Fixed(m["p10"].get<double>() * 1e3, 4) + ".." +
-                                    Fixed(m["p90"].get<double>() * 1e3, 4)
-                              : "";
-      std::fprintf(table, "%-26s %-12s %-11s %10s %18s %8s %10s %8s %7s\n", def->name.c_str(),
-                   shape.c_str(), state.c_str(),
-                   ran ? Fixed(m["median"].get<double>() * 1e3, 4).c_str() : "", range.c_str(),
-                   ran ? Fixed(tf, 1).c_str() : "", pub ? Fixed(pub->ms, 4).c_str() : "",
-                   pub ? Fixed(pub->tflops, 1).c_str() : "",
-                   ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3).c_str() : "");
-      if (!ran) std::fprintf(table, "    %s\n", m.value("reason", "").c_str());
-      std::fflush(table);
-      const json lib = m.value("library", json::object());
-      std::string reason = m.value("reason", "");
-      csv += CsvRow({def->name, shape, state, ran ? Fixed(m["median"].get<double>() * 1e3, 5) : "",
-                     ran ? Fixed(m["p10"].get<double>() * 1e3, 5) : "",
-                     ran ? Fixed(m["p90"].get<double>() * 1e3, 5) : "", ran ? Fixed(tf, 1) : "",
-                     pub ? Fixed(pub->ms, 4) : "", pub ? Fixed(pub->tflops, 1) : "",
-                     ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3) : "",
-                     lib.value("version", ""), PlanOf(lib), reason});
-      all.push_back(m);
+      const bool forward = def->family == "mha_fwd";
+      std::optional<double> cudnn_median;  // this shape's, when cuDNN ran
+      for (size_t k = 0; k < (forward ? attention.size() : 1); ++k) {
+        BaselineRequest req;
+        if (forward) req.attention = attention[k];
+        const std::string choice = forward ? ToString(req.attention) : "";
+        req.definition = def;
+        req.workload = wl;
+        req.warmup = o->warmup;
+        req.iterations = o->iterations;
+        req.buffer_sets = o->buffer_sets;
+        req.timeout = std::chrono::seconds(o->timeout);
+        req.seed = seed += 1000003;
+        json m = MeasureBaseline(req);
+        const std::string library = m.contains("name") ? m["name"].get<std::string>()
+                                                       : (choice.empty() ? "vendor" : choice);
+        std::vector<std::string> pairs;
+        for (const auto& [axis, value] : wl->axes)
+          pairs.push_back(axis + "=" + std::to_string(value));
+        std::string shape = Join(pairs, ";");
+        const Published* pub = nullptr;
+        if (auto d = published.find(def->name); d != published.end())
+          for (const std::string& k : PublishedKeys(*wl))
+            if (auto w = d->second.find(k); w != d->second.end()) pub = &w->second;
+        if (pub)
+          m["published"] = {{"ms", pub->ms},
+                            {"tflops", pub->tflops},
+                            {"gpu", pub->gpu},
+                            {"reference", pub->reference}};
+        std::string state = m["state"];
+        bool ran = state == "ran";
+        failed += state == "failed" || state == "skipped";
+        double tf = m.value("tflops", 0.0);
+        std::string range = ran ? Fixed(m["p10"].get<double>() * 1e3, 4) + ".." +
+                                      Fixed(m["p90"].get<double>() * 1e3, 4)
+                                : "";
+        const double median = ran ? m["median"].get<double>() : 0;
+        if (ran && choice == "cudnn") cudnn_median = median;
+        std::optional<double> vs_cudnn;
+        if (ran && choice == "flashinfer" && cudnn_median && median > 0)
+          vs_cudnn = *cudnn_median / median;
+        if (vs_cudnn) m["cudnn_median_over_this"] = *vs_cudnn;
+        std::fprintf(table, "%-26s %-12s %-10s %-11s %10s %18s %8s %10s %8s %7s%s\n",
+                     def->name.c_str(), shape.c_str(), choice.empty() ? "-" : choice.c_str(),
+                     state.c_str(), ran ? Fixed(m["median"].get<double>() * 1e3, 4).c_str() : "",
+                     range.c_str(), ran ? Fixed(tf, 1).c_str() : "",
+                     pub ? Fixed(pub->ms, 4).c_str() : "", pub ? Fixed(pub->tflops, 1).c_str() : "",
+                     ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3).c_str() : "",
+                     vs_cudnn ? ("  (" + Fixed(*vs_cudnn, 3) + "x cuDNN)").c_str() : "");
+        if (!ran) std::fprintf(table, "    %s\n", m.value("reason", "").c_str());
+        std::fflush(table);
+        const json lib = m.value("library", json::object());
+        std::string reason = m.value("reason", "");
+        csv += CsvRow({def->name, shape, ran ? library : choice, state,
+                       ran ? Fixed(m["median"].get<double>() * 1e3, 5) : "",
+                       ran ? Fixed(m["p10"].get<double>() * 1e3, 5) : "",
+                       ran ? Fixed(m["p90"].get<double>() * 1e3, 5) : "", ran ? Fixed(tf, 1) : "",
+                       pub ? Fixed(pub->ms, 4) : "", pub ? Fixed(pub->tflops, 1) : "",
+                       ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3) : "",
+                       vs_cudnn ? Fixed(*vs_cudnn, 4) : "", lib.value("version", ""), PlanOf(lib),
+                       reason});
+        all.push_back(m);
+      }
     }
     if (!o->csv_path.empty()) WriteOutput(o->csv_path, csv);
     if (!o->json_path.empty()) WriteOutput(o->json_path, all.dump(1) + "\n");

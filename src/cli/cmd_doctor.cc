@@ -12,6 +12,7 @@
 #include "common/subprocess.h"
 #include "inspect/ncu.h"
 #include "inspect/sass.h"
+#include "measure/flashinfer_attention.h"
 #include "measure/gpm.h"
 #include "run/children.h"
 #include "run/memcheck.h"
@@ -104,6 +105,14 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
         report["tvm-ffi"] = {{"found", true}, {"path", t->root}, {"version", t->version}};
       else
         report["tvm-ffi"] = {{"found", false}, {"reason", why}};
+    }
+    // FlashInfer's headers: the attention-forward baseline is built from them.
+    {
+      std::string why;
+      if (auto f = FindFlashInfer(&why))
+        report["flashinfer"] = {{"found", true}, {"path", f->root}, {"version", f->version}};
+      else
+        report["flashinfer"] = {{"found", false}, {"reason", why}};
     }
     // The GPU is asked about in a child, as in an evaluation: this process stays CUDA-free.
     ChildOutcome o = RunProbeChild();

@@ -23,6 +23,7 @@ using nlohmann::json;
 CommandRunner AddEvalCommand(CLI::App& app) {
   struct Options {
     std::string kernel, task, workload, arch = "sm_90a", seed, tolerance, sanitize = "always";
+    std::string baseline = "flashinfer";
     std::string json_path, trace_path, tasks_dir, cache_dir;
     int trials = 3, timeout = 60, memcheck_timeout = 600, profile_timeout = 120;
     int warmup = 10, iterations = 50, buffer_sets = 3, timing_timeout = 180;
@@ -108,6 +109,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
       ->check(ZeroOrMore())
       ->capture_default_str();
   cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
+  AddAttentionBaselineOption(cmd, &o->baseline);
 
   return [o]() {
     // Every problem of the request is found before any work starts.
@@ -125,7 +127,8 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     if (EndsWith(o->kernel, ".json")) {
       json parsed = json::parse(text, nullptr, false);
       if (parsed.is_discarded())
-        throw InputError(o->kernel + ": not JSON (a .json candidate is a FlashInfer-Bench solution)");
+        throw InputError(o->kernel +
+                         ": not JSON (a .json candidate is a FlashInfer-Bench solution)");
       solution = ReadFlashInferSolution(parsed);
       if (!solution->definition.empty() && solution->definition != o->task)
         throw InputError(o->kernel + ": the solution is for " + solution->definition +
@@ -160,6 +163,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     req.timing_timeout = std::chrono::seconds(o->timing_timeout);
     req.drift_threshold = o->drift_threshold;
     req.timing_budget_s = o->timing_budget;
+    req.attention_baseline = *ParseAttentionBaseline(o->baseline);
     req.use_build_cache = !o->no_build_cache;
     req.use_reference_cache = !o->no_reference_cache;
     req.cache_root = o->cache_dir;
@@ -175,19 +179,19 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     if (!o->json_path.empty()) WriteOutput(o->json_path, rec.ToJson().dump(2) + "\n");
     if (!o->trace_path.empty()) {
       std::vector<std::string> inputs;
-      for (const TensorSpec& t : FindFamily(req.definition->family)
-                                     ->Tensors(req.definition->FullAxes(*req.workload)))
+      for (const TensorSpec& t :
+           FindFamily(req.definition->family)->Tensors(req.definition->FullAxes(*req.workload)))
         if (t.role == TensorRole::kInput) inputs.push_back(t.name);
       if (FlashInferStatus(rec.ToJson()).empty())
         std::cerr << "no trace written: " << ToString(rec.status)
                   << " is no verdict on the candidate\n";
       else
-        WriteOutput(o->trace_path,
-                    FlashInferTrace(rec.ToJson(), req.definition->variable_axes, inputs,
-                                    solution && !solution->name.empty() ? solution->name
-                                                                        : o->kernel)
-                            .dump() +
-                        "\n");
+        WriteOutput(
+            o->trace_path,
+            FlashInferTrace(rec.ToJson(), req.definition->variable_axes, inputs,
+                            solution && !solution->name.empty() ? solution->name : o->kernel)
+                    .dump() +
+                "\n");
     }
     // With the record on standard output, the summary goes to standard error.
     if (!o->quiet) (IsStandardOutput(o->json_path) ? std::cerr : std::cout) << HumanSummary(rec);

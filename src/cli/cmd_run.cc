@@ -81,6 +81,7 @@ json PackInfo(const std::string& arch, const std::string& variant, const std::st
 struct RunOptions {
   std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
   std::string sanitize = "always", tasks_dir, replay_file, db, evaluator, upstream;
+  std::string baseline = "flashinfer";
   std::vector<std::string> tasks;
   int trajectories = 1, turns = 0, concurrency = 4, timeout = 60;
   double target_speedup = 0, timing_budget = 8;
@@ -142,6 +143,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
       ->check(GreaterThanZero())
       ->capture_default_str();
   cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
+  AddAttentionBaselineOption(cmd, &o->baseline);
   cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
       ->envname("PTXBENCH_TASKS")
       ->check(CLI::ExistingDirectory);
@@ -297,6 +299,7 @@ int RunWith(RunOptions* o) {
                 {"timing", !o->no_timing},
                 {"timeout", o->timeout},
                 {"timing_budget", o->timing_budget},
+                {"baseline", o->baseline},
                 {"ptxbench_version", PTXBENCH_VERSION},
                 {"ptxbench_commit", PtxbenchCommit()}};
   if (upstream) a.run_info["upstream"] = UpstreamRunInfo(*upstream);
@@ -312,6 +315,7 @@ int RunWith(RunOptions* o) {
     req.timeout = std::chrono::seconds(o->timeout);
     req.timing = !o->no_timing;
     req.timing_budget_s = o->timing_budget;
+    req.attention_baseline = *ParseAttentionBaseline(o->baseline);
     return Evaluate(req).ToJson();
   };
   if (!o->evaluator.empty()) {
@@ -321,7 +325,8 @@ int RunWith(RunOptions* o) {
     remote.options = {{"sanitize", o->sanitize},
                       {"timeout", o->timeout},
                       {"timing", !o->no_timing},
-                      {"timing_budget", o->timing_budget}};
+                      {"timing_budget", o->timing_budget},
+                      {"baseline", o->baseline}};
     evaluate = MakeRemoteEvaluator(remote);
     a.run_info["evaluator"] = o->evaluator;
     // The service queues per GPU; one at a time from here would leave its GPUs idle.

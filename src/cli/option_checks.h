@@ -75,4 +75,16 @@ inline CLI::Validator ServiceUrl() {
       "URL", "URL");
 }
 
+// --baseline of eval, run and serve: the attention forward's library. Declared once here so
+// the commands agree on its name, values, default and help.
+inline CLI::Option* AddAttentionBaselineOption(CLI::App* cmd, std::string* value) {
+  return cmd
+      ->add_option("--baseline", *value,
+                   "Attention-forward baseline: flashinfer (FlashInfer's sm90 prefill, the "
+                   "paper's) or cudnn (cuDNN's fused SDPA); the backward's is always cuDNN, "
+                   "GEMM's cuBLASLt")
+      ->check(CLI::IsMember({"flashinfer", "cudnn"}))
+      ->capture_default_str();
+}
+
 }  // namespace ptxbench

@@ -2,6 +2,7 @@
 
 #include "common/files.h"
 #include "evaluate/timing_judge.h"
+#include "run/baseline.h"
 #include "run/children.h"
 
 namespace ptxbench {
@@ -14,6 +15,9 @@ json MeasureBaseline(const BaselineRequest& req) {
   const Workload& wl = *req.workload;
   Axes axes = def.FullAxes(wl);
   ScratchDir scratch("ptxbench-baseline");
+  const json baseline_options =
+      PrepareBaselineOptions(*FindFamily(def.family), axes, req.attention,
+                             req.cache_root.empty() ? CacheRoot() : req.cache_root);
   ChildRequest tc;
   tc.name = "timing";
   tc.work_dir = scratch.path();
@@ -29,6 +33,7 @@ json MeasureBaseline(const BaselineRequest& req) {
              {"seed_base", req.seed},
              {"baseline", true},
              {"baseline_only", true},
+             {"baseline_options", baseline_options},
              {"peak_n", 0}};
   ChildOutcome to = RunChild(tc);
 
@@ -46,6 +51,7 @@ json MeasureBaseline(const BaselineRequest& req) {
               {"flops", ctx.flops},
               {"headline", wl.headline}};
   std::string state = base.value("state", "not_reached");
+  if (base.contains("choice")) out["choice"] = base["choice"];
   if (j.performance.value("state", "") == "skipped") {
     state = "skipped";
     out["reason"] = j.performance.value("reason", "");
@@ -53,6 +59,7 @@ json MeasureBaseline(const BaselineRequest& req) {
     for (const char* k : {"median", "p10", "p90", "tflops"})
       if (base.contains(k)) out[k] = base[k];
     out["count"] = base["before"].value("count", 0);
+    out["name"] = base.value("name", "");
     out["library"] = base.value("library", json());
   } else if (state == "unsupported" || state == "skipped") {
     out["reason"] = base.value("reason", "");

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "measure/flashinfer_attention.h"  // AttentionBaseline
 #include "task/definition.h"
 
 namespace ptxbench {
@@ -19,11 +20,14 @@ struct BaselineRequest {
   std::chrono::seconds timeout{600};
   uint64_t seed = 0;       // the calls' inputs: seed + call
   std::string executable;  // the ptxbench binary that the child runs; empty: this one
+  AttentionBaseline attention = AttentionBaseline::kFlashInfer;  // mha_fwd's library
+  std::string cache_root;  // where FlashInfer's builds are cached; empty: CacheRoot()
 };
 
 // {"task", "workload", "axes", "flops", "state" ("ran", "unsupported", "skipped", "failed"),
-//  "reason" (unless ran), "median"/"p10"/"p90" (s), "tflops", "library" (the baseline's
-//  Describe()), "protocol", "gpu", "seconds" (wall)}.
+//  "reason" (unless ran), "median"/"p10"/"p90" (s), "tflops", "name" (the library as the
+//  record names it, when it ran), "choice" (mha_fwd: "flashinfer" or "cudnn"), "library" (the
+//  baseline's Describe()), "protocol", "gpu", "seconds" (wall, FlashInfer's build included)}.
 nlohmann::json MeasureBaseline(const BaselineRequest& request);
 
 }  // namespace ptxbench

@@ -30,6 +30,7 @@
 #include "inspect/ncu.h"
 #include "inspect/sass.h"
 #include "measure/gpm.h"
+#include "run/baseline.h"
 #include "run/children.h"
 #include "run/device_ops.h"
 #include "run/reference_cache.h"
@@ -501,10 +502,8 @@ struct TimingConversation {
                             kWitnessMaxRounds);
         witness_seed0 = rng();
         witness_key = rng();
-        plan["witness"] = {{"calls", calls},
-                           {"rounds", rounds},
-                           {"seed0", witness_seed0},
-                           {"key", witness_key}};
+        plan["witness"] = {
+            {"calls", calls}, {"rounds", rounds}, {"seed0", witness_seed0}, {"key", witness_key}};
       }
       reply(plan.dump());
     } else if (ev == "witness_ready" && gpm) {
@@ -534,7 +533,7 @@ ChildOutcome RunBaselineChild(const EvalRequest& req, const Family& family, cons
                               const ScratchDir& scratch, const std::string& phase,
                               uint64_t seed_offset, int warmup, int iterations, int sets,
                               uint64_t seed_base, uint64_t set_seed_base, int peak_n,
-                              const json& gpu) {
+                              const json& gpu, const json& baseline_options) {
   ChildRequest bc;
   bc.name = phase;
   bc.work_dir = scratch.path();
@@ -555,6 +554,7 @@ ChildOutcome RunBaselineChild(const EvalRequest& req, const Family& family, cons
              {"baseline_phase", phase},
              {"baseline_seed_offset", seed_offset},
              {"peak_n", peak_n},
+             {"baseline_options", baseline_options},
              {"pci_bus_id", gpu.value("pci_bus_id", "")}};
   return RunChild(bc);
 }
@@ -589,9 +589,13 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   std::optional<double> peak = CachedPeak(peak_path, gpu);
 
   auto t = Clock::now();
-  ChildOutcome before =
-      RunBaselineChild(req, family, axes, scratch, "baseline_before", 1000000, warmup, iterations,
-                       sets, seed_base, set_seed_base, peak ? 0 : kPeakGemmSize, gpu);
+  // Built here, in the parent, once for both baseline children (FlashInfer's kernel; the first
+  // build of a variant takes minutes, then it is cached).
+  const json baseline_options =
+      PrepareBaselineOptions(family, axes, req.attention_baseline, cache_root);
+  ChildOutcome before = RunBaselineChild(req, family, axes, scratch, "baseline_before", 1000000,
+                                         warmup, iterations, sets, seed_base, set_seed_base,
+                                         peak ? 0 : kPeakGemmSize, gpu, baseline_options);
   rec->stage_seconds["timing_baseline"] = SecondsSince(t);
 
   // The parent's witness of what the GPU did, read outside every child.
@@ -632,7 +636,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   ChildOutcome after;
   if (to.exit.kind != ExitKind::kTimedOut)
     after = RunBaselineChild(req, family, axes, scratch, "baseline_after", 2000000, warmup,
-                             iterations, sets, seed_base, set_seed_base, 0, gpu);
+                             iterations, sets, seed_base, set_seed_base, 0, gpu, baseline_options);
   rec->stage_seconds["timing_baseline"] += SecondsSince(t);
 
   // One conversation for the judge: the baseline's phases from its own processes, the
@@ -653,6 +657,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     json d = *done;
     if (baseline_done) {
       d["baseline_name"] = baseline_done->value("baseline_name", "");
+      d["baseline_choice"] = baseline_done->value("baseline_choice", "");
       d["baseline"] = baseline_done->value("baseline", json());
     }
     messages.push_back(d);
@@ -731,10 +736,10 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     if (std::find(talk.witness_checks.begin(), talk.witness_checks.end(), jx) ==
         talk.witness_checks.end())
       continue;
-    json committed = talk.witness_digests.is_array() &&
-                             jx < static_cast<int>(talk.witness_digests.size())
-                         ? talk.witness_digests[jx]
-                         : json();
+    json committed =
+        talk.witness_digests.is_array() && jx < static_cast<int>(talk.witness_digests.size())
+            ? talk.witness_digests[jx]
+            : json();
     checks.push_back({"witness call " + std::to_string(jx),
                       talk.witness_seed0 + static_cast<uint64_t>(jx),
                       set_seed_base + static_cast<uint64_t>(jx % sets), m->at("outputs"),
@@ -783,9 +788,9 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
         // once asked for) changes it.
         if (c.digests.is_array() && c.what.rfind("witness", 0) == 0) {
           std::string file = c.files.at(k).at("file");
-          std::string committed =
-              k < c.digests.size() && c.digests[k].is_string() ? c.digests[k].get<std::string>()
-                                                               : "";
+          std::string committed = k < c.digests.size() && c.digests[k].is_string()
+                                      ? c.digests[k].get<std::string>()
+                                      : "";
           std::string now = WitnessOutputDigest(file, to.folder, talk.witness_key);
           cj[spec.name + "_digest"] = {{"committed", committed}, {"handed_over", now}};
           if (now != committed && !v->decided)
@@ -795,8 +800,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
                              spec.name + " that the harness sends inside the GPM window"
                        : "the output of " + c.what + " (" + spec.name +
                              ") handed over after the GPM window differs from what the calls "
-                             "in the window wrote (digest " + committed.substr(0, 12) +
-                             " then, " + now.substr(0, 12) +
+                             "in the window wrote (digest " +
+                             committed.substr(0, 12) + " then, " + now.substr(0, 12) +
                              " after): work was done outside the witnessed window");
         }
         OutputComparison cmp = CompareOutputFile(spec, it->second.output_files.at(k),

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "measure/flashinfer_attention.h"  // AttentionBaseline
 #include "record/record.h"
 #include "run/memcheck.h"
 #include "task/definition.h"
@@ -44,8 +45,10 @@ struct EvalRequest {
   bool timing = true;                         // the timing layer (correct candidates only)
   int warmup = 10, iterations = 50, buffer_sets = 3;
   std::chrono::seconds timing_timeout{180};  // the timing child: baselines, peak, candidate
-  double timing_budget_s = 8;           // candidate time for the timed calls; fewer calls beyond it
-  double drift_threshold = 0.05;        // baseline before vs after
+  double timing_budget_s = 8;     // candidate time for the timed calls; fewer calls beyond it
+  double drift_threshold = 0.05;  // baseline before vs after
+  // The attention forward's baseline library (the backward's is always cuDNN, GEMM's cuBLASLt).
+  AttentionBaseline attention_baseline = AttentionBaseline::kFlashInfer;
   std::optional<uint64_t> timing_seed;  // empty: fresh random inputs every evaluation
   bool use_build_cache = true;
   bool use_reference_cache = true;

@@ -287,6 +287,8 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   Phase& b0 = phases["baseline_before"];
   Phase& b1 = phases["baseline_after"];
   json base = {{"name", done ? done->value("baseline_name", "") : ""}};
+  // The library asked for (attention forward: flashinfer or cudnn), kept whatever happened.
+  const std::string choice = done ? done->value("baseline_choice", "") : "";
   if (!baseline_none.empty()) {
     base = {{"state", "skipped"}, {"reason", baseline_none}};
   } else if (!baseline_unsupported.empty()) {
@@ -319,6 +321,7 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   } else {
     base["state"] = baseline_errors.empty() ? "not_reached" : "failed";
   }
+  if (!choice.empty()) base["choice"] = choice;
   perf["baseline"] = base;
   if (cs.count > 0 && cs.median > 0 && ctx.flops > 0) {
     double flops_s = ctx.flops / cs.median;

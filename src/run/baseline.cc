@@ -2,6 +2,7 @@
 
 #include "measure/cublaslt_gemm.h"
 #include "measure/cudnn_sdpa.h"
+#include "measure/flashinfer_attention.h"
 
 namespace ptxbench {
 namespace {
@@ -25,9 +26,10 @@ class GemmBaseline : public Baseline {
 // mha_fwd (Q, K, V, O, LSE) and mha_bwd (Q, K, V, O, dO, LSE, dQ, dK, dV): cuDNN's fused
 // flash attention. The plan is chosen here; a shape no cuDNN engine takes throws
 // BaselineUnsupported (a BaselineError).
-class AttentionBaseline : public Baseline {
+class CudnnAttentionBaseline : public Baseline {
  public:
-  AttentionBaseline(bool forward, const Axes& axes) : forward_(forward), sdpa_(CudnnSdpa::Load()) {
+  CudnnAttentionBaseline(bool forward, const Axes& axes)
+      : forward_(forward), sdpa_(CudnnSdpa::Load()) {
     SdpaShape s{static_cast<int>(axes.at("B")), static_cast<int>(axes.at("H")),
                 static_cast<int>(axes.at("S")), static_cast<int>(axes.at("D")),
                 axes.at("causal") != 0};
@@ -53,12 +55,67 @@ class AttentionBaseline : public Baseline {
   std::unique_ptr<CudnnSdpa> sdpa_;
 };
 
+// mha_fwd (Q, K, V, O, LSE): FlashInfer's sm90 prefill, built by the parent
+// (PrepareBaselineOptions) and loaded here; planned for the shape before any timing.
+class FlashInferBaseline : public Baseline {
+ public:
+  FlashInferBaseline(const Axes& axes, const nlohmann::json& options) {
+    if (options.contains("flashinfer_unsupported"))
+      throw BaselineUnsupported(options["flashinfer_unsupported"].get<std::string>());
+    if (options.contains("flashinfer_error"))
+      throw BaselineError(options["flashinfer_error"].get<std::string>());
+    if (!options.contains("flashinfer_build"))
+      throw BaselineError("FlashInfer: the parent built no kernel for this child");
+    fi_ = FlashInferAttention::Load(FlashInferBuildFromJson(options["flashinfer_build"]));
+    fi_->Prepare(ShapeOf(axes));
+  }
+  std::string Name() const override { return fi_->Name(); }
+  void Run(const std::vector<DeviceTensor>& t, Stream stream) override {
+    fi_->Forward(t.at(0).data, t.at(1).data, t.at(2).data, t.at(3).data,
+                 static_cast<float*>(t.at(4).data), stream);
+  }
+  nlohmann::json Describe() const override { return fi_->Describe(); }
+
+ private:
+  static SdpaShape ShapeOf(const Axes& a) {
+    return {static_cast<int>(a.at("B")), static_cast<int>(a.at("H")), static_cast<int>(a.at("S")),
+            static_cast<int>(a.at("D")), a.at("causal") != 0};
+  }
+  std::unique_ptr<FlashInferAttention> fi_;
+};
+
 }  // namespace
 
-std::unique_ptr<Baseline> MakeBaseline(const Family& family, const Axes& axes, std::string* why) {
+AttentionBaseline AttentionBaselineOf(const nlohmann::json& options) {
+  return options.is_object() && options.value("attention", "") == "cudnn"
+             ? AttentionBaseline::kCudnn
+             : AttentionBaseline::kFlashInfer;
+}
+
+nlohmann::json PrepareBaselineOptions(const Family& family, const Axes& axes,
+                                      AttentionBaseline attention, const std::string& cache_root) {
+  nlohmann::json o = {{"attention", ToString(attention)}};
+  if (family.Name() != "mha_fwd" || attention != AttentionBaseline::kFlashInfer) return o;
+  try {
+    o["flashinfer_build"] = ToJson(BuildFlashInferAttention(static_cast<int>(axes.at("D")),
+                                                            axes.at("causal") != 0, cache_root));
+  } catch (const BaselineUnsupported& e) {
+    o["flashinfer_unsupported"] = e.what();
+  } catch (const std::exception& e) {
+    o["flashinfer_error"] = e.what();
+  }
+  return o;
+}
+
+std::unique_ptr<Baseline> MakeBaseline(const Family& family, const Axes& axes,
+                                       const nlohmann::json& options, std::string* why) {
   if (family.Name() == "gemm") return std::make_unique<GemmBaseline>(axes);
-  if (family.Name() == "mha_fwd") return std::make_unique<AttentionBaseline>(true, axes);
-  if (family.Name() == "mha_bwd") return std::make_unique<AttentionBaseline>(false, axes);
+  if (family.Name() == "mha_fwd") {
+    if (AttentionBaselineOf(options) == AttentionBaseline::kFlashInfer)
+      return std::make_unique<FlashInferBaseline>(axes, options);
+    return std::make_unique<CudnnAttentionBaseline>(true, axes);
+  }
+  if (family.Name() == "mha_bwd") return std::make_unique<CudnnAttentionBaseline>(false, axes);
   if (why) *why = "the " + family.Name() + " family has no baseline yet";
   return nullptr;
 }

@@ -250,7 +250,7 @@ bool MeasurePeak(TimingSession& session, ChannelWriter& out, int n) {
   std::string why;
   std::unique_ptr<Baseline> lt;
   try {
-    lt = MakeBaseline(gemm, axes, &why);
+    lt = MakeBaseline(gemm, axes, nlohmann::json::object(), &why);
   } catch (const BaselineError& e) {
     out.Send({{"event", "baseline_error"}, {"phase", "peak"}, {"message", e.what()}});
     return false;
@@ -278,7 +278,11 @@ bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call
   out.Send({{"event", "timed_loop_done"}, {"kept", kept.size()}});
   json plan = json::parse(ReadControlLine(kControlFd, control_timeout_ms), nullptr, false);
   if (!plan.is_object()) {
-    out.Send({{"event", "error"}, {"stage", "harness"}, {"message", "no plan from the parent after the timed loop (was the result channel held back?)"}});
+    out.Send(
+        {{"event", "error"},
+         {"stage", "harness"},
+         {"message",
+          "no plan from the parent after the timed loop (was the result channel held back?)"}});
     return false;
   }
   Stream hs = session.harness_stream();
@@ -397,7 +401,7 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
     std::string why;
     std::string phase = spec.value("baseline_phase", "baseline_before");
     try {
-      baseline = MakeBaseline(*family, axes, &why);
+      baseline = MakeBaseline(*family, axes, spec.value("baseline_options", json::object()), &why);
     } catch (const BaselineUnsupported& e) {
       out.Send({{"event", "baseline_unsupported"}, {"message", e.what()}});
     } catch (const BaselineError& e) {
@@ -416,6 +420,12 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
               {"clocks", {{"after", clock_sample()}}},
               {"baseline_name", baseline ? baseline->Name() : ""},
               {"baseline", baseline ? baseline->Describe() : json(nullptr)},
+              // Which library was asked for, where there is a choice (the attention forward):
+              // a shape it cannot run has no baseline_name, and still says which it was.
+              {"baseline_choice",
+               family->Name() == "mha_fwd"
+                   ? ToString(AttentionBaselineOf(spec.value("baseline_options", json::object())))
+                   : ""},
               {"new_vendor_libraries", json::array()}});
     return;
   }

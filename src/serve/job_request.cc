@@ -21,7 +21,7 @@ const std::set<std::string> kTopFields = {"task", "workload", "arch", "source", 
 constexpr size_t kMaxTagBytes = 4096;
 const std::set<std::string> kOptions = {"trials",     "seed",          "sanitize", "timeout",
                                         "timing",     "timing_budget", "verify",   "warmup",
-                                        "iterations", "tolerance"};
+                                        "iterations", "tolerance",     "baseline"};
 
 std::string Known(const std::set<std::string>& names) {
   std::string s;
@@ -78,6 +78,13 @@ void ApplyOptions(const json& o, EvalRequest* req) {
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInput) throw;
     throw InputError(std::string("options: ") + e.what());
+  }
+  if (o.contains("baseline")) {
+    const json& v = o["baseline"];
+    std::optional<AttentionBaseline> b =
+        v.is_string() ? ParseAttentionBaseline(v.get<std::string>()) : std::nullopt;
+    if (!b) throw InputError("options.baseline must be flashinfer or cudnn");
+    req->attention_baseline = *b;
   }
   if (o.contains("timeout")) req->timeout = std::chrono::seconds(IntOption(o, "timeout", 1, 3600));
   if (o.contains("timing")) req->timing = BoolOption(o, "timing");

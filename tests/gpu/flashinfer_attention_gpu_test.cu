@@ -1,0 +1,234 @@
+// FlashInfer's sm90 prefill as the harness builds it (measure/flashinfer_attention.h) against
+// our trusted device reference (task/attention.h): every head dim the attention-forward tasks
+// ship (64, 96, 128, 256), causal and not. O within 2e-2·max|O| (bf16 output); LSE, which must
+// be the NATURAL log (FlashInfer's own is base 2), within 1e-3. Head dim 96 must come out
+// BaselineUnsupported. Shapes with S a multiple of the tiles and not, several requests
+// (B·H > 1), and the headline (B=4 H=48 S=4096 D=128) with its time. The six variants are
+// built first, in parallel, into the default cache (where `ptxbench baseline` finds them).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/files.h"
+#include "measure/flashinfer_attention.h"
+#include "task/attention.h"
+#include "task/family.h"
+
+namespace ptxbench {
+namespace {
+
+struct Buffers {
+  std::vector<DeviceTensor> t;
+  Buffers(const Family& f, const Axes& a) {
+    for (const auto& spec : f.Tensors(a)) {
+      DeviceTensor d{spec, nullptr};
+      EXPECT_EQ(cudaMalloc(&d.data, spec.Bytes()), cudaSuccess);
+      t.push_back(d);
+    }
+  }
+  ~Buffers() {
+    for (auto& d : t) cudaFree(d.data);
+  }
+  // All-ones bytes: NaN in bf16 and fp32, so an element FlashInfer does not write shows.
+  void Poison(size_t k) { cudaMemset(t[k].data, 0xff, t[k].spec.Bytes()); }
+};
+
+struct DeviceFloats {
+  float* p = nullptr;
+  explicit DeviceFloats(size_t n) { EXPECT_EQ(cudaMalloc(&p, n * sizeof(float)), cudaSuccess); }
+  ~DeviceFloats() { cudaFree(p); }
+};
+
+__device__ float AsFloat(float x) { return x; }
+__device__ float AsFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// out[0] = max |got - ref| (NaN's bits if any difference is NaN), out[1] = max |ref|.
+template <typename T>
+__global__ void MaxErrorKernel(const T* got, const float* ref, size_t n, unsigned* out) {
+  float err = 0, mag = 0;
+  bool nan = false;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    float r = ref[i], d = fabsf(AsFloat(got[i]) - r);
+    if (isnan(d))
+      nan = true;
+    else
+      err = fmaxf(err, d);
+    mag = fmaxf(mag, fabsf(r));
+  }
+  atomicMax(&out[0], nan ? 0x7fc00000u : __float_as_uint(err));
+  atomicMax(&out[1], __float_as_uint(mag));
+}
+
+struct Error {
+  double err, ref;
+};
+
+template <typename T>
+Error MaxError(const void* got, const float* ref, size_t n) {
+  unsigned* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, 2 * sizeof(unsigned)), cudaSuccess);
+  cudaMemset(d, 0, 2 * sizeof(unsigned));
+  MaxErrorKernel<T><<<1024, 256>>>(static_cast<const T*>(got), ref, n, d);
+  unsigned h[2] = {0, 0};
+  EXPECT_EQ(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d);
+  float e, r;
+  std::memcpy(&e, &h[0], sizeof e);
+  std::memcpy(&r, &h[1], sizeof r);
+  return {e, r};
+}
+
+void Expect(const char* what, Error e, double relative, double absolute) {
+  const double bound = relative * e.ref + absolute;
+  const bool ok = e.err <= bound;  // false for NaN
+  std::printf("    %-4s max abs err %.4g  (max |ref| %.4g, bound %.4g)%s\n", what, e.err, e.ref,
+              bound, ok ? "" : "  <-- FAIL");
+  EXPECT_TRUE(ok) << what << ": max abs err " << e.err << " > " << bound;
+}
+
+std::string Text(const SdpaShape& s) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "fwd B=%d H=%d S=%d D=%d causal=%d", s.B, s.H, s.S, s.D,
+                s.causal ? 1 : 0);
+  return buf;
+}
+
+// The six variants, built once for all tests (in parallel: minutes of CPU each).
+std::map<std::pair<int, bool>, FlashInferBuild>& Builds() {
+  static std::map<std::pair<int, bool>, FlashInferBuild> builds = [] {
+    std::map<std::pair<int, bool>, FlashInferBuild> out;
+    std::string why;
+    if (!FindFlashInfer(&why)) {
+      std::printf("%s\n", why.c_str());
+      return out;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::map<std::pair<int, bool>, std::future<FlashInferBuild>> pending;
+    for (int d : {64, 128, 256})
+      for (bool causal : {false, true})
+        pending[{d, causal}] = std::async(std::launch::async, [d, causal] {
+          return BuildFlashInferAttention(d, causal, CacheRoot());
+        });
+    for (auto& [k, f] : pending) {
+      try {
+        out[k] = f.get();
+        std::printf("built D=%d%s: %s, nvcc %.1f s%s\n", k.first, k.second ? " causal" : "",
+                    out[k].shared_object.c_str(), out[k].seconds,
+                    out[k].cache_hit ? " (cached)" : "");
+      } catch (const std::exception& e) {
+        std::printf("build D=%d%s failed: %s\n", k.first, k.second ? " causal" : "", e.what());
+      }
+    }
+    std::printf("FlashInfer builds: %.1f s wall\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return out;
+  }();
+  return builds;
+}
+
+std::unique_ptr<FlashInferAttention> Loaded(int d, bool causal) {
+  auto it = Builds().find({d, causal});
+  if (it == Builds().end()) return nullptr;
+  return FlashInferAttention::Load(it->second);
+}
+
+// One shape: O and LSE against LaunchAttentionForward after one call and after two more.
+void Check(FlashInferAttention& fi, const SdpaShape& s, uint64_t seed, bool time_it) {
+  std::printf("%s\n", Text(s).c_str());
+  const Family& f = *FindFamily("mha_fwd");
+  const Axes a = {{"B", s.B}, {"H", s.H}, {"S", s.S}, {"D", s.D}, {"causal", s.causal ? 1 : 0}};
+  Buffers dev(f, a);
+  f.MakeInputs(dev.t, a, seed, nullptr);
+  const size_t n = size_t(dev.t[3].spec.Elements()), rows = size_t(dev.t[4].spec.Elements());
+  DeviceFloats ref_o(n), ref_lse(rows);
+  LaunchAttentionForward(dev.t[0].data, dev.t[1].data, dev.t[2].data, ref_o.p, ref_lse.p, s.B, s.H,
+                         s.S, s.D, s.causal, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  fi.Prepare(s);
+  auto call = [&] {
+    fi.Forward(dev.t[0].data, dev.t[1].data, dev.t[2].data, dev.t[3].data,
+               static_cast<float*>(dev.t[4].data), nullptr);
+  };
+  for (int round = 0; round < 2; ++round) {
+    dev.Poison(3);
+    dev.Poison(4);
+    for (int i = 0; i < (round == 0 ? 1 : 2); ++i) call();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    Expect("O", MaxError<__nv_bfloat16>(dev.t[3].data, ref_o.p, n), 2e-2, 0);
+    Expect("LSE", MaxError<float>(dev.t[4].data, ref_lse.p, rows), 0, 1e-3);
+  }
+  if (time_it) {
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    cudaEventRecord(e0, nullptr);
+    for (int i = 0; i < 10; ++i) call();
+    cudaEventRecord(e1, nullptr);
+    ASSERT_EQ(cudaEventSynchronize(e1), cudaSuccess);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    ms /= 10;
+    const double flops = 4.0 * s.B * s.H * double(s.S) * s.S * s.D * (s.causal ? 0.5 : 1.0);
+    std::printf("    time %.4f ms/call (10 calls, cudaEvents), %.1f TFLOP/s\n", ms,
+                flops / (ms * 1e-3) / 1e12);
+  }
+}
+
+void Guard(const std::string& what, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    std::printf("    error: %s\n", e.what());
+    ADD_FAILURE() << what << ": " << e.what();
+  }
+}
+
+class FlashInferAttentionGpu : public ::testing::TestWithParam<std::pair<int, bool>> {};
+
+TEST_P(FlashInferAttentionGpu, MatchesTheReference) {
+  const auto [d, causal] = GetParam();
+  std::string why;
+  ASSERT_TRUE(FindFlashInfer(&why)) << why;
+  std::unique_ptr<FlashInferAttention> fi;
+  Guard("Load", [&] { fi = Loaded(d, causal); });
+  ASSERT_TRUE(fi) << "no build for D=" << d << (causal ? " causal" : "");
+  std::printf("%s: %s\n", fi->Name().c_str(), fi->Describe().dump().c_str());
+  uint64_t seed = 300 + d + causal;
+  // S a multiple of the tiles and not; one request and several; a short sequence.
+  for (SdpaShape s : {SdpaShape{1, 1, 128, d, causal}, SdpaShape{2, 3, 200, d, causal},
+                      SdpaShape{1, 2, 1000, d, causal}, SdpaShape{2, 2, 17, d, causal}})
+    Guard(Text(s), [&] { Check(*fi, s, seed++, false); });
+  // The shipped workloads' B and H at a mid-size S, and the headline for D=128.
+  const int H = 48;  // every mha_with_lse_* definition's
+  Guard("mid", [&] { Check(*fi, {4, H, 1024, d, causal}, seed++, true); });
+  if (d == 128) Guard("headline", [&] { Check(*fi, {4, 48, 4096, d, causal}, seed++, true); });
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, FlashInferAttentionGpu,
+                         ::testing::Values(std::pair{64, false}, std::pair{64, true},
+                                           std::pair{128, false}, std::pair{128, true},
+                                           std::pair{256, false}, std::pair{256, true}),
+                         [](const auto& info) {
+                           return "D" + std::to_string(info.param.first) +
+                                  (info.param.second ? "_causal" : "");
+                         });
+
+// Head dim 96 (mha_with_lse_d96*): FlashInfer has no sm90 prefill for it; the build must say
+// unsupported, as cuDNN's BaselineUnsupported does, not fail.
+TEST(FlashInferAttentionGpuUnsupported, HeadDim96) {
+  for (bool causal : {false, true})
+    EXPECT_THROW(BuildFlashInferAttention(96, causal, CacheRoot()), BaselineUnsupported);
+}
+
+}  // namespace
+}  // namespace ptxbench
