@@ -15,7 +15,7 @@
 
 #include "common/files.h"
 #include "run/channel.h"
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 #include "task/family.h"
 #include "task/random_normal.h"
 
@@ -46,7 +46,7 @@ void Write(const std::string& path, const void* p, size_t n) {
   std::fclose(f);
 }
 
-// The timing child's messages (run/timing_child.h) for a candidate that takes 1 ms per call
+// The timing child's messages (child/timing_child.h) for a candidate that takes 1 ms per call
 // against a 2 ms baseline, with the cheat or failure that `mode` names.
 int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, size_t n) {
   if (mode == "timing_no_cupti") {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/prompt.h"
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/subprocess.h"

@@ -4,7 +4,7 @@
 #include <memory>
 #include <regex>
 
-#include "build/tvm_ffi.h"
+#include "compile/tvm_ffi.h"
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/sandbox.h"

@@ -19,7 +19,7 @@
 #include "agent/prompt.h"
 #include "agent/run_identity.h"
 #include "agent/trajectory.h"
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 #include "cli/commands.h"
 #include "cli/fixit_support.h"
 #include "cli/option_checks.h"

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <memory>
 
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"

@@ -10,7 +10,7 @@
 
 #include "agent/pack.h"
 #include "agent/prompt.h"
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/files.h"

@@ -17,7 +17,7 @@
 #include "agent/replay.h"
 #include "agent/run_identity.h"
 #include "agent/upstream.h"
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "common/error.h"

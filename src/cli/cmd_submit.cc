@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "common/error.h"

@@ -13,7 +13,7 @@
 #include "agent/chat.h"
 #include "agent/loop.h"
 #include "agent/model_config.h"
-#include "report/dataset.h"
+#include "record/report_rows.h"
 
 namespace CLI {
 class App;

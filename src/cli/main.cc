@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "run/child_main.h"
+#include "child/child_main.h"
 #include "task/definition.h"
 
 int main(int argc, char** argv) {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 
 namespace ptxbench {
 

@@ -2,7 +2,7 @@
 
 #include "common/files.h"
 #include "evaluate/timing_judge.h"
-#include "run/baseline.h"
+#include "measure/baseline.h"
 #include "run/children.h"
 
 namespace ptxbench {

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "build/elf.h"
-#include "build/nvcc.h"
+#include "compile/elf.h"
+#include "compile/nvcc.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -30,9 +30,9 @@
 #include "inspect/ncu.h"
 #include "inspect/sass.h"
 #include "measure/gpm.h"
-#include "run/baseline.h"
+#include "measure/baseline.h"
 #include "run/children.h"
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 #include "run/reference_cache.h"
 #include "screen/screen.h"
 #include "task/family.h"

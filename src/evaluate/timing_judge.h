@@ -1,4 +1,4 @@
-// The parent's reading of a timing child (run/timing_child.h): the performance section of the
+// The parent's reading of a timing child (child/timing_child.h): the performance section of the
 // record and, when the candidate broke a rule while being timed, the verdict. Pure: it sees
 // only the child's messages and what the parent knows (the candidate cubin's functions, the
 // task's FLOPs, the cached peak), so CI tests it on recorded messages.

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fixit/failure.h"
-#include "report/dataset.h"
+#include "record/report_rows.h"
 
 namespace ptxbench {
 

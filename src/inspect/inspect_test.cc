@@ -3,7 +3,7 @@
 // output format, and the join of the two.
 #include <gtest/gtest.h>
 
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 #include "common/files.h"
 #include "common/subprocess.h"
 #include "inspect/ncu.h"

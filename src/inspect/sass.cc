@@ -9,7 +9,7 @@
 #include <memory>
 #include <regex>
 
-#include "build/elf.h"
+#include "compile/elf.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/strings.h"

@@ -1,4 +1,4 @@
-// How a vendor baseline fails, for every library behind run/baseline.h.
+// How a vendor baseline fails, for every library behind measure/baseline.h.
 #pragma once
 
 #include <stdexcept>

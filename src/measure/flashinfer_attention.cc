@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "build/nvcc.h"
-#include "build/ptxas_report.h"
+#include "compile/nvcc.h"
+#include "compile/ptxas_report.h"
 #include "common/files.h"
 #include "common/sandbox.h"
 #include "common/sha256.h"

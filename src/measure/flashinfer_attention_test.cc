@@ -14,7 +14,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
-#include "run/baseline.h"
+#include "measure/baseline.h"
 #include "task/family.h"
 
 namespace ptxbench {

@@ -1,7 +1,7 @@
 // Which shared objects are mapped into this process. The correctness child
 // compares the mappings before and after it loads and runs a candidate: a
 // candidate that dlopen()s a vendor kernel library (cuBLAS, cuDNN, ...) at run
-// time passes the DT_NEEDED check of build/elf.h, but its library still shows
+// time passes the DT_NEEDED check of compile/elf.h, but its library still shows
 // up in /proc/self/maps. The cuBLASLt baseline (cublaslt_gemm.h) runs in a
 // different child, so it never appears here.
 #pragma once

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "report/dataset.h"
+#include "record/report_rows.h"
 
 namespace ptxbench {
 

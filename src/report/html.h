@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "report/dataset.h"
+#include "record/report_rows.h"
 #include "report/metrics.h"
 
 namespace ptxbench {

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/dataset.h"
+#include "record/report_rows.h"
 
 namespace ptxbench {
 

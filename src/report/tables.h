@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "report/dataset.h"
+#include "record/report_rows.h"
 #include "report/metrics.h"
 #include "report/upstream_csv.h"
 

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "report/dataset.h"
+#include "record/report_rows.h"
+#include "record/upstream_sass.h"  // UpstreamSassColumns, re-exported for the report
 
 namespace ptxbench {
 
@@ -21,14 +22,6 @@ const std::vector<std::string>& UpstreamTurnColumns();
 // "Compilation error", "Kernel Execution Timeout", "Runtime error", "Extraction error",
 // "Other error") from our outcome and status.
 std::string UpstreamCorrectness(const TurnRow& r);
-
-// The 14 SASS columns of one turn from its record's `instructions` layer and the shared
-// object's sha256; all blank but the status for a turn that is not correct ("").
-// profile_id (the evaluation's id) fills sass_profile_task_id where the profiler ran.
-std::vector<std::string> UpstreamSassColumns(const nlohmann::json& instructions,
-                                             const std::string& shared_object_sha256,
-                                             const std::string& arch, bool correct,
-                                             const std::string& profile_id);
 
 // One row per spent turn: turns counted from 0 as upstream does; trajectory_id is the
 // trajectory's id, prefixed with its run ("run/id") when the data holds more than one run.

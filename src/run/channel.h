@@ -12,6 +12,8 @@ namespace ptxbench {
 
 // The descriptor number children write to; fixed so that no argument can point it at stdout.
 constexpr int kChannelFd = 3;
+// The descriptor children read the parent's instructions from (the control pipe).
+constexpr int kControlFd = 4;
 
 class ChannelWriter {
  public:

@@ -1,6 +1,6 @@
 #include "run/children.h"
 
-#include "build/tvm_ffi.h"
+#include "compile/tvm_ffi.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sandbox.h"

@@ -30,7 +30,7 @@ struct ChildOutcome {
 };
 
 struct ChildRequest {
-  nlohmann::json spec;   // what the child does (run/child_main.h)
+  nlohmann::json spec;   // what the child does (child/child_main.h)
   std::string work_dir;  // where the spec and the log are written
   std::string name;      // "reference", "candidate", "memcheck": names the files
   std::chrono::seconds timeout{60};
@@ -53,8 +53,6 @@ struct ChildRequest {
 // The folder a confined child `name` works in (made by RunChild).
 std::string ChildFolder(const std::string& work_dir, const std::string& name);
 
-// The control descriptor children read instructions from.
-constexpr int kControlFd = 4;
 
 ChildOutcome RunChild(const ChildRequest& request);
 

@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "build/nvcc.h"
-#include "build/tvm_ffi.h"
+#include "compile/nvcc.h"
+#include "compile/tvm_ffi.h"
 #include "common/files.h"
 #include "common/subprocess.h"
 #include "run/channel.h"
 #include "run/children.h"
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 #include "run/memcheck.h"
 #include "run/reference_cache.h"
 #include "task/family.h"

@@ -19,7 +19,7 @@
 // #line that names a path (GCC quotes "source" lines from that file in its
 // messages), a `#pragma GCC dependency` that names one (GCC opens it), and an
 // asm(...) string holding the assembler's .incbin or .include. The build's
-// confinement (build/nvcc.h) is the second wall.
+// confinement (compile/nvcc.h) is the second wall.
 //
 // What it does not do: run the preprocessor. Code inside `#if 0` still
 // counts (a candidate should not carry library code at all), an include

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 #include "common/error.h"
 #include "common/source_policy.h"
 #include "common/strings.h"

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "report/dataset.h"
+#include "record/report_rows.h"
 #include "serve/job_queue.h"
 
 namespace ptxbench {

@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "common/sha256.h"
-#include "report/upstream_csv.h"
+#include "record/upstream_sass.h"
 #include "store/sqlite_util.h"
 
 namespace ptxbench {

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/dataset.h"
+#include "record/report_rows.h"
 
 struct sqlite3;
 

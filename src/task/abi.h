@@ -6,7 +6,7 @@
 //            TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...), destination-passing (every input of the
 //            family's Tensors() in order, then every output), the stream from
 //            TVMFFIEnvGetStream. The shared object exports `__tvm_ffi_run`, a TVM-FFI safe
-//            call, and depends on libtvm_ffi.so (build/tvm_ffi.h).
+//            call, and depends on libtvm_ffi.so (compile/tvm_ffi.h).
 #pragma once
 
 #include <optional>

@@ -14,7 +14,7 @@
 #include <numeric>
 
 #include "common/cuda_check.h"
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 #include "task/attention.h"
 #include "task/random_normal.h"
 

@@ -1,5 +1,5 @@
 // Device-side defaults shared by the families.
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 #include "task/family.h"
 
 namespace ptxbench {

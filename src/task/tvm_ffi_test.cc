@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "build/tvm_ffi.h"
+#include "compile/tvm_ffi.h"
 #include "common/files.h"
 #include "common/subprocess.h"
 #include "run/channel.h"
-#include "run/child_support.h"
+#include "child/child_support.h"
 #include "task/abi.h"
 #include "task/family.h"
 #include "task/tvm_ffi_call.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/cuda_check.h"
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 #include "task/gemm.h"
 #include "task/random_normal.h"
 

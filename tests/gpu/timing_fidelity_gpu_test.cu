@@ -14,7 +14,7 @@
 #include "measure/call_activity.h"
 #include "measure/cublaslt_gemm.h"
 #include "measure/summary.h"
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 #include "task/family.h"
 
 namespace ptxbench {

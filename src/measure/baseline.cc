@@ -1,4 +1,4 @@
-#include "run/baseline.h"
+#include "measure/baseline.h"
 
 #include "measure/cublaslt_gemm.h"
 #include "measure/cudnn_sdpa.h"

@@ -1,6 +1,6 @@
 // What reports are computed from: the turns of trajectories, flattened, as the results store
 // (src/store/) returns them and as trajectory files (agent/trajectory.h) give them without a
-// store. Metrics (metrics.h), tables and the HTML report read only this.
+// store. Metrics, tables and the HTML report (src/report/) read only this.
 #pragma once
 
 #include <cstdint>

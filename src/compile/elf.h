@@ -46,7 +46,7 @@ bool IsAllowedDependency(std::string_view soname);
 
 // The entries of info.needed that IsAllowedDependency() rejects, in order. A candidate of
 // the tvm-ffi ABI (task/abi.h) may also depend on the TVM-FFI runtime: exactly
-// "libtvm_ffi.so", the SONAME of apache-tvm-ffi's library (build/tvm_ffi.h).
+// "libtvm_ffi.so", the SONAME of apache-tvm-ffi's library (compile/tvm_ffi.h).
 std::vector<std::string> ForbiddenDependencies(const ElfInfo& info, bool tvm_ffi = false);
 
 // Whether the object defines `name` as a function that dlsym() can find:

@@ -1,4 +1,4 @@
-#include "build/elf.h"
+#include "compile/elf.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // Builds are cached by content: the source, the arch, the flags and the nvcc version.
 //
 // The ABI (task/abi.h) is read from the source: a tvm-ffi candidate (upstream PTXBench's) is
-// built against the pinned TVM-FFI runtime (build/tvm_ffi.h) with
+// built against the pinned TVM-FFI runtime (compile/tvm_ffi.h) with
 //   -I<tvm_ffi>/include -L<tvm_ffi>/lib -ltvm_ffi -Xlinker -rpath,$ORIGIN:<tvm_ffi>/lib
 // ($ORIGIN first: a confined child finds the copy of libtvm_ffi.so placed beside its copy of
 // the object), and its nvcc may read that folder. The ABI and the runtime's version are part
@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "build/ptxas_report.h"
+#include "compile/ptxas_report.h"
 #include "common/sandbox.h"
 #include "task/abi.h"
 

@@ -1,4 +1,4 @@
-#include "run/timing_child.h"
+#include "child/timing_child.h"
 
 #include <cuda_runtime_api.h>
 
@@ -15,10 +15,10 @@
 #include "measure/cublaslt_gemm.h"
 #include "measure/loaded_objects.h"
 #include "measure/nvml_clocks.h"
-#include "run/baseline.h"
-#include "run/child_support.h"
-#include "run/children.h"
-#include "run/device_ops.h"
+#include "measure/baseline.h"
+#include "child/child_support.h"
+#include "run/channel.h"
+#include "task/device_ops.h"
 
 namespace ptxbench {
 namespace {

@@ -1,4 +1,4 @@
-#include "run/child_main.h"
+#include "child/child_main.h"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -18,9 +18,9 @@
 #include "measure/activity_timer.h"
 #include "measure/loaded_objects.h"
 #include "run/channel.h"
-#include "run/child_support.h"
-#include "run/device_ops.h"
-#include "run/timing_child.h"
+#include "child/child_support.h"
+#include "task/device_ops.h"
+#include "child/timing_child.h"
 #include "task/family.h"
 
 namespace ptxbench {

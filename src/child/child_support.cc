@@ -1,4 +1,4 @@
-#include "run/child_support.h"
+#include "child/child_support.h"
 
 #include <sys/prctl.h>
 
@@ -17,7 +17,7 @@
 
 #include "common/cuda_check.h"
 #include "run/channel.h"
-#include "run/device_ops.h"
+#include "task/device_ops.h"
 
 namespace ptxbench {
 

@@ -1,4 +1,4 @@
-#include "build/tvm_ffi.h"
+#include "compile/tvm_ffi.h"
 
 #include <cstdlib>
 #include <filesystem>

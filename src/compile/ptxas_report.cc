@@ -1,4 +1,4 @@
-#include "build/ptxas_report.h"
+#include "compile/ptxas_report.h"
 
 #include <regex>
 

@@ -1,6 +1,6 @@
-#include "build/nvcc.h"
+#include "compile/nvcc.h"
 
-#include "build/tvm_ffi.h"
+#include "compile/tvm_ffi.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

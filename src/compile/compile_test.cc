@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "build/elf.h"
-#include "build/nvcc.h"
-#include "build/ptxas_report.h"
-#include "build/tvm_ffi.h"
+#include "compile/elf.h"
+#include "compile/nvcc.h"
+#include "compile/ptxas_report.h"
+#include "compile/tvm_ffi.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sandbox.h"
