@@ -16,8 +16,6 @@
 #include <sstream>
 #include <thread>
 
-#include "compile/elf.h"
-#include "compile/nvcc.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -26,15 +24,17 @@
 #include "common/strings.h"
 #include "common/version.h"
 #include "compare/compare.h"
+#include "compile/elf.h"
+#include "compile/nvcc.h"
 #include "evaluate/timing_judge.h"
 #include "inspect/ncu.h"
 #include "inspect/sass.h"
-#include "measure/gpm.h"
 #include "measure/baseline.h"
+#include "measure/gpm.h"
 #include "run/children.h"
-#include "task/device_ops.h"
 #include "run/reference_cache.h"
 #include "screen/screen.h"
+#include "task/device_ops.h"
 #include "task/family.h"
 
 namespace ptxbench {
@@ -994,42 +994,70 @@ void CrossCheckChildren(const EvalRequest& req, const Family& family, const Axes
   rec->instructions["cross_check"] = cj;
 }
 
-}  // namespace
+// --- the stages of Evaluate, in the order it runs them ---
+// Each stage reads the context and what earlier stages produced (its arguments), writes its
+// part of the record, and may decide the verdict; a stage that ends the evaluation says so in
+// what it returns (false, or no result).
 
-EvaluationRecord Evaluate(const EvalRequest& req) {
-  auto t_total = Clock::now();
-  const Definition& def = *req.definition;
-  const Workload& wl = *req.workload;
-  const Family& family = *FindFamily(def.family);
-  Axes axes = def.FullAxes(wl);
-  Tolerance tol = def.tolerance;
-  if (req.tolerance_rule) tol.rule = *req.tolerance_rule;
-  std::string cache_root = req.cache_root.empty() ? CacheRoot() : req.cache_root;
-
+// What every stage reads: the request and what follows from it, fixed before the first stage.
+struct EvalContext {
+  const EvalRequest& req;
+  const Definition& def;
+  const Workload& wl;
+  const Family& family;
+  Axes axes;
+  Tolerance tol;
+  std::string cache_root;
   // Inputs no candidate can know in advance, for every call that is not one of the
   // reproducible trials: the memory check, the profiled call and the timed calls. (The trial
   // seeds are public; a kernel that recognises their inputs must still face these.)
+  uint64_t fresh_seed = 0;
+
+  void Stage(const char* name, const std::string& what) const {
+    if (req.on_stage) req.on_stage(name, what);
+  }
+};
+
+EvalContext MakeContext(const EvalRequest& req) {
+  const Definition& def = *req.definition;
+  const Family& family = *FindFamily(def.family);
+  Tolerance tol = def.tolerance;
+  if (req.tolerance_rule) tol.rule = *req.tolerance_rule;
   uint64_t fresh_seed = req.timing_seed ? *req.timing_seed
                                         : (static_cast<uint64_t>(std::random_device{}()) << 32) ^
                                               std::random_device{}();
+  return {req,
+          def,
+          *req.workload,
+          family,
+          def.FullAxes(*req.workload),
+          tol,
+          req.cache_root.empty() ? CacheRoot() : req.cache_root,
+          fresh_seed};
+}
+
+// The record before any stage ran: what is evaluated, by which ptxbench, every layer not
+// reached yet.
+EvaluationRecord StartRecord(const EvalContext& c) {
+  const Definition& def = c.def;
   EvaluationRecord rec;
   rec.created_at = NowUtcIso8601();
   rec.ptxbench_version = PTXBENCH_VERSION;
   rec.ptxbench_commit = PtxbenchCommit();
-  rec.arch = req.arch;
+  rec.arch = c.req.arch;
   rec.task = {{"definition", def.name},
               {"family", def.family},
-              {"workload_id", wl.id},
-              {"axes", axes},
-              {"flops", def.Flops(wl)},
-              {"required_families", def.required_families.count(req.arch)
-                                        ? json(def.required_families.at(req.arch))
+              {"workload_id", c.wl.id},
+              {"axes", c.axes},
+              {"flops", def.Flops(c.wl)},
+              {"required_families", def.required_families.count(c.req.arch)
+                                        ? json(def.required_families.at(c.req.arch))
                                         : json::array()}};
   if (def.flashinfer) {
     // Their names, so that a Trace written from this record is about their definition and
     // their workload exactly (report/flashinfer_bench.h).
     const FlashInferLink& fib = *def.flashinfer;
-    auto w = fib.workloads.find(wl.id);
+    auto w = fib.workloads.find(c.wl.id);
     rec.task["flashinfer_bench"] = {{"trace_set", fib.trace_set},
                                     {"file", fib.file},
                                     {"definition", def.name},
@@ -1039,221 +1067,276 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   rec.sandbox = {{"probe", ProbeSandbox().ToJson()}};
   rec.correctness = NotReachedLayer("an earlier stage failed");
   rec.memcheck = NotReachedLayer("an earlier stage failed");
-  Verdict v;
-  auto stage = [&](const char* name, const std::string& what) {
-    if (req.on_stage) req.on_stage(name, what);
-  };
-  auto finish = [&]() {
-    rec.status = v.status;
-    rec.reason = v.reason;
-    rec.message = v.message;
-    rec.stage_seconds["total"] = SecondsSince(t_total);
-    return rec;
-  };
+  return rec;
+}
 
-  // --- the candidate file ---
-  std::string source = ReadFile(req.kernel_path);
-  // Which entry point the candidate declares (task/abi.h): ours, or upstream's tvm-ffi one.
-  const CandidateAbi abi = DetectCandidateAbi(source);
-  rec.candidate = {{"path", ValidUtf8(req.kernel_path)},
-                   {"sha256", Sha256Hex(source)},
-                   {"bytes", source.size()},
-                   {"abi", ToString(abi)}};
+json CandidateJson(const std::string& path, const std::string& source, CandidateAbi abi) {
+  return {{"path", ValidUtf8(path)},
+          {"sha256", Sha256Hex(source)},
+          {"bytes", source.size()},
+          {"abi", ToString(abi)}};
+}
 
-  // --- screen ---
-  stage("screen", "the source against the rules");
+// The source against the rules. False when that decided the verdict.
+bool ScreenStage(const EvalContext& c, const std::string& source, EvaluationRecord* rec,
+                 Verdict* v) {
+  c.Stage("screen", "the source against the rules");
   auto t = Clock::now();
   ScreenResult screen = ScreenSource(source);
-  rec.screening = ToJson(screen);
-  rec.stage_seconds["screen"] = SecondsSince(t);
-  if (!screen.passed()) {
-    v.Set(Status::kRejected, "", screen.message());
-    return finish();
-  }
-  // A tvm-ffi `run` of a definition with a scalar input takes that scalar as an argument; our
-  // call passes one tensor per argument (task/tvm_ffi_call.h), so it cannot be called right.
-  if (abi == CandidateAbi::kTvmFfi && def.flashinfer && !def.flashinfer->scalar_inputs.empty()) {
-    v.Set(Status::kInfraError, "abi_unsupported",
-          "definition " + def.name + " passes the scalar input " +
-              Join(def.flashinfer->scalar_inputs, ", ") +
-              " to run, and scalars are not passed to TVM-FFI candidates here; the native "
-              "entry point (" +
-              family.Signature() + ") implies the scale 1/sqrt(D)");
-    return finish();
-  }
+  rec->screening = ToJson(screen);
+  rec->stage_seconds["screen"] = SecondsSince(t);
+  if (screen.passed()) return true;
+  v->Set(Status::kRejected, "", screen.message());
+  return false;
+}
 
-  // --- build ---
-  stage("build", "nvcc for " + req.arch);
-  t = Clock::now();
+// A tvm-ffi `run` of a definition with a scalar input takes that scalar as an argument; our
+// call passes one tensor per argument (task/tvm_ffi_call.h), so it cannot be called right.
+// False when that decided the verdict.
+bool AbiCanCallDefinition(const EvalContext& c, CandidateAbi abi, Verdict* v) {
+  const Definition& def = c.def;
+  if (abi != CandidateAbi::kTvmFfi || !def.flashinfer || def.flashinfer->scalar_inputs.empty())
+    return true;
+  v->Set(Status::kInfraError, "abi_unsupported",
+         "definition " + def.name + " passes the scalar input " +
+             Join(def.flashinfer->scalar_inputs, ", ") +
+             " to run, and scalars are not passed to TVM-FFI candidates here; the native "
+             "entry point (" +
+             c.family.Signature() + ") implies the scale 1/sqrt(D)");
+  return false;
+}
+
+// nvcc for the arch (through the build cache). No result when that decided the verdict.
+std::optional<BuildResult> BuildStage(const EvalContext& c, const std::string& source,
+                                      EvaluationRecord* rec, Verdict* v) {
+  c.Stage("build", "nvcc for " + c.req.arch);
+  auto t = Clock::now();
   BuildResult build;
   try {
     BuildOptions bo;
-    bo.arch = req.arch;
-    bo.use_cache = req.use_build_cache;
-    bo.cache_dir = cache_root + "/build";
+    bo.arch = c.req.arch;
+    bo.use_cache = c.req.use_build_cache;
+    bo.cache_dir = c.cache_root + "/build";
     build = BuildCandidate(source, bo);
   } catch (const Error& e) {
-    rec.stage_seconds["build"] = SecondsSince(t);
+    rec->stage_seconds["build"] = SecondsSince(t);
     if (e.kind() == ErrorKind::kUsage) throw;
-    v.Set(Status::kInfraError, "", std::string("cannot build: ") + e.what());
-    return finish();
+    v->Set(Status::kInfraError, "", std::string("cannot build: ") + e.what());
+    return std::nullopt;
   }
-  rec.stage_seconds["build"] = SecondsSince(t);
+  rec->stage_seconds["build"] = SecondsSince(t);
   // nvcc's log and errors are whatever the compiler printed (the candidate's own bytes quoted).
-  rec.build = ValidUtf8Json(ToJson(build));
-  rec.toolchain["nvcc"] = ValidUtf8(build.nvcc_version);
+  rec->build = ValidUtf8Json(ToJson(build));
+  rec->toolchain["nvcc"] = ValidUtf8(build.nvcc_version);
   if (build.outcome != BuildOutcome::kBuilt) {
     std::string first =
         SplitLines(build.errors).empty() ? "nvcc failed" : SplitLines(build.errors)[0];
-    v.Set(Status::kCompileError, "", Truncate(first, 300));
-    return finish();
+    v->Set(Status::kCompileError, "", Truncate(first, 300));
+    return std::nullopt;
   }
+  return build;
+}
 
-  // --- link check: what the shared object needs and exports ---
+// What the shared object needs and exports. False when that decided the verdict.
+bool LinkCheckStage(const EvalContext& c, const std::string& shared_object, CandidateAbi abi,
+                    EvaluationRecord* rec, Verdict* v) {
   try {
-    ElfInfo elf = ReadElfInfo(build.shared_object);
-    rec.build["needed"] = elf.needed;
+    ElfInfo elf = ReadElfInfo(shared_object);
+    rec->build["needed"] = elf.needed;
     std::vector<std::string> forbidden = ForbiddenDependencies(elf, abi == CandidateAbi::kTvmFfi);
     if (!forbidden.empty()) {
       std::string list = Join(forbidden);
-      v.Set(Status::kRuleViolation, "forbidden_library",
-            "the shared object depends on " + list +
-                " (only the CUDA runtime/driver and the C/C++ runtime are allowed)");
-      return finish();
+      v->Set(Status::kRuleViolation, "forbidden_library",
+             "the shared object depends on " + list +
+                 " (only the CUDA runtime/driver and the C/C++ runtime are allowed)");
+      return false;
     }
     if (!ExportsFunction(elf, EntrySymbol(abi))) {
-      v.Set(Status::kCompileError, "",
-            abi == CandidateAbi::kTvmFfi
-                ? "the shared object does not export `run` the TVM-FFI way (no symbol "
-                  "__tvm_ffi_run from TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...))"
-                : "the shared object does not export `" + family.Signature() + "`");
-      return finish();
+      v->Set(Status::kCompileError, "",
+             abi == CandidateAbi::kTvmFfi
+                 ? "the shared object does not export `run` the TVM-FFI way (no symbol "
+                   "__tvm_ffi_run from TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...))"
+                 : "the shared object does not export `" + c.family.Signature() + "`");
+      return false;
     }
   } catch (const Error& e) {
-    v.Set(Status::kInfraError, "", std::string("cannot inspect the shared object: ") + e.what());
-    return finish();
+    v->Set(Status::kInfraError, "", std::string("cannot inspect the shared object: ") + e.what());
+    return false;
   }
+  return true;
+}
 
-  // --- static inspection of the very object that will run ---
-  ScratchDir scratch("ptxbench-eval");
-  stage("inspect", "the SASS of the built object");
-  t = Clock::now();
-  StaticInspection sass = InspectSharedObject(build.shared_object, scratch.path());
-  rec.stage_seconds["inspect"] = SecondsSince(t);
-  std::vector<std::string> required = def.required_families.count(req.arch)
-                                          ? def.required_families.at(req.arch)
-                                          : std::vector<std::string>{};
+// The SASS of the very object that will run, and the instruction families the task requires
+// of it on the arch.
+struct StaticStage {
+  StaticInspection sass;
+  std::vector<std::string> required;
+};
+
+// No result when the inspection decided the verdict (a kernel by a name of the harness's).
+std::optional<StaticStage> InspectStage(const EvalContext& c, const std::string& shared_object,
+                                        const ScratchDir& scratch, EvaluationRecord* rec,
+                                        Verdict* v) {
+  c.Stage("inspect", "the SASS of the built object");
+  auto t = Clock::now();
+  StaticStage s;
+  s.sass = InspectSharedObject(shared_object, scratch.path());
+  rec->stage_seconds["inspect"] = SecondsSince(t);
+  if (c.def.required_families.count(c.req.arch))
+    s.required = c.def.required_families.at(c.req.arch);
   // The harness's own kernels are named ptxbench_*, and the memory checker and the profiler
   // leave them out; a candidate kernel by such a name would slip past both.
-  for (const auto& f : sass.functions)
+  for (const auto& f : s.sass.functions)
     if (f.mangled.find("ptxbench_") != std::string::npos) {
-      rec.instructions = {{"static", ValidUtf8Json(sass.ToJson())}};
-      v.Set(Status::kRejected, "",
-            "kernel " + f.demangled + " uses the prefix ptxbench_, reserved for the harness");
-      return finish();
+      rec->instructions = {{"static", ValidUtf8Json(s.sass.ToJson())}};
+      v->Set(Status::kRejected, "",
+             "kernel " + f.demangled + " uses the prefix ptxbench_, reserved for the harness");
+      return std::nullopt;
     }
-  rec.instructions = {
-      {"static", ValidUtf8Json(sass.ToJson())}, {"required_families", required},
-      {"verification", "not_correct"},          {"arch_tag", nullptr},
-      {"upstream_arch_tag", nullptr},           {"message", "the candidate is not correct"}};
+  rec->instructions = {{"static", ValidUtf8Json(s.sass.ToJson())},
+                       {"required_families", s.required},
+                       {"verification", "not_correct"},
+                       {"arch_tag", nullptr},
+                       {"upstream_arch_tag", nullptr},
+                       {"message", "the candidate is not correct"}};
+  return s;
+}
 
-  // --- reference (cached) ---
-  std::vector<uint64_t> seeds;
-  for (int i = 0; i < req.trials; ++i) seeds.push_back(req.seed + static_cast<uint64_t>(i));
-  ReferenceCache refs(cache_root + "/reference");
-  std::vector<ReferenceEntry> expected(seeds.size());
+// The reference's outputs for the trials' seeds.
+struct ExpectedOutputs {
+  std::vector<uint64_t> seeds;          // the trials', in order
+  std::vector<ReferenceEntry> entries;  // one per seed
+  json info;                            // correctness.reference of the record
+  std::string no_gpu;                   // not empty: the reference child found no GPU (why)
+};
+
+// From the reference cache, else from a reference child (whose outputs are cached then). No
+// result when the reference failed (the verdict decided).
+std::optional<ExpectedOutputs> ReferenceStage(const EvalContext& c, const ScratchDir& scratch,
+                                              EvaluationRecord* rec, Verdict* v) {
+  ExpectedOutputs x;
+  for (int i = 0; i < c.req.trials; ++i) x.seeds.push_back(c.req.seed + static_cast<uint64_t>(i));
+  ReferenceCache cache(c.cache_root + "/reference");
+  x.entries.resize(x.seeds.size());
   std::vector<uint64_t> missing;
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    auto hit = req.use_reference_cache ? refs.Lookup(family, axes, seeds[i]) : std::nullopt;
+  for (size_t i = 0; i < x.seeds.size(); ++i) {
+    auto hit =
+        c.req.use_reference_cache ? cache.Lookup(c.family, c.axes, x.seeds[i]) : std::nullopt;
     if (hit)
-      expected[i] = *hit;
+      x.entries[i] = *hit;
     else
-      missing.push_back(seeds[i]);
+      missing.push_back(x.seeds[i]);
   }
-  json ref_info = {{"cached_trials", seeds.size() - missing.size()},
-                   {"computed_trials", missing.size()},
-                   {"version", family.ReferenceVersion()}};
-  std::string no_gpu;
-  stage("reference", missing.empty() ? std::string("cached")
-                                     : "expected outputs for " + std::to_string(missing.size()) +
-                                           " trial" + (missing.size() == 1 ? "" : "s"));
-  t = Clock::now();
+  x.info = {{"cached_trials", x.seeds.size() - missing.size()},
+            {"computed_trials", missing.size()},
+            {"version", c.family.ReferenceVersion()}};
+  c.Stage("reference", missing.empty() ? std::string("cached")
+                                       : "expected outputs for " + std::to_string(missing.size()) +
+                                             " trial" + (missing.size() == 1 ? "" : "s"));
+  auto t = Clock::now();
   if (!missing.empty()) {
-    ChildOutcome ro = RunReferenceChild(req, family, axes, missing, ReferenceFolder(scratch),
+    ChildOutcome ro = RunReferenceChild(c.req, c.family, c.axes, missing, ReferenceFolder(scratch),
                                         scratch, "reference");
-    NoteDevice(ro, &rec);
+    NoteDevice(ro, rec);
     if (const json* ng = ro.First("no_gpu")) {
-      no_gpu = ng->value("message", "");
+      x.no_gpu = ng->value("message", "");
     } else {
       auto done = ro.All("reference");
       if (done.size() != missing.size() || !ro.First("done")) {
-        v.Set(Status::kInfraError, "", "the reference failed: " + ReferenceFailure(ro));
-        rec.stage_seconds["reference"] = SecondsSince(t);
-        return finish();
+        v->Set(Status::kInfraError, "", "the reference failed: " + ReferenceFailure(ro));
+        rec->stage_seconds["reference"] = SecondsSince(t);
+        return std::nullopt;
       }
       for (const json* m : done) {
         uint64_t seed = m->at("seed");
         std::vector<std::string> files;
         for (const auto& o : m->at("outputs")) files.push_back(o.at("file"));
-        ReferenceEntry e = refs.Store(family, axes, seed, m->at("input_checksums"), files);
-        for (size_t i = 0; i < seeds.size(); ++i)
-          if (seeds[i] == seed) expected[i] = e;
+        ReferenceEntry e = cache.Store(c.family, c.axes, seed, m->at("input_checksums"), files);
+        for (size_t i = 0; i < x.seeds.size(); ++i)
+          if (x.seeds[i] == seed) x.entries[i] = e;
       }
     }
   }
-  rec.stage_seconds["reference"] = SecondsSince(t);
-  auto skip_gpu_layers = [&](const std::string& message) {
-    std::string why = "no GPU (" + message + ")";
-    rec.correctness = SkippedLayer(why);
-    rec.memcheck = SkippedLayer(why);
-    rec.instructions["message"] =
-        "correctness was not established (" + why + "): static inspection only, no tag";
-    v.Set(Status::kInfraError, "no_gpu",
-          "screening and build passed; the GPU layers were skipped: " + why);
-    return finish();
-  };
-  if (!no_gpu.empty()) return skip_gpu_layers(no_gpu);
+  rec->stage_seconds["reference"] = SecondsSince(t);
+  return x;
+}
 
-  // --- run the candidate ---
-  stage("run", std::to_string(req.trials) + " correctness trial" + (req.trials == 1 ? "" : "s"));
-  t = Clock::now();
-  ChildRequest cc;
-  cc.spec = {
-      {"role", "candidate"}, {"family", family.Name()},   {"axes", axes},
-      {"seeds", seeds},      {"out_dir", scratch.path()}, {"shared_object", build.shared_object},
-      {"arch", req.arch},    {"abi", ToString(abi)}};
+// No GPU to run on (`message` says why): what screening and the build earned stands, the GPU
+// layers are skipped.
+void SkipGpuLayers(const std::string& message, EvaluationRecord* rec, Verdict* v) {
+  std::string why = "no GPU (" + message + ")";
+  rec->correctness = SkippedLayer(why);
+  rec->memcheck = SkippedLayer(why);
+  rec->instructions["message"] =
+      "correctness was not established (" + why + "): static inspection only, no tag";
+  v->Set(Status::kInfraError, "no_gpu",
+         "screening and build passed; the GPU layers were skipped: " + why);
+}
+
+// The candidate's child and what it told us; the later layers run the same request again
+// under their observers.
+struct CandidateRun {
+  ChildRequest request;
+  ChildOutcome outcome;
+};
+
+CandidateRun RunCandidateStage(const EvalContext& c, const std::string& shared_object,
+                               CandidateAbi abi, const std::vector<uint64_t>& seeds,
+                               const ScratchDir& scratch, EvaluationRecord* rec) {
+  c.Stage("run",
+          std::to_string(c.req.trials) + " correctness trial" + (c.req.trials == 1 ? "" : "s"));
+  auto t = Clock::now();
+  CandidateRun run;
+  ChildRequest& cc = run.request;
+  cc.spec = {{"role", "candidate"}, {"family", c.family.Name()}, {"axes", c.axes},
+             {"seeds", seeds},      {"out_dir", scratch.path()}, {"shared_object", shared_object},
+             {"arch", c.req.arch},  {"abi", ToString(abi)}};
   cc.work_dir = scratch.path();
   cc.confine = true;
   cc.spec["kernels"] = true;  // the launched kernels, held against the other children's
   cc.name = "candidate";
-  cc.timeout = req.timeout;
-  cc.executable = req.executable;
-  ChildOutcome co = RunChild(cc);
-  rec.stage_seconds["run"] = SecondsSince(t);
-  NoteDevice(co, &rec);
-  if (const json* ng = co.First("no_gpu")) return skip_gpu_layers(ng->value("message", ""));
-  rec.sandbox["candidate_child"] = co.sandbox;
-  if (const json* c = co.First("confinement")) rec.sandbox["inside"] = *c;
-  if (const json* au = co.First("arch_unavailable")) {
-    // Our machine cannot run this arch: not the candidate's failure. What it earned without a
-    // GPU (screening, build, static inspection) stands.
-    rec.correctness = SkippedLayer("arch_unavailable");
-    rec.memcheck = SkippedLayer("arch_unavailable");
-    rec.instructions["message"] = "correctness was not established (this GPU cannot run " +
-                                  req.arch + "): static inspection only, no tag";
-    v.Set(Status::kInfraError, "arch_unavailable",
-          "this GPU (" + au->value("gpu", std::string("?")) + ", compute capability " +
-              au->value("compute_capability", std::string("?")) + ") cannot run " + req.arch +
-              " code; screening, build and static inspection passed");
-    return finish();
-  }
-  JudgeCandidateChild(co, req.timeout, &v);
+  cc.timeout = c.req.timeout;
+  cc.executable = c.req.executable;
+  run.outcome = RunChild(cc);
+  rec->stage_seconds["run"] = SecondsSince(t);
+  NoteDevice(run.outcome, rec);
+  return run;
+}
+
+void NoteCandidateSandbox(const ChildOutcome& co, EvaluationRecord* rec) {
+  rec->sandbox["candidate_child"] = co.sandbox;
+  if (const json* c = co.First("confinement")) rec->sandbox["inside"] = *c;
+}
+
+// Our machine cannot run this arch: not the candidate's failure. What it earned without a GPU
+// (screening, build, static inspection) stands. True when so (the verdict decided).
+bool ArchUnavailable(const EvalContext& c, const ChildOutcome& co, EvaluationRecord* rec,
+                     Verdict* v) {
+  const json* au = co.First("arch_unavailable");
+  if (!au) return false;
+  rec->correctness = SkippedLayer("arch_unavailable");
+  rec->memcheck = SkippedLayer("arch_unavailable");
+  rec->instructions["message"] = "correctness was not established (this GPU cannot run " +
+                                 c.req.arch + "): static inspection only, no tag";
+  v->Set(Status::kInfraError, "arch_unavailable",
+         "this GPU (" + au->value("gpu", std::string("?")) + ", compute capability " +
+             au->value("compute_capability", std::string("?")) + ") cannot run " + c.req.arch +
+             " code; screening, build and static inspection passed");
+  return true;
+}
+
+// How the candidate's run went (its verdict so far) and the correctness layer without the
+// trials' comparison.
+json JudgeCandidateRun(const EvalContext& c, const ChildOutcome& co, const ExpectedOutputs& x,
+                       Verdict* v) {
+  JudgeCandidateChild(co, c.req.timeout, v);
+  const Tolerance& tol = c.tol;
   json correctness = {
       {"state", "ran"},
-      {"trials", req.trials},
-      {"seeds", seeds},
+      {"trials", c.req.trials},
+      {"seeds", x.seeds},
       {"tolerance", {{"rule", ToString(tol.rule)}, {"atol", tol.atol}, {"rtol", tol.rtol}}},
-      {"reference", ref_info},
+      {"reference", x.info},
       {"child_exit", co.exit.Describe()},
       {"child_log_tail", ValidUtf8(co.log_tail)}};
   if (!co.garbage.empty()) correctness["channel_garbage_lines"] = co.garbage.size();
@@ -1263,183 +1346,277 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   if (const json* libs = co.Last("libraries")) {
     auto found = libs->value("new_vendor_libraries", std::vector<std::string>{});
     correctness["new_vendor_libraries"] = found;
-    if (!found.empty() && (!v.decided || v.status == Status::kIncorrect))
-      v.Set(Status::kRuleViolation, "forbidden_library",
-            "the candidate loaded " + Join(found) + " at run time");
+    if (!found.empty() && (!v->decided || v->status == Status::kIncorrect))
+      v->Set(Status::kRuleViolation, "forbidden_library",
+             "the candidate loaded " + Join(found) + " at run time");
   }
+  return correctness;
+}
 
-  // --- compare, trial by trial ---
-  t = Clock::now();
+// Trial by trial, each output the candidate's child wrote against the reference's. Returns
+// the trial results (correctness.trial_results).
+json CompareStage(const EvalContext& c, const ChildOutcome& co, const ExpectedOutputs& x,
+                  EvaluationRecord* rec, Verdict* v) {
+  auto t = Clock::now();
   json trials = json::array();
-  auto family_tensors = family.Tensors(axes);
+  auto family_tensors = c.family.Tensors(c.axes);
   try {
     for (const json* m : co.All("trial")) {
       uint64_t seed = m->at("seed");
       size_t idx = 0;
-      while (idx < seeds.size() && seeds[idx] != seed) ++idx;
-      if (idx == seeds.size()) continue;  // not a seed we asked for: ignore, never trust
+      while (idx < x.seeds.size() && x.seeds[idx] != seed) ++idx;
+      if (idx == x.seeds.size()) continue;  // not a seed we asked for: ignore, never trust
       json tj = {{"seed", seed},
                  {"seconds", m->value("seconds", 0.0)},
                  {"call_seconds", m->value("call_seconds", 0.0)}};
       auto before = m->at("input_checksums_before").get<std::vector<uint64_t>>();
       auto after = m->at("input_checksums_after").get<std::vector<uint64_t>>();
       tj["inputs_unchanged"] = before == after;
-      if (before != expected[idx].input_checksums && !v.decided)
-        v.Set(Status::kInfraError, "",
-              "the candidate child's inputs differ from the reference's for seed " +
-                  std::to_string(seed));
-      if (before != after && !v.decided)
-        v.Set(Status::kRuleViolation, "inputs_modified",
-              "the candidate modified its inputs" + TrialName(*m) +
-                  " (checksums before and after differ)");
+      if (before != x.entries[idx].input_checksums && !v->decided)
+        v->Set(Status::kInfraError, "",
+               "the candidate child's inputs differ from the reference's for seed " +
+                   std::to_string(seed));
+      if (before != after && !v->decided)
+        v->Set(Status::kRuleViolation, "inputs_modified",
+               "the candidate modified its inputs" + TrialName(*m) +
+                   " (checksums before and after differ)");
       json outputs = json::array();
       size_t k = 0;
       for (const auto& spec : family_tensors) {
         if (spec.role != TensorRole::kOutput) continue;
-        OutputComparison c = CompareOutputFile(spec, expected[idx].output_files.at(k),
-                                               m->at("outputs").at(k).at("file"), co.folder, tol);
-        json cj = ToJson(c);
+        OutputComparison cmp =
+            CompareOutputFile(spec, x.entries[idx].output_files.at(k),
+                              m->at("outputs").at(k).at("file"), co.folder, c.tol);
+        json cj = ToJson(cmp);
         long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;
-        cj["summary"] = Describe(c, cols);
+        cj["summary"] = Describe(cmp, cols);
         outputs.push_back(cj);
-        if (c.verdict != CompareVerdict::kMatch && !v.decided)
-          v.Set(Status::kIncorrect, ToString(c.verdict), Describe(c, cols) + TrialName(*m));
+        if (cmp.verdict != CompareVerdict::kMatch && !v->decided)
+          v->Set(Status::kIncorrect, ToString(cmp.verdict), Describe(cmp, cols) + TrialName(*m));
         ++k;
       }
       tj["outputs"] = outputs;
       trials.push_back(tj);
     }
   } catch (const CandidateFileError& e) {
-    if (!v.decided || v.status != Status::kRuleViolation)
-      v.Set(Status::kRuleViolation, "channel_tampered", e.what());
+    if (!v->decided || v->status != Status::kRuleViolation)
+      v->Set(Status::kRuleViolation, "channel_tampered", e.what());
   }
-  correctness["trial_results"] = trials;
-  rec.stage_seconds["compare"] = SecondsSince(t);
-  if (!v.decided && trials.size() != seeds.size())
-    v.Set(Status::kInfraError, "",
-          "the candidate child reported " + std::to_string(trials.size()) + " of " +
-              std::to_string(seeds.size()) + " trials");
-  rec.correctness = correctness;
+  rec->stage_seconds["compare"] = SecondsSince(t);
+  if (!v->decided && trials.size() != x.seeds.size())
+    v->Set(Status::kInfraError, "",
+           "the candidate child reported " + std::to_string(trials.size()) + " of " +
+               std::to_string(x.seeds.size()) + " trials");
+  return trials;
+}
 
-  // --- memory check ---
+// One call under compute-sanitizer, when --sanitize asks for it (always after a crash or a
+// hang: the checker may say why). Returns the checker's child (empty when it did not run).
+ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
+                           const ScratchDir& scratch, EvaluationRecord* rec, Verdict* v) {
+  const EvalRequest& req = c.req;
   ChildOutcome memcheck_child;
   bool run_failed =
-      v.decided && (v.status == Status::kRuntimeError || v.status == Status::kTimeout);
+      v->decided && (v->status == Status::kRuntimeError || v->status == Status::kTimeout);
   bool want = req.sanitize == SanitizeMode::kAlways ||
-              (req.sanitize == SanitizeMode::kOnFailure && v.decided) || run_failed;
-  if (v.decided && v.status == Status::kInfraError) want = false;
+              (req.sanitize == SanitizeMode::kOnFailure && v->decided) || run_failed;
+  if (v->decided && v->status == Status::kInfraError) want = false;
   if (!want) {
-    rec.memcheck = SkippedLayer("--sanitize " + ToString(req.sanitize));
-  } else if (auto sanitizer = FindComputeSanitizer(); !sanitizer) {
-    rec.memcheck = SkippedLayer("compute-sanitizer not found");
-    if (req.sanitize == SanitizeMode::kAlways && !v.decided)
-      v.Set(Status::kInfraError, "",
-            "the memory check is required (--sanitize always) but compute-sanitizer was not "
-            "found; --sanitize never skips it");
-  } else {
-    stage("memcheck", "one call under compute-sanitizer");
-    t = Clock::now();
-    ChildRequest mc = cc;
-    mc.name = "memcheck";
-    mc.confine = true;
-    mc.spec["seeds"] = json::array({fresh_seed ^ kMemcheckSeedSalt});
-    mc.spec["write_outputs"] = true;  // compared with the reference like the trials
-    // cudaMalloc'd buffers: the checker knows their exact bounds (guard pages elsewhere).
-    mc.spec["guard_pages"] = false;
-    std::string log = ChildFolder(scratch.path(), mc.name) + "/memcheck.txt";
-    mc.wrapper = MemcheckCommand(*sanitizer, log);
-    mc.tool_roots = ToolRoots(*sanitizer);
-    // A hang hangs again under the checker: give it the run's deadline, not its own.
-    mc.timeout = v.status == Status::kTimeout ? req.timeout : req.memcheck_timeout;
-    ChildOutcome mo = RunChild(mc);
-    memcheck_child = mo;
-    rec.stage_seconds["memcheck"] = SecondsSince(t);
-    std::string text;
-    try {
-      text = ValidUtf8(ReadFile(log));  // what the checker printed, the candidate's names in it
-    } catch (const Error&) {
+    rec->memcheck = SkippedLayer("--sanitize " + ToString(req.sanitize));
+    return memcheck_child;
+  }
+  auto sanitizer = FindComputeSanitizer();
+  if (!sanitizer) {
+    rec->memcheck = SkippedLayer("compute-sanitizer not found");
+    if (req.sanitize == SanitizeMode::kAlways && !v->decided)
+      v->Set(Status::kInfraError, "",
+             "the memory check is required (--sanitize always) but compute-sanitizer was not "
+             "found; --sanitize never skips it");
+    return memcheck_child;
+  }
+  c.Stage("memcheck", "one call under compute-sanitizer");
+  auto t = Clock::now();
+  const uint64_t seed = c.fresh_seed ^ kMemcheckSeedSalt;
+  ChildRequest mc = candidate;
+  mc.name = "memcheck";
+  mc.confine = true;
+  mc.spec["seeds"] = json::array({seed});
+  mc.spec["write_outputs"] = true;  // compared with the reference like the trials
+  // cudaMalloc'd buffers: the checker knows their exact bounds (guard pages elsewhere).
+  mc.spec["guard_pages"] = false;
+  std::string log = ChildFolder(scratch.path(), mc.name) + "/memcheck.txt";
+  mc.wrapper = MemcheckCommand(*sanitizer, log);
+  mc.tool_roots = ToolRoots(*sanitizer);
+  // A hang hangs again under the checker: give it the run's deadline, not its own.
+  mc.timeout = v->status == Status::kTimeout ? req.timeout : req.memcheck_timeout;
+  ChildOutcome mo = RunChild(mc);
+  memcheck_child = mo;
+  rec->stage_seconds["memcheck"] = SecondsSince(t);
+  std::string text;
+  try {
+    text = ValidUtf8(ReadFile(log));  // what the checker printed, the candidate's names in it
+  } catch (const Error&) {
+  }
+  MemcheckReport report = ParseMemcheckLog(text);
+  json mj = {{"state", "ran"},
+             {"exit", mo.exit.Describe()},
+             {"error_count", report.error_count},
+             {"summary_seen", report.summary_seen},
+             {"mode", ToString(req.sanitize)},
+             {"seed", seed}};
+  json errs = json::array();
+  for (const auto& e : report.errors)
+    errs.push_back({{"kind", e.kind},
+                    {"location", e.location},
+                    {"thread", e.thread},
+                    {"address", e.address},
+                    {"summary", e.Summary()}});
+  mj["errors"] = errs;
+  if (mo.exit.kind == ExitKind::kTimedOut) mj["state"] = "timed_out";
+  if (report.error_count > 0 || !report.errors.empty()) {
+    std::string first =
+        report.errors.empty() ? "memcheck reported errors" : report.errors[0].Summary();
+    mj["first_error"] = first;
+    if (!run_failed)
+      v->Set(Status::kMemoryError, "",
+             Truncate(first, 400) + " (" + std::to_string(report.error_count) + " errors in all)");
+  } else if (!report.summary_seen && mo.exit.kind != ExitKind::kTimedOut && !run_failed) {
+    // The checker itself failed: we cannot claim the run was clean.
+    mj["state"] = "failed";
+    mj["log_tail"] = ValidUtf8(TailLines(text + "\n" + mo.log_tail, 20));
+    if (!v->decided)
+      v->Set(Status::kInfraError, "",
+             "compute-sanitizer did not produce a report (" + mo.exit.Describe() + ")");
+  }
+  rec->memcheck = mj;
+  return memcheck_child;
+}
+
+// The timing layer for a candidate correct so far (MeasureTiming), skipped with --no-timing.
+void TimingStage(const EvalContext& c, const ChildRequest& candidate, const StaticStage& inspected,
+                 const ScratchDir& scratch, EvaluationRecord* rec, Verdict* v) {
+  if (v->decided) {
+    rec->performance = NotReachedLayer("the candidate is not correct");
+    return;
+  }
+  if (!c.req.timing) {
+    rec->performance = SkippedLayer("--no-timing");
+    return;
+  }
+  c.Stage("timing", "the candidate against the vendor baseline, side by side");
+  MeasureTiming(c.req, c.fresh_seed, c.def, c.wl, c.family, c.axes, candidate, inspected.sass,
+                scratch, c.tol, c.cache_root, rec, v);
+}
+
+// The verdict of a candidate that every layer so far found correct, in a line: its largest
+// errors, the memory check's word, its speed against the baseline.
+void DeclarePassed(const EvalContext& c, const json& trials, const EvaluationRecord& rec,
+                   Verdict* v) {
+  double max_abs = 0, max_rel = 0;
+  for (const auto& tr : trials)
+    for (const auto& o : tr["outputs"]) {
+      max_abs = std::max(max_abs, o["max_abs_error"].get<double>());
+      max_rel = std::max(max_rel, o["max_rel_error"].get<double>());
     }
-    MemcheckReport report = ParseMemcheckLog(text);
-    json mj = {{"state", "ran"},
-               {"exit", mo.exit.Describe()},
-               {"error_count", report.error_count},
-               {"summary_seen", report.summary_seen},
-               {"mode", ToString(req.sanitize)},
-               {"seed", fresh_seed ^ kMemcheckSeedSalt}};
-    json errs = json::array();
-    for (const auto& e : report.errors)
-      errs.push_back({{"kind", e.kind},
-                      {"location", e.location},
-                      {"thread", e.thread},
-                      {"address", e.address},
-                      {"summary", e.Summary()}});
-    mj["errors"] = errs;
-    if (mo.exit.kind == ExitKind::kTimedOut) mj["state"] = "timed_out";
-    if (report.error_count > 0 || !report.errors.empty()) {
-      std::string first =
-          report.errors.empty() ? "memcheck reported errors" : report.errors[0].Summary();
-      mj["first_error"] = first;
-      if (!run_failed)
-        v.Set(Status::kMemoryError, "",
-              Truncate(first, 400) + " (" + std::to_string(report.error_count) + " errors in all)");
-    } else if (!report.summary_seen && mo.exit.kind != ExitKind::kTimedOut && !run_failed) {
-      // The checker itself failed: we cannot claim the run was clean.
-      mj["state"] = "failed";
-      mj["log_tail"] = ValidUtf8(TailLines(text + "\n" + mo.log_tail, 20));
-      if (!v.decided)
-        v.Set(Status::kInfraError, "",
-              "compute-sanitizer did not produce a report (" + mo.exit.Describe() + ")");
-    }
-    rec.memcheck = mj;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "correct on %d trials (max abs error %.3g, max rel error %.3g)",
+                c.req.trials, max_abs, max_rel);
+  std::string msg = buf;
+  std::string mstate = rec.memcheck.value("state", "");
+  if (mstate == "ran")
+    msg += "; memory check clean";
+  else if (mstate == "timed_out")
+    msg += "; memory check timed out (not certified)";
+  else
+    msg += "; memory check skipped";
+  if (rec.performance.contains("speedup")) {
+    char sp[96];
+    std::snprintf(sp, sizeof sp, "; %.3gx the baseline (%.3g TFLOP/s)",
+                  rec.performance["speedup"].get<double>(), rec.performance.value("tflops", 0.0));
+    msg += sp;
+  }
+  v->Set(Status::kPassed, "", msg);
+}
+
+// The instruction layer's dynamic check (VerifyInstructions). Returns the profiled child.
+ChildOutcome ProfileStage(const EvalContext& c, const ChildRequest& candidate,
+                          const StaticStage& inspected, const ScratchDir& scratch,
+                          EvaluationRecord* rec) {
+  c.Stage("profile", "one call under the profiler: which instructions ran");
+  auto t = Clock::now();
+  ChildOutcome profiled;
+  VerifyInstructions(c.req, c.fresh_seed ^ kProfileSeedSalt, c.def, c.wl, candidate, inspected.sass,
+                     inspected.required, scratch, rec, &profiled);
+  rec->stage_seconds["profile"] = SecondsSince(t);
+  return profiled;
+}
+
+// The same behaviour under every observer (CrossCheckChildren).
+void CrossCheckStage(const EvalContext& c, const ScratchDir& scratch, const ChildOutcome& trials,
+                     const ChildOutcome& memcheck, const ChildOutcome& profiled,
+                     EvaluationRecord* rec, Verdict* v) {
+  auto t = Clock::now();
+  CrossCheckChildren(c.req, c.family, c.axes, c.tol, scratch, c.fresh_seed ^ kProfileSeedSalt,
+                     trials, memcheck, profiled, rec, v);
+  rec->stage_seconds["cross_check"] = SecondsSince(t);
+}
+
+}  // namespace
+
+EvaluationRecord Evaluate(const EvalRequest& req) {
+  const auto started = Clock::now();
+  const EvalContext c = MakeContext(req);
+  EvaluationRecord rec = StartRecord(c);
+  Verdict v;
+  auto finish = [&]() {
+    rec.status = v.status;
+    rec.reason = v.reason;
+    rec.message = v.message;
+    rec.stage_seconds["total"] = SecondsSince(started);
+    return rec;
+  };
+
+  const std::string source = ReadFile(req.kernel_path);
+  // Which entry point the candidate declares (task/abi.h): ours, or upstream's tvm-ffi one.
+  const CandidateAbi abi = DetectCandidateAbi(source);
+  rec.candidate = CandidateJson(req.kernel_path, source, abi);
+
+  // The CPU layers: each may end the evaluation with its verdict.
+  if (!ScreenStage(c, source, &rec, &v) || !AbiCanCallDefinition(c, abi, &v)) return finish();
+  const std::optional<BuildResult> build = BuildStage(c, source, &rec, &v);
+  if (!build || !LinkCheckStage(c, build->shared_object, abi, &rec, &v)) return finish();
+  ScratchDir scratch("ptxbench-eval");
+  const std::optional<StaticStage> inspected =
+      InspectStage(c, build->shared_object, scratch, &rec, &v);
+  if (!inspected) return finish();
+  const std::optional<ExpectedOutputs> expected = ReferenceStage(c, scratch, &rec, &v);
+  if (!expected) return finish();
+  if (!expected->no_gpu.empty()) {
+    SkipGpuLayers(expected->no_gpu, &rec, &v);
+    return finish();
   }
 
-  if (!v.decided) {
-    if (req.timing) {
-      stage("timing", "the candidate against the vendor baseline, side by side");
-      MeasureTiming(req, fresh_seed, def, wl, family, axes, cc, sass, scratch, tol, cache_root,
-                    &rec, &v);
-    } else {
-      rec.performance = SkippedLayer("--no-timing");
-    }
-  } else {
-    rec.performance = NotReachedLayer("the candidate is not correct");
+  // The correctness layer: the trials, then the memory check.
+  const CandidateRun run =
+      RunCandidateStage(c, build->shared_object, abi, expected->seeds, scratch, &rec);
+  if (const json* ng = run.outcome.First("no_gpu")) {
+    SkipGpuLayers(ng->value("message", ""), &rec, &v);
+    return finish();
   }
+  NoteCandidateSandbox(run.outcome, &rec);
+  if (ArchUnavailable(c, run.outcome, &rec, &v)) return finish();
+  json correctness = JudgeCandidateRun(c, run.outcome, *expected, &v);
+  const json trials = CompareStage(c, run.outcome, *expected, &rec, &v);
+  correctness["trial_results"] = trials;
+  rec.correctness = correctness;
+  const ChildOutcome memcheck = MemcheckStage(c, run.request, scratch, &rec, &v);
+
+  // The timing layer, then the instruction layer's dynamic check, for a correct candidate.
+  TimingStage(c, run.request, *inspected, scratch, &rec, &v);
   if (!v.decided) {
-    double max_abs = 0, max_rel = 0;
-    for (const auto& tr : trials)
-      for (const auto& o : tr["outputs"]) {
-        max_abs = std::max(max_abs, o["max_abs_error"].get<double>());
-        max_rel = std::max(max_rel, o["max_rel_error"].get<double>());
-      }
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "correct on %d trials (max abs error %.3g, max rel error %.3g)",
-                  req.trials, max_abs, max_rel);
-    std::string msg = buf;
-    std::string mstate = rec.memcheck.value("state", "");
-    if (mstate == "ran")
-      msg += "; memory check clean";
-    else if (mstate == "timed_out")
-      msg += "; memory check timed out (not certified)";
-    else
-      msg += "; memory check skipped";
-    if (rec.performance.contains("speedup")) {
-      char sp[96];
-      std::snprintf(sp, sizeof sp, "; %.3gx the baseline (%.3g TFLOP/s)",
-                    rec.performance["speedup"].get<double>(), rec.performance.value("tflops", 0.0));
-      msg += sp;
-    }
-    v.Set(Status::kPassed, "", msg);
-    stage("profile", "one call under the profiler: which instructions ran");
-    t = Clock::now();
-    ChildOutcome po;
-    VerifyInstructions(req, fresh_seed ^ kProfileSeedSalt, def, wl, cc, sass, required, scratch,
-                       &rec, &po);
-    rec.stage_seconds["profile"] = SecondsSince(t);
-    // --- the same behaviour under every observer ---
-    t = Clock::now();
-    CrossCheckChildren(req, family, axes, tol, scratch, fresh_seed ^ kProfileSeedSalt, co,
-                       memcheck_child, po, &rec, &v);
-    rec.stage_seconds["cross_check"] = SecondsSince(t);
+    DeclarePassed(c, trials, rec, &v);
+    const ChildOutcome profiled = ProfileStage(c, run.request, *inspected, scratch, &rec);
+    CrossCheckStage(c, scratch, run.outcome, memcheck, profiled, &rec, &v);
   }
   return finish();
 }
