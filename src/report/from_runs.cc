@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
-#include "report/upstream_csv.h"
+#include "record/upstream_sass.h"
 
 namespace ptxbench {
 namespace fs = std::filesystem;

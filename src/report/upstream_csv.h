@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "record/report_rows.h"
-#include "record/upstream_sass.h"  // UpstreamSassColumns, re-exported for the report
 
 namespace ptxbench {
 

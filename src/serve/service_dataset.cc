@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "agent/trajectory.h"
-#include "report/upstream_csv.h"
+#include "record/upstream_sass.h"
 
 namespace ptxbench {
 namespace {
