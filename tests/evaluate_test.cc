@@ -35,13 +35,13 @@ class EvaluateTest : public ::testing::Test {
     r.kernel_path = kernel_;
     r.definition = &catalog_.Find("gemm_n128_k2048");
     r.workload = &r.definition->FindWorkload("M=93");
-    r.sanitize = SanitizeMode::kNever;
-    r.timeout = std::chrono::seconds(3);
+    r.options.sanitize = SanitizeMode::kNever;
+    r.options.timeout = std::chrono::seconds(3);
     r.cache_root = dir_.File("cache");
     r.executable = FAKE_CHILD_PATH;
-    r.warmup = 2;
-    r.iterations = 5;
-    r.timing_timeout = std::chrono::seconds(3);
+    r.options.warmup = 2;
+    r.options.iterations = 5;
+    r.options.timing_timeout = std::chrono::seconds(3);
     return Evaluate(r);
   }
   ScratchDir dir_{"evaluate-test"};

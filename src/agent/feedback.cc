@@ -8,8 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/trajectory.h"
+#include "common/json_fields.h"
 #include "common/strings.h"
+#include "record/record.h"
 
 namespace ptxbench {
 
@@ -17,36 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-// --- reading the record: every accessor tolerates a missing field or a wrong type ---
-
-const json& Field(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-std::string Str(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-std::optional<double> Num(const json& j, const char* key) {
-  const json& v = Field(j, key);
-  if (v.is_number()) return v.get<double>();
-  return std::nullopt;
-}
-
-bool Bool(const json& j, const char* key, bool fallback) {
-  const json& v = Field(j, key);
-  return v.is_boolean() ? v.get<bool>() : fallback;
-}
-
-const json& Arr(const json& j, const char* key) {
-  static const json kEmpty = json::array();
-  const json& v = Field(j, key);
-  return v.is_array() ? v : kEmpty;
-}
+// The record is read through its typed API (record/record.h); the detail of its layers, which
+// the struct keeps as JSON, through the lenient accessors of common/json_fields.h.
 
 // --- formatting ---
 
@@ -111,27 +84,22 @@ bool ContainsError(const std::string& line) {
 }
 
 // "H" for Hopper, "B" for Blackwell: the record's tag, else from the arch.
-std::string ArchTagOf(const json& record) {
-  std::string tag = Str(Field(record, "instructions"), "arch_tag");
-  if (!tag.empty()) return tag;
-  std::string arch = Str(record, "arch");
-  if (arch.rfind("sm_90", 0) == 0) return "H";
-  if (arch.rfind("sm_100", 0) == 0) return "B";
-  return "";
+std::string ArchTagOf(const EvaluationRecord& record) {
+  std::string tag = record.Instructions().arch_tag;
+  return tag.empty() ? CreditTag(ArchFamilyOf(record.arch)) : tag;
 }
 
 // When the paper's rule gives a tag that ours does not: one line saying so and why (ours adds
 // a tensor-core work fraction of at least 0.5 and an out-of-process witness). "" otherwise.
-std::string RuleDifference(const json& record) {
-  const json& instructions = Field(record, "instructions");
-  std::string ours = Str(instructions, "arch_tag"), upstream = UpstreamArchTagOf(record);
+std::string RuleDifference(const InstructionsView& instructions) {
+  const std::string &ours = instructions.arch_tag, &upstream = instructions.UpstreamArchTag();
   if (upstream.empty() || upstream == ours) return "";
   std::string why;
   // The evaluator's own reasons, where the record has them.
-  for (const auto& w : Arr(instructions, "tag_withheld"))
-    if (w.is_string()) why += (why.empty() ? "" : "; ") + OneLine(w.get<std::string>(), 200);
+  for (const auto& w : instructions.tag_withheld)
+    why += (why.empty() ? "" : "; ") + OneLine(w, 200);
   // Else what can be told from the record: the fraction, or what is left, the witness.
-  auto fraction = Num(instructions, "tensor_core_work_fraction");
+  const auto& fraction = instructions.tensor_core_work_fraction;
   if (why.empty()) {
     if (!fraction)
       why = "no tensor-core work fraction was measured (ours needs >= 0.5)";
@@ -149,68 +117,65 @@ std::string CreditName(const std::string& tag) {
 }
 
 // The turn, from an evaluation id the loop writes ("<trajectory>/turn3"); 0 when none.
-int TurnOf(const json& record) {
+int TurnOf(const EvaluationRecord& record) {
   static const std::regex re(R"(/turn([0-9]{1,6})$)");
-  std::string id = Str(record, "evaluation_id");
+  const std::string& id = record.evaluation_id;
   std::smatch m;
   return std::regex_search(id, m, re) ? std::stoi(m[1].str()) : 0;
 }
 
 // What a status means, in a sentence addressed to the model.
-std::string Meaning(const std::string& status) {
-  if (status == "PASSED") return "Your kernel is correct.";
-  if (status == "REJECTED")
+std::string Meaning(Status status) {
+  using enum Status;
+  if (status == kPassed) return "Your kernel is correct.";
+  if (status == kRejected)
     return "Your source was rejected before compilation (a forbidden header, library or "
            "construct).";
-  if (status == "COMPILE_ERROR")
+  if (status == kCompileError)
     return "Your file did not build (it is compiled by nvcc as candidate.cu; line numbers below "
            "refer to your code block).";
-  if (status == "RUNTIME_ERROR") return "Your code failed while running.";
-  if (status == "TIMEOUT")
+  if (status == kRuntimeError) return "Your code failed while running.";
+  if (status == kTimeout)
     return "Your code did not finish in time (a hang, a deadlock or a far too slow kernel).";
-  if (status == "MEMORY_ERROR") return "compute-sanitizer found invalid memory accesses.";
-  if (status == "INCORRECT") return "Your kernel ran, but its outputs are wrong.";
-  if (status == "RULE_VIOLATION") return "Your kernel broke a rule of the benchmark.";
-  if (status == "INFRA_ERROR")
+  if (status == kMemoryError) return "compute-sanitizer found invalid memory accesses.";
+  if (status == kIncorrect) return "Your kernel ran, but its outputs are wrong.";
+  if (status == kRuleViolation) return "Your kernel broke a rule of the benchmark.";
+  if (status == kInfraError)
     return "The harness could not judge this kernel; this is not counted against you.";
   return "";
 }
 
 // --- the sections ---
 
-void Header(const json& record, std::string* out) {
+void Header(const EvaluationRecord& record, std::string* out) {
   int turn = TurnOf(record);
   *out += "## Evaluation of your kernel";
   if (turn > 0) *out += " (turn " + std::to_string(turn) + ")";
   *out += "\n";
-  const json& task = Field(record, "task");
-  std::string def = Str(task, "definition");
+  const json& task = record.task;
+  std::string def = StrField(task, "definition");
   if (!def.empty()) {
     *out += "Task: " + def;
-    const json& axes = Field(task, "axes");
+    const json& axes = FieldOrNull(task, "axes");
     if (axes.is_object() && !axes.empty()) {
       std::string list;
       for (const auto& [k, v] : axes.items())
         list += (list.empty() ? "" : ", ") + k + "=" + JsonScalar(v);
       *out += " (" + list + ")";
     }
-    std::string arch = Str(record, "arch");
-    if (!arch.empty()) *out += " on " + arch;
+    if (!record.arch.empty()) *out += " on " + record.arch;
     *out += "\n";
   }
-  std::string status = Str(record, "status");
-  std::string reason = Str(record, "reason");
-  *out += "Status: " + (status.empty() ? std::string("UNKNOWN") : status);
-  if (!reason.empty()) *out += " (" + reason + ")";
+  *out += "Status: " + ToString(record.status);
+  if (!record.reason.empty()) *out += " (" + record.reason + ")";
   *out += "\n";
-  std::string meaning = Meaning(status);
+  std::string meaning = Meaning(record.status);
   if (!meaning.empty()) *out += meaning + "\n";
-  std::string message = Str(record, "message");
-  if (!message.empty()) *out += OneLine(message, 1000) + "\n";
+  if (!record.message.empty()) *out += OneLine(record.message, 1000) + "\n";
 }
 
-void Screening(const json& record, std::string* out) {
-  const json& findings = Arr(Field(record, "screening"), "findings");
+void Screening(const EvaluationRecord& record, std::string* out) {
+  const json& findings = ArrField(record.screening, "findings");
   if (findings.empty()) return;
   *out += "\n## Screening\n";
   size_t shown = 0;
@@ -218,12 +183,12 @@ void Screening(const json& record, std::string* out) {
     if (shown == 10) break;
     ++shown;
     std::string line = "- ";
-    if (auto l = Num(f, "line"))
+    if (auto l = NumField(f, "line"))
       line += "line " + std::to_string(static_cast<long long>(*l)) + ": ";
-    line += Str(f, "what");
-    std::string lib = Str(f, "library");
+    line += StrField(f, "what");
+    std::string lib = StrField(f, "library");
     if (!lib.empty()) line += " (" + lib + ")";
-    std::string excerpt = Str(f, "excerpt");
+    std::string excerpt = StrField(f, "excerpt");
     if (!excerpt.empty()) line += ": " + OneLine(excerpt, 200);
     *out += OneLine(line, 400) + "\n";
   }
@@ -233,10 +198,10 @@ void Screening(const json& record, std::string* out) {
 
 // The compiler's first errors: each line mentioning an error, with the source and caret lines
 // nvcc prints under it; where no line mentions an error, the log's first lines.
-void CompilerErrors(const json& record, const FeedbackOptions& o, std::string* out) {
-  const json& build = Field(record, "build");
-  std::string text = Str(build, "errors");
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) text = Str(build, "log");
+void CompilerErrors(const EvaluationRecord& record, const FeedbackOptions& o, std::string* out) {
+  const json& build = record.build;
+  std::string text = StrField(build, "errors");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) text = StrField(build, "log");
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return;
   std::vector<std::string> lines = SplitLinesOf(text);
   const size_t max_lines = static_cast<size_t>(std::max(1, o.max_compiler_lines));
@@ -270,18 +235,18 @@ void CompilerErrors(const json& record, const FeedbackOptions& o, std::string* o
 }
 
 std::string OutputLine(const json& o) {
-  std::string summary = Str(o, "summary");
+  std::string summary = StrField(o, "summary");
   if (!summary.empty()) return OneLine(summary, 400);
   // The same facts, from the fields, when the record has no summary.
-  std::string name = Str(o, "name");
+  std::string name = StrField(o, "name");
   std::string s = (name.empty() ? std::string("output") : name) + ": ";
-  std::string verdict = Str(o, "verdict");
-  long long elements = static_cast<long long>(Num(o, "elements").value_or(0));
+  std::string verdict = StrField(o, "verdict");
+  long long elements = static_cast<long long>(NumField(o, "elements").value_or(0));
   auto n = [&](const char* key) {
-    return std::to_string(static_cast<long long>(Num(o, key).value_or(0)));
+    return std::to_string(static_cast<long long>(NumField(o, key).value_or(0)));
   };
-  std::string errors = "max abs " + G3(Num(o, "max_abs_error").value_or(0)) + ", max rel " +
-                       G3(Num(o, "max_rel_error").value_or(0));
+  std::string errors = "max abs " + G3(NumField(o, "max_abs_error").value_or(0)) + ", max rel " +
+                       G3(NumField(o, "max_rel_error").value_or(0));
   if (verdict == "match")
     return s + "all " + std::to_string(elements) + " elements within tolerance (" + errors + ")";
   if (verdict == "unwritten")
@@ -293,44 +258,45 @@ std::string OutputLine(const json& o) {
          errors + ")";
   else
     s += verdict.empty() ? "no verdict" : verdict;
-  const json& fb = Field(o, "first_bad");
-  if (auto idx = Num(fb, "index")) {
+  const json& fb = FieldOrNull(o, "first_bad");
+  if (auto idx = NumField(fb, "index")) {
     s += "; first at flat index " + std::to_string(static_cast<long long>(*idx));
-    const json& got = Field(fb, "got");
+    const json& got = FieldOrNull(fb, "got");
     if (got.is_number()) s += ": got " + G3(got.get<double>());
     if (got.is_null() && fb.is_object() && fb.contains("got")) s += ": got NaN or Inf";
-    if (auto e = Num(fb, "expected")) s += ", expected " + G3(*e);
+    if (auto e = NumField(fb, "expected")) s += ", expected " + G3(*e);
   }
   return s;
 }
 
-void Correctness(const json& record, const std::string& status, std::string* out) {
-  const json& c = Field(record, "correctness");
-  if (Str(c, "state") != "ran") return;
-  const json& trials = Arr(c, "trial_results");
+void Correctness(const EvaluationRecord& record, std::string* out) {
+  const bool passed = record.status == Status::kPassed;
+  const json& c = record.correctness;
+  if (StrField(c, "state") != "ran") return;
+  const json& trials = ArrField(c, "trial_results");
   std::string section;
-  const json& tol = Field(c, "tolerance");
-  if (tol.is_object() && status != "PASSED") {
-    section += "Tolerance: rule " + Str(tol, "rule");
-    if (auto a = Num(tol, "atol")) section += ", atol " + G3(*a);
-    if (auto r = Num(tol, "rtol")) section += ", rtol " + G3(*r);
+  const json& tol = FieldOrNull(c, "tolerance");
+  if (tol.is_object() && !passed) {
+    section += "Tolerance: rule " + StrField(tol, "rule");
+    if (auto a = NumField(tol, "atol")) section += ", atol " + G3(*a);
+    if (auto r = NumField(tol, "rtol")) section += ", rtol " + G3(*r);
     section += "\n";
   }
-  if (status == "PASSED") {
+  if (passed) {
     // Per output, the largest errors over the trials.
     std::vector<std::string> names;
     std::vector<double> abs_err, rel_err;
     for (const auto& t : trials)
-      for (const auto& o : Arr(t, "outputs")) {
-        std::string name = Str(o, "name");
+      for (const auto& o : ArrField(t, "outputs")) {
+        std::string name = StrField(o, "name");
         size_t k = std::find(names.begin(), names.end(), name) - names.begin();
         if (k == names.size()) {
           names.push_back(name);
           abs_err.push_back(0);
           rel_err.push_back(0);
         }
-        abs_err[k] = std::max(abs_err[k], Num(o, "max_abs_error").value_or(0));
-        rel_err[k] = std::max(rel_err[k], Num(o, "max_rel_error").value_or(0));
+        abs_err[k] = std::max(abs_err[k], NumField(o, "max_abs_error").value_or(0));
+        rel_err[k] = std::max(rel_err[k], NumField(o, "max_rel_error").value_or(0));
       }
     for (size_t k = 0; k < names.size(); ++k)
       section += names[k] + ": correct on " + std::to_string(trials.size()) +
@@ -339,17 +305,18 @@ void Correctness(const json& record, const std::string& status, std::string* out
   } else {
     size_t shown = 0, bad_trials = 0;
     for (const auto& t : trials) {
-      bool bad = !Bool(t, "inputs_unchanged", true);
-      for (const auto& o : Arr(t, "outputs")) bad |= Str(o, "verdict") != "match";
+      bool bad = !BoolField(t, "inputs_unchanged").value_or(true);
+      for (const auto& o : ArrField(t, "outputs")) bad |= StrField(o, "verdict") != "match";
       if (!bad) continue;
       ++bad_trials;
       if (shown == 4) continue;
       ++shown;
-      std::string seed = Field(t, "seed").is_number() ? JsonScalar(Field(t, "seed")) : "?";
+      std::string seed =
+          FieldOrNull(t, "seed").is_number() ? JsonScalar(FieldOrNull(t, "seed")) : "?";
       section += "Trial (seed " + seed + "):\n";
-      if (!Bool(t, "inputs_unchanged", true))
+      if (!BoolField(t, "inputs_unchanged").value_or(true))
         section += "  your kernel modified its inputs (they are read-only)\n";
-      for (const auto& o : Arr(t, "outputs")) section += "  " + OutputLine(o) + "\n";
+      for (const auto& o : ArrField(t, "outputs")) section += "  " + OutputLine(o) + "\n";
     }
     if (bad_trials > shown)
       section += "[" + std::to_string(bad_trials - shown) + " more failing trials not shown]\n";
@@ -359,7 +326,7 @@ void Correctness(const json& record, const std::string& status, std::string* out
                      : std::to_string(bad_trials) + " of " + std::to_string(trials.size()) +
                            " trials failed\n";
   }
-  const json& libs = Arr(c, "new_vendor_libraries");
+  const json& libs = ArrField(c, "new_vendor_libraries");
   if (!libs.empty()) {
     std::string list;
     for (const auto& l : libs) list += (list.empty() ? "" : ", ") + JsonScalar(l);
@@ -369,15 +336,15 @@ void Correctness(const json& record, const std::string& status, std::string* out
 }
 
 // How the process ended and what it printed last: for crashes, CUDA errors and hangs.
-void ProcessDetails(const json& record, std::string* out) {
+void ProcessDetails(const EvaluationRecord& record, std::string* out) {
   std::string section;
-  for (const char* layer : {"correctness", "performance"}) {
-    const json& l = Field(record, layer);
-    std::string exit = Str(l, "child_exit");
+  for (const json* l_ptr : {&record.correctness, &record.performance}) {
+    const json& l = *l_ptr;
+    std::string exit = StrField(l, "child_exit");
     if (exit == "exit code 0") exit.clear();  // says nothing about the failure
-    std::string tail = Str(l, "child_log_tail");
+    std::string tail = StrField(l, "child_log_tail");
     if (exit.empty() && tail.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    std::string what = std::string(layer) == "correctness" ? "correctness run" : "timed run";
+    std::string what = l_ptr == &record.correctness ? "correctness run" : "timed run";
     if (!exit.empty()) section += "Process (" + what + "): " + OneLine(exit, 200) + "\n";
     std::vector<std::string> lines = SplitLinesOf(tail);
     while (!lines.empty() && lines.back().find_first_not_of(" \t") == std::string::npos)
@@ -391,12 +358,12 @@ void ProcessDetails(const json& record, std::string* out) {
   if (!section.empty()) *out += "\n## Run\n" + section;
 }
 
-void Memcheck(const json& record, const std::string& status, std::string* out) {
-  const json& m = Field(record, "memcheck");
-  std::string state = Str(m, "state");
+void Memcheck(const EvaluationRecord& record, std::string* out) {
+  const json& m = record.memcheck;
+  std::string state = StrField(m, "state");
   if (state != "ran" && state != "timed_out" && state != "failed") return;
-  const json& errors = Arr(m, "errors");
-  long long count = static_cast<long long>(Num(m, "error_count").value_or(0));
+  const json& errors = ArrField(m, "errors");
+  long long count = static_cast<long long>(NumField(m, "error_count").value_or(0));
   std::string section;
   if (state == "timed_out") section += "The memory check timed out; its report is incomplete.\n";
   if (state == "failed")
@@ -410,10 +377,10 @@ void Memcheck(const json& record, const std::string& status, std::string* out) {
     for (const auto& e : errors) {
       if (shown == 5) break;
       ++shown;
-      std::string s = Str(e, "summary");
+      std::string s = StrField(e, "summary");
       if (s.empty()) {
         for (const char* k : {"kind", "location", "thread", "address"}) {
-          std::string v = Str(e, k);
+          std::string v = StrField(e, k);
           if (!v.empty()) s += (s.empty() ? "" : "; ") + v;
         }
       }
@@ -422,50 +389,51 @@ void Memcheck(const json& record, const std::string& status, std::string* out) {
     if (errors.size() > shown)
       section += "[" + std::to_string(errors.size() - shown) + " more not shown]\n";
     if (errors.empty()) {
-      std::string first = Str(m, "first_error");
+      std::string first = StrField(m, "first_error");
       if (!first.empty()) section += "- " + OneLine(first, 400) + "\n";
     }
   }
   if (section.empty()) return;
-  if (status == "PASSED" && section == "No memory error found.\n") {
+  if (record.status == Status::kPassed && section == "No memory error found.\n") {
     *out += "Memory check (compute-sanitizer): no error found.\n";
     return;
   }
   *out += "\n## Memory check (compute-sanitizer)\n" + section;
 }
 
-std::string VerificationText(const std::string& v, const std::string& credit) {
-  if (v == "dynamic_present") return "verified: " + credit + " is earned";
-  if (v == "sass_absent") return "not verified: a required family is absent from the SASS";
-  if (v == "dynamic_not_executed")
+std::string VerificationText(const InstructionsView& ins, const std::string& credit) {
+  using enum Verification;
+  const Verification v = ins.verification;
+  if (v == kDynamicPresent) return "verified: " + credit + " is earned";
+  if (v == kSassAbsent) return "not verified: a required family is absent from the SASS";
+  if (v == kDynamicNotExecuted)
     return "not verified: a required family is in the SASS but never executed";
-  if (v == "profile_error") return "not verified: the profiler failed (a harness problem)";
-  if (v == "not_requested") return "not requested";
-  if (v == "not_correct") return "not attempted: the kernel is not correct";
-  return v;
+  if (v == kProfileError) return "not verified: the profiler failed (a harness problem)";
+  if (v == kNotRequested) return "not requested";
+  if (v == kNotCorrect) return "not attempted: the kernel is not correct";
+  return ins.verification_text;
 }
 
-void Instructions(const json& record, const std::string& status, std::string* out) {
-  const json& ins = Field(record, "instructions");
+void Instructions(const EvaluationRecord& record, std::string* out) {
+  const json& ins = record.instructions;
   if (!ins.is_object() || ins.empty()) return;
+  const InstructionsView view = record.Instructions();
   const std::string tag = ArchTagOf(record), credit = CreditName(tag);
   std::string section;
-  std::vector<std::string> required;
-  for (const auto& f : Arr(ins, "required_families"))
-    if (f.is_string()) required.push_back(f.get<std::string>());
+  std::vector<std::string> required = view.required_families;
   if (required.empty())
-    for (const auto& f : Arr(Field(record, "task"), "required_families"))
+    for (const auto& f : ArrField(record.task, "required_families"))
       if (f.is_string()) required.push_back(f.get<std::string>());
-  std::string arch = Str(record, "arch");
+  const std::string& arch = record.arch;
   if (!required.empty()) {
     std::string list;
     for (const auto& f : required) list += (list.empty() ? "" : ", ") + f;
     section += "Required for " + credit + (arch.empty() ? "" : " on " + arch) + ": " + list + "\n";
   }
-  const json& st = Field(ins, "static");
-  const json& totals = Field(st, "totals");
+  const json& st = FieldOrNull(ins, "static");
+  const json& totals = FieldOrNull(st, "totals");
   if (st.is_object()) {
-    if (Str(st, "state") == "ran" && totals.is_object()) {
+    if (StrField(st, "state") == "ran" && totals.is_object()) {
       std::string list;
       for (const auto& [name, n] : totals.items()) {
         double v = n.is_number() ? n.get<double>() : 0;
@@ -474,51 +442,55 @@ void Instructions(const json& record, const std::string& status, std::string* ou
       section +=
           "SASS of your shared object: " + (list.empty() ? "no instruction family" : list) + "\n";
     } else {
-      std::string why = Str(st, "message");
-      section += "SASS: not inspected (" + (Str(st, "state").empty() ? "?" : Str(st, "state")) +
+      std::string why = StrField(st, "message");
+      section += "SASS: not inspected (" +
+                 (StrField(st, "state").empty() ? "?" : StrField(st, "state")) +
                  (why.empty() ? "" : ": " + OneLine(why, 200)) + ")\n";
     }
   }
-  const json& dyn = Field(Field(ins, "dynamic"), "families");
+  const json& dyn = FieldOrNull(FieldOrNull(ins, "dynamic"), "families");
   if (dyn.is_object() && !dyn.empty()) {
     std::string list;
     for (const auto& [name, e] : dyn.items()) {
-      double v = Num(e, "thread_executions_true").value_or(0);
+      double v = NumField(e, "thread_executions_true").value_or(0);
       list += (list.empty() ? "" : ", ") + name + " " + (v > 0 ? Count(v) : "not executed");
     }
     section +=
         "Executed at run time (ncu, thread instructions with a true predicate): " + list + "\n";
   }
-  if (auto f = Num(ins, "tensor_core_work_fraction"))
+  if (const auto& f = view.tensor_core_work_fraction)
     section += "Tensor-core work fraction: " + G3(100 * *f) +
                "% of the task's FLOPs done by GMMA (wgmma)\n";
-  std::string verification = Str(ins, "verification");
-  std::string message = Str(ins, "message");
-  std::string difference = RuleDifference(record);
-  if (verification == "not_correct") message.clear();  // says the same as the text
+  const Verification verification = view.verification;
+  std::string message = view.message;
+  std::string difference = RuleDifference(view);
+  if (verification == Verification::kNotCorrect) message.clear();  // says the same as the text
   // The paper's rule met but not ours: the credit is not earned, whatever the verdict says.
-  std::string verdict = !difference.empty() && verification == "dynamic_present"
+  std::string verdict = !difference.empty() && verification == Verification::kDynamicPresent
                             ? "met under the paper's rule only: " + credit + " is not earned"
-                            : VerificationText(verification, credit);
-  if (!verification.empty())
+                            : VerificationText(view, credit);
+  if (!view.verification_text.empty())
     section += "Verification: " + verdict +
                (message.empty() ? "" : " (" + OneLine(message, 300) + ")") + "\n";
   else if (!message.empty())
     section += OneLine(message, 300) + "\n";
   section += difference;
-  if (verification != "dynamic_present" && !required.empty() && verification != "not_requested") {
+  if (verification != Verification::kDynamicPresent && !required.empty() &&
+      verification != Verification::kNotRequested) {
     std::vector<std::string> missing;
-    if (status != "PASSED" || verification == "not_correct") missing.push_back("a correct kernel");
+    if (record.status != Status::kPassed || verification == Verification::kNotCorrect)
+      missing.push_back("a correct kernel");
     for (const auto& f : required) {
-      const json& n = Field(totals, f.c_str());
+      const json& n = FieldOrNull(totals, f.c_str());
       bool in_sass = n.is_number() && n.get<double>() > 0;
-      const json& e = Field(dyn, f.c_str());
+      const json& e = FieldOrNull(dyn, f.c_str());
       if (totals.is_object() && !in_sass)
         missing.push_back(f + " (absent from the SASS)");
-      else if (dyn.is_object() && Num(e, "thread_executions_true").value_or(0) <= 0)
+      else if (dyn.is_object() && NumField(e, "thread_executions_true").value_or(0) <= 0)
         missing.push_back(f + " (in the SASS, never executed)");
     }
-    if (verification == "profile_error") missing.push_back("a profile (a harness problem)");
+    if (verification == Verification::kProfileError)
+      missing.push_back("a profile (a harness problem)");
     if (!missing.empty()) {
       std::string list;
       for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
@@ -530,24 +502,25 @@ void Instructions(const json& record, const std::string& status, std::string* ou
 
 std::string Spread(const json& s) {
   std::string out;
-  auto p10 = Num(s, "p10"), p90 = Num(s, "p90");
+  auto p10 = NumField(s, "p10"), p90 = NumField(s, "p90");
   if (p10 && p90) out = "p10 " + Duration(*p10) + ", p90 " + Duration(*p90);
   return out;
 }
 
-void Performance(const json& record, std::string* out) {
-  const json& p = Field(record, "performance");
-  std::string state = Str(p, "state");
+void Performance(const EvaluationRecord& record, std::string* out) {
+  const json& p = record.performance;
+  const PerformanceView view = record.Performance();
+  const std::string& state = view.state;
   std::string section;
   if (state != "ran") {
-    std::string why = Str(p, "reason");
+    const std::string& why = view.reason;
     section += "Not timed" + (state.empty() ? "" : " (" + state + ")") +
                (why.empty() ? "" : ": " + OneLine(why, 300)) + "\n";
   } else {
-    const json& c = Field(p, "candidate");
-    if (auto med = Num(c, "median")) {
+    const json& c = FieldOrNull(p, "candidate");
+    if (auto med = NumField(c, "median")) {
       std::string spread = Spread(c);
-      auto count = Num(c, "count");
+      auto count = NumField(c, "count");
       std::string extra = spread;
       if (count)
         extra += (extra.empty() ? "" : ", ") + std::to_string(static_cast<long long>(*count)) +
@@ -557,37 +530,38 @@ void Performance(const json& record, std::string* out) {
     } else {
       section += "Your kernel: no time recorded\n";
     }
-    const json& b = Field(p, "baseline");
-    std::string bname = Str(b, "name");
+    const json& b = FieldOrNull(p, "baseline");
+    std::string bname = StrField(b, "name");
     if (bname.empty()) bname = "the baseline";
-    std::string bstate = Str(b, "state");
-    if (bstate == "ran" && Num(b, "median")) {
+    std::string bstate = StrField(b, "state");
+    if (bstate == "ran" && NumField(b, "median")) {
       std::string spread = Spread(b);
-      section += "Baseline " + bname + ": " + Duration(*Num(b, "median")) + " median" +
+      section += "Baseline " + bname + ": " + Duration(*NumField(b, "median")) + " median" +
                  (spread.empty() ? "" : " (" + spread + ")");
-      if (auto t = Num(b, "tflops")) section += ", " + G3(*t) + " TFLOP/s";
+      if (auto t = NumField(b, "tflops")) section += ", " + G3(*t) + " TFLOP/s";
       section += "\n";
-      if (Bool(b, "drift_flagged", false))
-        section += "Note: the baseline's time drifted by " + G3(100 * Num(b, "drift").value_or(0)) +
+      if (BoolField(b, "drift_flagged").value_or(false))
+        section += "Note: the baseline's time drifted by " +
+                   G3(100 * NumField(b, "drift").value_or(0)) +
                    "% between before and after your kernel; the speedup is less certain.\n";
     } else if (b.is_object()) {
-      std::string why = Str(b, "reason");
-      section += "Baseline " + (Str(b, "name").empty() ? std::string("") : bname + " ") +
+      std::string why = StrField(b, "reason");
+      section += "Baseline " + (StrField(b, "name").empty() ? std::string("") : bname + " ") +
                  "not timed" + (bstate.empty() ? "" : " (" + bstate + ")") +
                  (why.empty() ? "" : ": " + OneLine(why, 300)) + "; no speedup\n";
     }
-    if (auto s = Num(p, "speedup")) {
+    if (const auto& s = view.speedup) {
       section += "Speedup: " + G3(*s) + "x the baseline";
-      const json& r = Field(p, "speedup_range");
+      const json& r = FieldOrNull(p, "speedup_range");
       if (r.is_array() && r.size() == 2 && r[0].is_number() && r[1].is_number())
         section += " (range " + G3(r[0].get<double>()) + "x to " + G3(r[1].get<double>()) + "x)";
       section += "\n";
     }
-    if (auto t = Num(p, "tflops")) {
+    if (const auto& t = view.tflops) {
       section += "Throughput: " + G3(*t) + " TFLOP/s";
-      if (auto pct = Num(p, "percent_of_peak")) {
+      if (auto pct = NumField(p, "percent_of_peak")) {
         section += ", " + G3(*pct) + "% of the GPU's bf16 dense peak";
-        if (auto peak = Num(p, "peak_tflops")) section += " (" + G3(*peak) + " TFLOP/s)";
+        if (auto peak = NumField(p, "peak_tflops")) section += " (" + G3(*peak) + " TFLOP/s)";
       }
       section += "\n";
     }
@@ -643,62 +617,85 @@ std::string Fit(const std::string& head, const std::string& tail, size_t max_cha
 
 std::string RenderFeedback(const json& record, const std::optional<BestSoFar>& best,
                            const FeedbackOptions& options) {
+  const EvaluationRecord r = FromJson(record);
   std::string out;
-  const std::string status = Str(record, "status");
-  Header(record, &out);
-  if (status == "REJECTED") Screening(record, &out);
-  if (status == "COMPILE_ERROR") CompilerErrors(record, options, &out);
-  if (status == "RUNTIME_ERROR" || status == "TIMEOUT") ProcessDetails(record, &out);
-  if (status == "INCORRECT" || status == "RULE_VIOLATION" || status == "PASSED" ||
-      status == "MEMORY_ERROR")
-    Correctness(record, status, &out);
-  Memcheck(record, status, &out);
-  Instructions(record, status, &out);
-  if (status == "PASSED") Performance(record, &out);
-  std::string tail = BestSection(best, ArchTagOf(record));
+  Header(r, &out);
+  switch (r.status) {
+    case Status::kRejected:
+      Screening(r, &out);
+      break;
+    case Status::kCompileError:
+      CompilerErrors(r, options, &out);
+      break;
+    case Status::kRuntimeError:
+    case Status::kTimeout:
+      ProcessDetails(r, &out);
+      break;
+    case Status::kIncorrect:
+    case Status::kRuleViolation:
+    case Status::kPassed:
+    case Status::kMemoryError:
+      Correctness(r, &out);
+      break;
+    case Status::kInfraError:
+    case Status::kUnknown:
+      break;
+  }
+  Memcheck(r, &out);
+  Instructions(r, &out);
+  if (r.status == Status::kPassed) Performance(r, &out);
+  std::string tail = BestSection(best, ArchTagOf(r));
   return Fit(out, tail, static_cast<size_t>(std::max(0, options.max_chars)));
 }
 
-std::string SummarizeTurn(int turn, const json& record) {
-  std::string status = Str(record, "status");
-  std::string s = "turn " + std::to_string(turn) + ": " + (status.empty() ? "UNKNOWN" : status);
+namespace {
+
+// How a passed turn stands: its speed, and its credit under our rule and the paper's.
+std::string PassedDetail(const EvaluationRecord& record) {
+  const PerformanceView perf = record.Performance();
+  std::string detail = perf.speedup ? "speedup " + G3(*perf.speedup) + "x" : "not timed";
+  if (perf.tflops) detail += ", " + G3(*perf.tflops) + " TFLOP/s";
+  const InstructionsView ins = record.Instructions();
+  std::string tag = ArchTagOf(record);
+  const std::string& v = ins.verification_text;
+  const std::string &ours = ins.arch_tag, &upstream = ins.UpstreamArchTag();
+  if (!upstream.empty() && upstream != ours)
+    detail += ", " + upstream + " under the paper's rule only";
+  else if (ins.verification == Verification::kDynamicPresent)
+    detail += ", " + (tag.empty() ? std::string("credit") : tag) + " verified";
+  else if (!v.empty() && ins.verification != Verification::kNotRequested)
+    detail += ", " + (tag.empty() ? std::string("credit") : tag) + " not verified (" + v + ")";
+  return detail;
+}
+
+// The first failing output of an incorrect turn, without its detail after ';'.
+std::string IncorrectDetail(const EvaluationRecord& record) {
   std::string detail;
-  if (status == "PASSED") {
-    const json& p = Field(record, "performance");
-    if (auto sp = Num(p, "speedup"))
-      detail = "speedup " + G3(*sp) + "x";
-    else
-      detail = "not timed";
-    if (auto t = Num(p, "tflops")) detail += ", " + G3(*t) + " TFLOP/s";
-    const json& ins = Field(record, "instructions");
-    std::string tag = ArchTagOf(record);
-    std::string v = Str(ins, "verification");
-    std::string ours = Str(ins, "arch_tag"), upstream = UpstreamArchTagOf(record);
-    if (!upstream.empty() && upstream != ours)
-      detail += ", " + upstream + " under the paper's rule only";
-    else if (v == "dynamic_present")
-      detail += ", " + (tag.empty() ? std::string("credit") : tag) + " verified";
-    else if (!v.empty() && v != "not_requested")
-      detail += ", " + (tag.empty() ? std::string("credit") : tag) + " not verified (" + v + ")";
-  } else if (status == "INCORRECT") {
-    // The first failing output, without its detail after ';'.
-    for (const auto& t : Arr(Field(record, "correctness"), "trial_results")) {
-      for (const auto& o : Arr(t, "outputs"))
-        if (Str(o, "verdict") != "match") {
-          detail = OutputLine(o);
-          break;
-        }
-      if (!detail.empty()) break;
-    }
-    if (detail.empty()) detail = Str(record, "message");
-    detail = detail.substr(0, detail.find(';'));
-    size_t paren = detail.find(" (max abs");
-    if (paren != std::string::npos) detail.resize(paren);
-  } else {
-    detail = Str(record, "message");
+  for (const auto& t : ArrField(record.correctness, "trial_results")) {
+    for (const auto& o : ArrField(t, "outputs"))
+      if (StrField(o, "verdict") != "match") {
+        detail = OutputLine(o);
+        break;
+      }
+    if (!detail.empty()) break;
   }
-  std::string reason = Str(record, "reason");
-  if (!reason.empty() && status != "INCORRECT")
+  if (detail.empty()) detail = record.message;
+  detail = detail.substr(0, detail.find(';'));
+  size_t paren = detail.find(" (max abs");
+  if (paren != std::string::npos) detail.resize(paren);
+  return detail;
+}
+
+}  // namespace
+
+std::string SummarizeTurn(int turn, const json& json_record) {
+  const EvaluationRecord record = FromJson(json_record);
+  std::string s = "turn " + std::to_string(turn) + ": " + ToString(record.status);
+  std::string detail = record.status == Status::kPassed      ? PassedDetail(record)
+                       : record.status == Status::kIncorrect ? IncorrectDetail(record)
+                                                             : record.message;
+  const std::string& reason = record.reason;
+  if (!reason.empty() && record.status != Status::kIncorrect)
     detail = reason + (detail.empty() ? "" : ": " + detail);
   if (!detail.empty()) s += " (" + OneLine(detail, 160) + ")";
   return OneLine(s, 240);

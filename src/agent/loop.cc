@@ -269,23 +269,11 @@ class Runner {
         record["evaluation_id"] = turn.evaluation_id;
         WriteFileAtomic(o_.run_dir + "/" + turn.evaluation_file,
                         record.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
-        turn.outcome = OutcomeOf(record);
-        turn.status = record.value("status", "");
-        turn.reason =
-            record.is_object() && record.contains("reason") && record["reason"].is_string()
-                ? record["reason"].get<std::string>()
-                : "";
+        JudgeTurnRecord(record, o_.arch, &turn);
         turn.summary = SummarizeTurn(turn.turn, record);
-        const json perf = record.value("performance", json::object());
-        if (perf.contains("speedup") && perf["speedup"].is_number())
-          turn.speedup = perf["speedup"].get<double>();
-        if (perf.contains("tflops") && perf["tflops"].is_number())
-          turn.tflops = perf["tflops"].get<double>();
-        turn.verified = turn.outcome == "verified";
         if (turn.outcome == "infra") {
           // The harness could not judge (no GPU, a tool missing): not the model's turn.
           turn.spent = false;
-          turn.error = record.value("message", "");
           t.turns.push_back(turn);
           t.exit_status = "infra_error";
           Save(t, record);

@@ -1,20 +1,17 @@
 #include "agent/provider.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string_view>
 #include <thread>
 
 #include "common/error.h"
+#include "common/http_client.h"
 #include "common/strings.h"
 
 namespace ptxbench {
@@ -34,13 +31,6 @@ constexpr int64_t kDefaultAnthropicMaxTokens = 16384;
 
 double SecondsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
 }
 
 // One line: newlines and tabs become spaces, at most `max_chars` characters.
@@ -91,32 +81,12 @@ std::string ErrorMessageOf(const std::string& body) {
   return OneLine(body);
 }
 
-// Retry-After: delta-seconds or an HTTP date (RFC 9110 section 10.2.3).
-std::optional<double> ParseRetryAfter(const std::string& value) {
-  std::string v = Trim(value);
-  if (v.empty()) return std::nullopt;
-  char* end = nullptr;
-  double s = std::strtod(v.c_str(), &end);
-  if (end && *end == '\0' && std::isfinite(s)) return std::max(0.0, s);
-  time_t when = curl_getdate(v.c_str(), nullptr);
-  if (when == -1) return std::nullopt;
-  return std::max(0.0, std::difftime(when, std::time(nullptr)));
-}
-
 long EnvLong(const char* name, long fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
   return end && *end == '\0' && x >= 0 ? x : fallback;
-}
-
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-      throw EnvironmentError("libcurl could not be initialised");
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,12 +157,6 @@ class SseParser {
 // ---------------------------------------------------------------------------------------------
 // Wire formats
 
-struct HttpRequest {
-  std::string url;
-  std::vector<std::string> headers;  // "Name: value"; the key's header among them
-  std::string body;
-};
-
 // What one reply amounted to.
 struct Parsed {
   enum Kind { kOk, kMalformed, kModelError, kRetryable } kind = kOk;
@@ -240,6 +204,22 @@ Parsed ModelRefused(const std::string& why) {
   return p;
 }
 
+// A POST of `body` as JSON, with the provider's own headers, the Accept that `stream` asks
+// for, and the key in `key_header` (when there is one): its only place.
+HttpRequest JsonPost(std::string url, std::initializer_list<const char*> provider_headers,
+                     bool stream, const std::string& key_header, const std::string& key,
+                     const json& body) {
+  HttpRequest r;
+  r.method = HttpMethod::kPost;
+  r.url = std::move(url);
+  r.headers = {"Content-Type: application/json"};
+  r.headers.insert(r.headers.end(), provider_headers.begin(), provider_headers.end());
+  r.headers.push_back(stream ? "Accept: text/event-stream" : "Accept: application/json");
+  if (!key.empty()) r.headers.push_back(key_header + key);
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
 // Joins the system messages (all providers but OpenAI take the system prompt apart).
 std::string SystemText(const std::vector<ChatMessage>& messages) {
   std::string s;
@@ -270,13 +250,8 @@ class OpenAiFormat : public WireFormat {
     for (const auto& [k, v] : c.reasoning.items()) body[k == "effort" ? "reasoning_effort" : k] = v;
     if (stream && !body.contains("stream_options"))
       body["stream_options"] = {{"include_usage", true}};
-    HttpRequest r;
-    r.url = c.base_url + "/chat/completions";
-    r.headers = {"Content-Type: application/json",
-                 stream ? "Accept: text/event-stream" : "Accept: application/json"};
-    if (!key.empty()) r.headers.push_back("Authorization: Bearer " + key);
-    r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-    return r;
+    return JsonPost(c.base_url + "/chat/completions", {}, stream, "Authorization: Bearer ", key,
+                    body);
   }
 
   static void ReadUsage(const json& u, Usage& usage) {
@@ -370,13 +345,8 @@ class AnthropicFormat : public WireFormat {
         body[k] = v;
     // reasoning is the "thinking" object: {"type": "enabled", "budget_tokens": N}.
     if (!c.reasoning.empty()) body["thinking"] = c.reasoning;
-    HttpRequest r;
-    r.url = c.base_url + "/messages";
-    r.headers = {"Content-Type: application/json", "anthropic-version: 2023-06-01",
-                 stream ? "Accept: text/event-stream" : "Accept: application/json"};
-    if (!key.empty()) r.headers.push_back("x-api-key: " + key);
-    r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-    return r;
+    return JsonPost(c.base_url + "/messages", {"anthropic-version: 2023-06-01"}, stream,
+                    "x-api-key: ", key, body);
   }
 
   // input_tokens leaves out what was read from or written to the prompt cache.
@@ -476,14 +446,9 @@ class GeminiFormat : public WireFormat {
     if (!gen.empty()) body["generationConfig"] = std::move(gen);
     std::string model = c.model;
     if (StartsWith(model, "models/")) model = model.substr(7);
-    HttpRequest r;
-    r.url = c.base_url + "/models/" + model +
-            (stream ? ":streamGenerateContent?alt=sse" : ":generateContent");
-    r.headers = {"Content-Type: application/json",
-                 stream ? "Accept: text/event-stream" : "Accept: application/json"};
-    if (!key.empty()) r.headers.push_back("x-goog-api-key: " + key);
-    r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-    return r;
+    const std::string action = stream ? ":streamGenerateContent?alt=sse" : ":generateContent";
+    return JsonPost(c.base_url + "/models/" + model + action, {}, stream, "x-goog-api-key: ", key,
+                    body);
   }
 
   static void ReadUsage(const json& u, Usage& usage) {
@@ -571,14 +536,10 @@ struct Attempt {
   std::string error;
 };
 
+// What one attempt gathers while its response arrives.
 struct Transfer {
-  CURL* curl = nullptr;
   const WireFormat* wire = nullptr;
   bool stream = false;
-  long status = 0;
-  std::string body;  // the raw reply (streams too: an error reply, or a server that ignored
-                     // "stream" and answered with one JSON object)
-  bool too_large = false;
   SseParser sse;
   StreamState state;
   std::optional<double> retry_after_s, retry_after_ms;
@@ -607,63 +568,28 @@ struct Transfer {
   }
 };
 
-size_t WriteCallback(char* p, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  size_t bytes = size * n;
-  if (t->status == 0) curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->status);
-  if (t->body.size() + bytes > kMaxReplyBytes) {
-    t->too_large = true;
-    return 0;  // aborts the transfer
-  }
-  t->body.append(p, bytes);
-  if (t->stream && t->status >= 200 && t->status < 300)
-    t->sse.Feed(p, bytes, [t](const std::string& e, const std::string& d) { t->OnEvent(e, d); });
-  return bytes;
-}
-
-size_t HeaderCallback(char* p, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  size_t bytes = size * n;
-  std::string_view line(p, bytes);
-  if (StartsWith(line, "HTTP/")) {  // a new response (after a 100 Continue, say)
-    t->retry_after_s.reset();
-    t->retry_after_ms.reset();
-    t->status = 0;
-    return bytes;
-  }
-  size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return bytes;
-  std::string name = Lower(Trim(line.substr(0, colon)));
-  std::string value = Trim(line.substr(colon + 1));
-  if (name == "retry-after") {
-    t->retry_after_s = ParseRetryAfter(value);
-  } else if (name == "retry-after-ms") {  // OpenAI's, finer than Retry-After
-    char* end = nullptr;
-    double ms = std::strtod(value.c_str(), &end);
-    if (end && *end == '\0' && std::isfinite(ms) && ms >= 0) t->retry_after_ms = ms;
-  }
-  return bytes;
-}
-
-bool RetryableCurlError(CURLcode rc) {
-  switch (rc) {
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_BAD_CONTENT_ENCODING:
-      return true;
-    default:
-      return false;
-  }
+// Watches the response for Retry-After and, in a successful stream, its events.
+HttpObserver Watch(Transfer& t) {
+  HttpObserver o;
+  o.on_response_start = [&t] {  // a new response (after a 100 Continue, say)
+    t.retry_after_s.reset();
+    t.retry_after_ms.reset();
+  };
+  o.on_header = [&t](const std::string& name, const std::string& value) {
+    if (name == "retry-after") {
+      t.retry_after_s = ParseRetryAfter(value);
+    } else if (name == "retry-after-ms") {  // OpenAI's, finer than Retry-After
+      char* end = nullptr;
+      double ms = std::strtod(value.c_str(), &end);
+      if (end && *end == '\0' && std::isfinite(ms) && ms >= 0) t.retry_after_ms = ms;
+    }
+  };
+  o.on_body = [&t](long status, std::string_view piece) {
+    if (t.stream && status >= 200 && status < 300)
+      t.sse.Feed(piece.data(), piece.size(),
+                 [&t](const std::string& e, const std::string& d) { t.OnEvent(e, d); });
+  };
+  return o;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -764,7 +690,8 @@ class HttpProvider : public ChatProvider {
     return s;
   }
 
-  Attempt Once(const HttpRequest& request, Clock::time_point deadline) const {
+  // One request, with what is left of the deadline.
+  Attempt Once(HttpRequest& request, Clock::time_point deadline) const {
     Attempt a;
     double left_s = SecondsBetween(Clock::now(), deadline);
     if (left_s <= 0) {
@@ -773,52 +700,26 @@ class HttpProvider : public ChatProvider {
       return a;
     }
     long left_ms = std::max(1L, static_cast<long>(std::ceil(left_s * 1000)));
+    request.timeout_ms = left_ms;
+    request.connect_timeout_ms = std::min(left_ms, kConnectTimeoutMs);
+    request.tcp_keepalive = true;
+    request.max_response_bytes = kMaxReplyBytes;
+    // A stream that goes silent is stuck: give up on this attempt (and retry) rather than
+    // wait for the whole deadline.
+    request.stall_s = config_.stream ? stall_s_ : 0;
+    request.decode_any_encoding = !config_.stream;
 
-    std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
-    if (!curl) {
-      a.error = "libcurl could not make a handle";
-      return a;
-    }
-    curl_slist* headers = nullptr;
-    for (const auto& h : request.headers) headers = curl_slist_append(headers, h.c_str());
-    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-    std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_guard(headers,
-                                                                             curl_slist_free_all);
     Transfer t;
-    t.curl = curl.get();
     t.wire = wire_.get();
     t.stream = config_.stream;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    CURL* c = curl.get();
-    curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteCallback);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, HeaderCallback);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left_ms);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min(left_ms, kConnectTimeoutMs));
-    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "ptxbench/" PTXBENCH_VERSION);
-    if (config_.stream) {
-      // A stream that goes silent is stuck: give up on this attempt (and retry) rather than
-      // wait for the whole deadline.
-      if (stall_s_ > 0) {
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall_s_);
-      }
-    } else {
-      curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
+    HttpResponse response;
+    try {
+      response = SendHttpRequest(request, Watch(t));
+    } catch (const Error& e) {  // no request could be made
+      a.error = e.what();
+      return a;
     }
-
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    const long status = response.status;
     a.http_status = static_cast<int>(status);
     if (t.retry_after_ms)
       a.retry_after_s = *t.retry_after_ms / 1000.0;
@@ -826,9 +727,9 @@ class HttpProvider : public ChatProvider {
       a.retry_after_s = t.retry_after_s;
     bool ok_status = status >= 200 && status < 300;
 
-    if (rc != CURLE_OK) {
-      std::string what = errbuf[0] ? OneLine(errbuf) : curl_easy_strerror(rc);
-      if (t.too_large) {
+    if (response.transfer != HttpResponse::Transfer::kComplete) {
+      std::string what = OneLine(response.error);
+      if (response.too_large) {
         a.kind = Attempt::kInfra;
         a.error = "the reply is larger than " + std::to_string(kMaxReplyBytes >> 20) + " MiB";
         return a;
@@ -836,12 +737,13 @@ class HttpProvider : public ChatProvider {
       if (ok_status && t.stream && t.state.failure && t.state.failure->kind != Parsed::kRetryable)
         return FromParsed(std::move(*t.state.failure), std::move(a));
       bool past_deadline = Clock::now() >= deadline - std::chrono::milliseconds(20);
-      if (rc == CURLE_OPERATION_TIMEDOUT && past_deadline) {
+      if (response.transfer == HttpResponse::Transfer::kTimedOut && past_deadline) {
         a.kind = Attempt::kDeadline;
         a.error = what;
         return a;
       }
-      a.kind = RetryableCurlError(rc) ? Attempt::kRetry : Attempt::kInfra;
+      a.kind =
+          response.transfer == HttpResponse::Transfer::kFailed ? Attempt::kInfra : Attempt::kRetry;
       if (ok_status)
         a.error = std::string(t.stream ? "the stream was cut" : "the reply was cut") + ": " + what;
       else if (status > 0)
@@ -852,7 +754,7 @@ class HttpProvider : public ChatProvider {
     }
 
     if (!ok_status) {
-      std::string message = ErrorMessageOf(t.body);
+      std::string message = ErrorMessageOf(response.body);
       a.error = "HTTP " + std::to_string(status) + (message.empty() ? "" : ": " + message);
       if (status == 408 || status == 429 || (status >= 500 && status <= 599)) {
         a.kind = Attempt::kRetry;
@@ -869,12 +771,14 @@ class HttpProvider : public ChatProvider {
     }
 
     if (!t.stream) {
-      json j = json::parse(t.body, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) return FromParsed(Malformed("not JSON: " + OneLine(t.body, 80)), a);
+      json j = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded())
+        return FromParsed(Malformed("not JSON: " + OneLine(response.body, 80)), a);
       if (j.is_object() && j.contains("error")) {
         Parsed p;
         p.kind = Parsed::kRetryable;
-        p.error = "HTTP " + std::to_string(status) + " with an error: " + ErrorMessageOf(t.body);
+        p.error =
+            "HTTP " + std::to_string(status) + " with an error: " + ErrorMessageOf(response.body);
         return FromParsed(std::move(p), std::move(a));
       }
       return FromParsed(wire_->ParseReply(j), std::move(a));
@@ -883,21 +787,22 @@ class HttpProvider : public ChatProvider {
     t.sse.Finish([&t](const std::string& e, const std::string& d) { t.OnEvent(e, d); });
     if (t.sse.events() == 0) {
       // Not a stream: a server that ignored "stream" may answer with one JSON reply.
-      json j = json::parse(t.body, nullptr, /*allow_exceptions=*/false);
+      json j = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
       if (j.is_object() && !j.contains("error")) return FromParsed(wire_->ParseReply(j), a);
       if (j.is_object()) {
         Parsed p;
         p.kind = Parsed::kRetryable;
-        p.error = "HTTP " + std::to_string(status) + " with an error: " + ErrorMessageOf(t.body);
+        p.error =
+            "HTTP " + std::to_string(status) + " with an error: " + ErrorMessageOf(response.body);
         return FromParsed(std::move(p), std::move(a));
       }
-      if (Trim(t.body).empty()) {
+      if (Trim(response.body).empty()) {
         Parsed p;
         p.kind = Parsed::kRetryable;
         p.error = "the stream ended before any event";
         return FromParsed(std::move(p), std::move(a));
       }
-      return FromParsed(Malformed("not a stream of events: " + OneLine(t.body, 80)), a);
+      return FromParsed(Malformed("not a stream of events: " + OneLine(response.body, 80)), a);
     }
     if (t.state.failure) return FromParsed(std::move(*t.state.failure), std::move(a));
     if (!t.state.done) {
@@ -961,7 +866,7 @@ std::unique_ptr<ChatProvider> MakeHttpProvider(const ModelConfig& config) {
       throw InputError("model \"" + config.name + "\": the environment variable " +
                        config.api_key_env + " holds a line break");
   }
-  InitCurlOnce();
+  InitHttpClient();
   return std::make_unique<HttpProvider>(config, std::move(key), std::move(wire));
 }
 

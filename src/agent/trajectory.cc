@@ -1,33 +1,23 @@
 #include "agent/trajectory.h"
 
 #include "common/error.h"
+#include "record/outcome.h"
 
 namespace ptxbench {
 
 using nlohmann::json;
 
-std::string OutcomeOf(const json& r) {
-  std::string s = r.value("status", "");
-  if (s == "PASSED") {
-    const json ins = r.value("instructions", json::object());
-    bool credit = ins.value("verification", "") == "dynamic_present" && ins.contains("arch_tag") &&
-                  ins["arch_tag"].is_string() && !ins["arch_tag"].get<std::string>().empty();
-    return credit ? "verified" : "correct";
-  }
-  if (s == "REJECTED") return "rejected";
-  if (s == "COMPILE_ERROR") return "compile";
-  if (s == "RUNTIME_ERROR" || s == "TIMEOUT") return "runtime";
-  if (s == "MEMORY_ERROR") return "memory";
-  if (s == "INCORRECT") return "incorrect";
-  if (s == "RULE_VIOLATION") return "rule_violation";
-  return "infra";  // INFRA_ERROR, or a record we cannot read: never the model's fault
-}
-
-std::string UpstreamArchTagOf(const json& r) {
-  if (!r.is_object() || !r.contains("instructions") || !r["instructions"].is_object()) return "";
-  const json& ins = r["instructions"];
-  const char* key = ins.contains("upstream_arch_tag") ? "upstream_arch_tag" : "arch_tag";
-  return ins.contains(key) && ins[key].is_string() ? ins[key].get<std::string>() : "";
+void JudgeTurnRecord(const json& record, const std::string& arch, TurnRecord* turn) {
+  const EvaluationRecord r = FromJson(record);
+  const TurnVerdict verdict = JudgeTurn(r, arch);
+  turn->outcome = ToString(verdict.outcome);
+  turn->status = r.status == Status::kUnknown ? "" : ToString(r.status);
+  turn->reason = r.reason;
+  const PerformanceView perf = r.Performance();
+  turn->speedup = perf.speedup;
+  turn->tflops = perf.tflops;
+  turn->verified = verdict.Verified();
+  if (verdict.outcome == TurnOutcome::kInfra) turn->error = r.message;
 }
 
 int Trajectory::SpentTurns() const {

@@ -13,18 +13,6 @@
 
 namespace ptxbench {
 
-// A turn's outcome, for the reports' per-turn distribution:
-//   extraction, rejected, compile, runtime, memory, incorrect, rule_violation,
-//   correct (passed, no architecture credit), verified (passed with it),
-//   model_error (the endpoint refused; spent), infra (not the model's: not spent).
-std::string OutcomeOf(const nlohmann::json& record);
-
-// The record's architecture tag under the paper's rule (instructions.upstream_arch_tag: a
-// required family in the SASS and executed at least once), which OutcomeOf's credit tightens;
-// "" when there is none. A record from before that field has only arch_tag, given under the
-// paper's rule: that is returned.
-std::string UpstreamArchTagOf(const nlohmann::json& record);
-
 struct TurnRecord {
   int turn = 0;  // 1-based, counting spent turns only
   std::string outcome;
@@ -63,6 +51,13 @@ struct Trajectory {
   }
   int SpentTurns() const;
 };
+
+// A judged turn's fields from its evaluation record: the outcome (extraction, rejected, compile,
+// runtime, memory, incorrect, rule_violation, correct, verified, model_error, infra) under the
+// one credit rule (record/outcome.h: PASSED, dynamic_present and the tag of `arch`, the
+// architecture the turn was for), status, reason, speedup, tflops, verified, and for an infra
+// turn (a record that cannot be read too: never the model's fault) the message as its error.
+void JudgeTurnRecord(const nlohmann::json& record, const std::string& arch, TurnRecord* turn);
 
 nlohmann::json ToJson(const Trajectory& t);
 Trajectory TrajectoryFromJson(const nlohmann::json& j);  // throws InputError when malformed

@@ -1,7 +1,6 @@
 #include "child/child_main.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -12,15 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "child/child_support.h"
+#include "child/timing_child.h"
 #include "common/clock.h"
 #include "common/cuda_check.h"
+#include "common/dynamic_library.h"
 #include "common/files.h"
 #include "measure/activity_timer.h"
 #include "measure/loaded_objects.h"
 #include "run/channel.h"
-#include "child/child_support.h"
 #include "task/device_ops.h"
-#include "child/timing_child.h"
 #include "task/family.h"
 
 namespace ptxbench {
@@ -36,12 +36,10 @@ bool ProbeDevice(ChannelWriter& out) {
   if (e != cudaSuccess || count == 0) {
     // Without any driver the runtime says "CUDA driver version is insufficient", which sends
     // people looking for a driver upgrade: say what is missing.
-    bool driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) ||
-                  dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    const bool driver = DynamicLibrary::Open("libcuda.so.1").has_value();
     std::string message = !driver ? std::string("no NVIDIA driver (libcuda.so.1 cannot be loaded)")
-                          : e != cudaSuccess
-                              ? std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)
-                              : std::string("no CUDA device visible");
+                          : e != cudaSuccess ? CudaRuntimeStatus{}.Describe(e)
+                                             : std::string("no CUDA device visible");
     out.Send({{"event", "no_gpu"}, {"message", message}});
     return false;
   }
@@ -117,7 +115,7 @@ void SendCallError(ChannelWriter& out, const char* stage, uint64_t seed, cudaErr
             {"stage", stage},
             {"seed", seed},
             {"cuda_error", cudaGetErrorName(e)},
-            {"message", std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)}});
+            {"message", CudaRuntimeStatus{}.Describe(e)}});
 }
 
 // The candidate's kernels among what CUPTI recorded (the harness's own are named ptxbench_*).
@@ -207,8 +205,7 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
       if (!raised.empty()) refused["raised"] = raised;
       if (pending != cudaSuccess) {
         refused["cuda_error"] = cudaGetErrorName(pending);
-        refused["message"] =
-            std::string(cudaGetErrorName(pending)) + ": " + cudaGetErrorString(pending);
+        refused["message"] = CudaRuntimeStatus{}.Describe(pending);
       }
       out.Send(refused);
       return;

@@ -6,16 +6,16 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
-#include <type_traits>
 
 #include "common/cuda_check.h"
+#include "common/dynamic_library.h"
 #include "run/channel.h"
 #include "task/device_ops.h"
 
@@ -47,34 +47,28 @@ struct VmmApi {
 const VmmApi& Vmm() {
   static const VmmApi api = [] {
     VmmApi a;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+    std::optional<DynamicLibrary> lib = DynamicLibrary::Open("libcuda.so.1");
     if (!lib) {
       a.missing = "libcuda.so.1 cannot be opened";
       return a;
     }
-    auto find = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn) a.missing += std::string(a.missing.empty() ? "" : ", ") + name;
-    };
-    find(a.granularity, "cuMemGetAllocationGranularity");
-    find(a.reserve, "cuMemAddressReserve");
-    find(a.address_free, "cuMemAddressFree");
-    find(a.create, "cuMemCreate");
-    find(a.release, "cuMemRelease");
-    find(a.map, "cuMemMap");
-    find(a.unmap, "cuMemUnmap");
-    find(a.set_access, "cuMemSetAccess");
+    SymbolBinder binder(*lib);
+    binder.Require(a.granularity, "cuMemGetAllocationGranularity");
+    binder.Require(a.reserve, "cuMemAddressReserve");
+    binder.Require(a.address_free, "cuMemAddressFree");
+    binder.Require(a.create, "cuMemCreate");
+    binder.Require(a.release, "cuMemRelease");
+    binder.Require(a.map, "cuMemMap");
+    binder.Require(a.unmap, "cuMemUnmap");
+    binder.Require(a.set_access, "cuMemSetAccess");
+    a.missing = binder.missing();
     return a;
   }();
   return api;
 }
 
-void CheckCu(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS)
-    throw std::runtime_error(std::string("guarded allocation: ") + what + " failed (CUresult " +
-                             std::to_string(static_cast<int>(r)) + ")");
-}
+// The driver calls above fail as "guarded allocation: <call> failed (CUresult <n>)".
+constexpr CudaDriverStatus kGuardedAllocation{"guarded allocation"};
 
 struct Mapping {
   CUdeviceptr base = 0;  // start of the reserved range (a guard granule)
@@ -103,17 +97,19 @@ void* GuardedAlloc(size_t bytes, GuardedEdge edge) {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device;
   size_t granule = 0;
-  CheckCu(api.granularity(&granule, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
-          "cuMemGetAllocationGranularity");
+  PTXBENCH_CHECK_STATUS(kGuardedAllocation,
+                        api.granularity(&granule, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+                        "cuMemGetAllocationGranularity");
   const size_t used = RoundUp(bytes, kAlignment);
   Mapping m;
   m.mapped = RoundUp(used, granule);
   m.reserved = m.mapped + 2 * granule;
-  CheckCu(api.reserve(&m.base, m.reserved, granule, 0, 0), "cuMemAddressReserve");
+  PTXBENCH_CHECK_STATUS(kGuardedAllocation, api.reserve(&m.base, m.reserved, granule, 0, 0),
+                        "cuMemAddressReserve");
   if (CUresult r = api.create(&m.handle, m.mapped, &prop, 0); r != CUDA_SUCCESS) {
     api.address_free(m.base, m.reserved);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) PTXBENCH_CUDA_CHECK(cudaErrorMemoryAllocation);
-    CheckCu(r, "cuMemCreate");
+    PTXBENCH_CHECK_STATUS(kGuardedAllocation, r, "cuMemCreate");
   }
   CUresult r = api.map(m.base + granule, m.mapped, 0, m.handle, 0);
   CUmemAccessDesc access{};
@@ -124,7 +120,7 @@ void* GuardedAlloc(size_t bytes, GuardedEdge edge) {
     api.unmap(m.base + granule, m.mapped);
     api.release(m.handle);
     api.address_free(m.base, m.reserved);
-    CheckCu(r, "cuMemMap/cuMemSetAccess");
+    PTXBENCH_CHECK_STATUS(kGuardedAllocation, r, "cuMemMap/cuMemSetAccess");
   }
   const size_t slack = edge == GuardedEdge::kEnd ? m.mapped - used : 0;
   void* p = reinterpret_cast<void*>(m.base + granule + slack);
@@ -269,14 +265,14 @@ CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) 
   }
   // The handle is never closed: unloading a library whose kernels the runtime may still
   // reference is a crash we would wrongly blame on the candidate.
-  void* handle = ::dlopen(shared_object.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = ::dlerror();
-    out.Send({{"event", "error"}, {"stage", "load"}, {"message", why ? why : "dlopen failed"}});
+  std::string why;
+  std::optional<DynamicLibrary> library = DynamicLibrary::Open(shared_object, &why);
+  if (!library) {
+    out.Send({{"event", "error"}, {"stage", "load"}, {"message", why}});
     return entry;
   }
   const std::string symbol = EntrySymbol(entry.abi);
-  void* run = ::dlsym(handle, symbol.c_str());
+  void* run = library->Address(symbol.c_str());
   if (!run) {
     out.Send({{"event", "error"},
               {"stage", "load"},
@@ -284,20 +280,16 @@ CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) 
     return entry;
   }
   if (entry.abi == CandidateAbi::kTvmFfi) {
-    // dlsym on the candidate's handle searches it and then its dependencies: the
+    // A symbol lookup on the candidate's handle searches it and then its dependencies: the
     // libtvm_ffi.so it was loaded with, whose environment stream its TVMFFIEnvGetStream reads.
-    std::string missing;
-    auto find = [&](void** slot, const char* name) {
-      *slot = ::dlsym(handle, name);
-      if (!*slot) missing += std::string(missing.empty() ? "" : ", ") + name;
-    };
-    find(&entry.env_set_stream, "TVMFFIEnvSetStream");
-    find(&entry.error_move_from_raised, "TVMFFIErrorMoveFromRaised");
-    find(&entry.object_dec_ref, "TVMFFIObjectDecRef");
-    if (!missing.empty()) {
+    SymbolBinder binder(*library);
+    binder.Require(entry.env_set_stream, "TVMFFIEnvSetStream");
+    binder.Require(entry.error_move_from_raised, "TVMFFIErrorMoveFromRaised");
+    binder.Require(entry.object_dec_ref, "TVMFFIObjectDecRef");
+    if (!binder.missing().empty()) {
       out.Send({{"event", "error"},
                 {"stage", "load"},
-                {"message", "the TVM-FFI runtime the candidate loaded lacks " + missing}});
+                {"message", "the TVM-FFI runtime the candidate loaded lacks " + binder.missing()}});
       return CandidateEntry{};
     }
   }

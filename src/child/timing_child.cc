@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "child/child_support.h"
 #include "common/cuda_check.h"
+#include "measure/baseline.h"
 #include "measure/call_activity.h"
 #include "measure/cublaslt_gemm.h"
 #include "measure/loaded_objects.h"
 #include "measure/nvml_clocks.h"
-#include "measure/baseline.h"
-#include "child/child_support.h"
 #include "run/channel.h"
 #include "task/device_ops.h"
 
@@ -153,7 +153,7 @@ class TimingSession {
                      {"phase", o.phase},
                      {"index", i},
                      {"cuda_error", cudaGetErrorName(e)},
-                     {"message", std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)}});
+                     {"message", CudaRuntimeStatus{}.Describe(e)}});
           return false;
         }
       std::vector<uint64_t> after = InputChecksums(b, hstream_);
@@ -350,7 +350,7 @@ bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call
                 {"stage", "timing"},
                 {"phase", "witness"},
                 {"cuda_error", cudaGetErrorName(e)},
-                {"message", std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)}});
+                {"message", CudaRuntimeStatus{}.Describe(e)}});
       return false;
     }
   // A commitment to every witness output while the parent's window is still open: the one it

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/strings.h"
@@ -106,18 +107,10 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
   cmd->add_flag("--published-shapes", o->published_shapes,
                 "Every shape the published table (--compare) lists for each task, defined "
                 "workload or not");
-  cmd->add_option("--warmup", o->warmup, "Untimed calls before the timed ones")
-      ->check(CLI::Range(0, 10000))
-      ->capture_default_str();
-  cmd->add_option("--iterations", o->iterations, "Timed calls (median, p10, p90)")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  cmd->add_option("--buffer-sets", o->buffer_sets, "Buffer sets the calls rotate over")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout, "Seconds per workload")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--warmup", &o->warmup, "Untimed calls before the timed ones", 0, 10000);
+  AddRangeOption(cmd, "--iterations", &o->iterations, "Timed calls (median, p10, p90)", 1, 100000);
+  AddRangeOption(cmd, "--buffer-sets", &o->buffer_sets, "Buffer sets the calls rotate over", 1, 64);
+  AddRangeOption(cmd, "--timeout", &o->timeout, "Seconds per workload", 1, 86400);
   cmd->add_option("--compare", o->compare,
                   "Published figures to compare with (default: tasks/published-baselines-h100.csv)")
       ->check(CLI::ExistingFile);
@@ -127,9 +120,7 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--csv", o->csv_path, "Write the table as CSV");
   cmd->add_option("--json", o->json_path, "Write every measurement as a JSON array");
-  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS")
-      ->check(CLI::ExistingDirectory);
+  AddTasksDirOption(cmd, &o->tasks_dir);
 
   return [o]() {
     CheckOutputPaths({{"--csv", o->csv_path}, {"--json", o->json_path}});

@@ -19,14 +19,15 @@
 #include "agent/prompt.h"
 #include "agent/run_identity.h"
 #include "agent/trajectory.h"
-#include "compile/nvcc.h"
 #include "cli/commands.h"
 #include "cli/fixit_support.h"
 #include "cli/option_checks.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "compile/nvcc.h"
 #include "fixit/failure.h"
 #include "fixit/keep.h"
 #include "fixit/mine.h"
@@ -108,11 +109,16 @@ int Mine(const MineArgs& a) {
 // --- repair ---
 
 struct RepairArgs {
-  std::string dir, teacher, models, db, tasks_dir, sanitize = "always", evaluator;
-  int turns = 3, concurrency = 4, timeout = 60;
-  double min_speedup = 0, timing_budget = 8;
+  std::string dir, teacher, models, db, tasks_dir, evaluator;
+  int turns = 3, concurrency = 4;
+  double min_speedup = 0;
+  EvaluationOptions evaluation;  // --sanitize, --timeout, --timing-budget; always timed
   bool resume = false, overwrite = false, quiet = false;
 };
+
+// The evaluation options a repair stage sends to an evaluation service.
+const std::vector<std::string> kRepairEvaluationKeys = {"sanitize", "timeout", "timing",
+                                                        "timing_budget"};
 
 std::string ArchOf(const Manifest& m) {
   std::set<std::string> archs;
@@ -202,7 +208,7 @@ json CollectRepairs(const RepairArgs& a, const Manifest& m, const std::string& a
           {"settings",
            {{"turns", a.turns},
             {"min_speedup", a.min_speedup > 0 ? json(a.min_speedup) : json()},
-            {"sanitize", a.sanitize},
+            {"sanitize", ToString(a.evaluation.sanitize)},
             {"keep_rule", "PASSED, instructions.verification == dynamic_present with the arch tag" +
                               std::string(a.min_speedup > 0 ? ", speedup >= min_speedup" : "")}}},
           {"run_dir", run},
@@ -253,7 +259,7 @@ int Repair(RepairArgs a) {
                 {"turns", a.turns},
                 {"arch", arch},
                 {"pack", packs.size() == 1 ? *packs.begin() : std::string("mixed")},
-                {"sanitize", a.sanitize},
+                {"sanitize", ToString(a.evaluation.sanitize)},
                 {"timing", true},
                 {"evaluator", a.evaluator.empty() ? json("local") : json(a.evaluator)},
                 {"fixit",
@@ -264,7 +270,7 @@ int Repair(RepairArgs a) {
                 {"ptxbench_version", PTXBENCH_VERSION}};
   if (!a.db.empty()) o.on_save = StoreFollower(a.db, run);
   Evaluator evaluate =
-      MakeEvaluator({arch, a.sanitize, a.timeout, /*timing=*/true, a.timing_budget, a.evaluator});
+      MakeEvaluator({arch, a.evaluation, kRepairEvaluationKeys, /*service_url=*/a.evaluator});
   RunSummary s = RunAgent(o, *teacher.provider, evaluate);
 
   json repairs = CollectRepairs(a, m, arch, teacher.info);
@@ -517,15 +523,25 @@ int Export(ExportArgs a) {
   return 0;
 }
 
+// The work folder, the teacher and its models file of a stage that asks a teacher (repair,
+// reason).
+void AddTeacherStageOptions(CLI::App* cmd, std::string* dir, std::string* teacher,
+                            const std::string& teacher_help, std::string* models_file) {
+  cmd->add_option("--dir", *dir, "The fixit work folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--teacher", *teacher, teacher_help + " (a model of --models)")->required();
+  AddModelsFileOption(cmd, models_file);
+}
+
 }  // namespace
 
 void AddSftExportOptions(CLI::App* cmd, ExportOptions* e) {
   cmd->add_option("--format", e->format, "messages (per-message train flag) or prompt-completion")
       ->check(CLI::IsMember({"messages", "prompt-completion"}))
       ->capture_default_str();
-  cmd->add_option("--max-tokens", e->max_tokens, "Drop rows longer than this (estimated tokens)")
-      ->check(CLI::Range(1, 100000000))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--max-tokens", &e->max_tokens,
+                 "Drop rows longer than this (estimated tokens)", 1, 100000000);
   cmd->add_option("--chars-per-token", e->chars_per_token, "The token estimate's divisor")
       ->check(GreaterThanZero())
       ->capture_default_str();
@@ -546,93 +562,55 @@ CommandRunner AddFixitCommand(CLI::App& app) {
 
   auto mine = std::make_shared<MineArgs>();
   CLI::App* m = fixit->add_subcommand("mine", "Select failed turns of stored trajectories");
-  m->add_option("--db", mine->db, "The results store to read")->check(CLI::ExistingFile);
+  AddStoreOption(m, &mine->db, "The results store to read", StoreSource::kExistingFile);
   m->add_option("--runs", mine->runs, "Run folders, or folders of them (instead of --db)")
       ->check(CLI::ExistingDirectory);
   m->add_option("--dir", mine->dir, "The fixit work folder (manifest.json goes there)")->required();
   m->add_option("--outcome", mine->o.outcomes,
                 "compile, runtime, memory, incorrect (repeatable; default all four)")
       ->check(CLI::IsMember(RepairableOutcomes()));
-  m->add_option("--model", mine->o.models, "Only these models (repeatable)");
-  m->add_option("--task", mine->o.tasks, "Only these tasks (repeatable)");
-  m->add_option("--pack", mine->o.packs, "Only runs with these pack variants (repeatable)");
-  m->add_option("--arch", mine->o.archs, "Only runs for these archs (repeatable)");
-  m->add_option("--min-turn", mine->o.min_turn, "First turn to take")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
-  m->add_option("--max-turn", mine->o.max_turn, "Last turn to take (0: any)")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
-  m->add_option("--cap-per-task", mine->o.cap_per_task,
-                "At most this many failures per task, stratified by (outcome, turn); 0: no cap")
-      ->check(CLI::Range(0, 100000000))
-      ->capture_default_str();
+  AddRunFilterOptions(m, {&mine->o.models, &mine->o.tasks, &mine->o.packs, &mine->o.archs});
+  AddRangeOption(m, "--min-turn", &mine->o.min_turn, "First turn to take", 1, 100);
+  AddRangeOption(m, "--max-turn", &mine->o.max_turn, "Last turn to take (0: any)", 0, 100);
+  AddRangeOption(m, "--cap-per-task", &mine->o.cap_per_task,
+                 "At most this many failures per task, stratified by (outcome, turn); 0: no cap", 0,
+                 100000000);
   m->add_flag("--overwrite", mine->overwrite,
               "Mine again into a work folder that has a manifest (the later stages' files go)");
 
   auto repair = std::make_shared<RepairArgs>();
   CLI::App* r = fixit->add_subcommand(
       "repair", "A teacher repairs each failure; every attempt is evaluated; verified ones kept");
-  r->add_option("--dir", repair->dir, "The fixit work folder")
-      ->required()
-      ->check(CLI::ExistingDirectory);
-  r->add_option("--teacher", repair->teacher, "The repair teacher (a model of --models)")
-      ->required();
-  r->add_option("--models", repair->models, "Models file (default agent/models.json)")
-      ->check(CLI::ExistingFile);
-  r->add_option("--turns", repair->turns, "Attempts per failure (R)")
-      ->check(CLI::Range(1, 20))
-      ->capture_default_str();
+  AddTeacherStageOptions(r, &repair->dir, &repair->teacher, "The repair teacher", &repair->models);
+  AddRangeOption(r, "--turns", &repair->turns, "Attempts per failure (R)", 1, 20);
   r->add_option("--min-speedup", repair->min_speedup,
                 "Keep only repairs at least this much faster than the vendor baseline (0: any)")
       ->check(ZeroOrMore())
       ->capture_default_str();
-  r->add_option("--concurrency", repair->concurrency, "Repairs in flight")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  r->add_option("--db", repair->db, "Also write the repair trajectories to this results store");
+  AddRangeOption(r, "--concurrency", &repair->concurrency, "Repairs in flight", 1, 1024);
+  AddStoreOption(r, &repair->db, "Also write the repair trajectories to this results store",
+                 StoreSource::kCommandLine);
   r->add_flag("--resume", repair->resume, "Continue an interrupted repair stage");
   r->add_flag("--overwrite", repair->overwrite, "Start the repair stage again from scratch")
       ->excludes("--resume");
-  r->add_option("--sanitize", repair->sanitize, "Memory check: always, on-failure, never")
-      ->check(CLI::IsMember({"always", "on-failure", "never"}))
-      ->capture_default_str();
-  r->add_option("--timeout", repair->timeout, "Seconds for a candidate's run")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
-  r->add_option("--timing-budget", repair->timing_budget, "Seconds of timed candidate calls")
-      ->check(GreaterThanZero())
-      ->capture_default_str();
+  AddEvaluationOptions(r, &repair->evaluation, EvaluationOptionSet::kRepair);
   r->add_option("--evaluator", repair->evaluator,
                 "Send the evaluations to `ptxbench serve` at this URL (http://host:port)")
       ->check(ServiceUrl());
-  r->add_option("--tasks-dir", repair->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS")
-      ->check(CLI::ExistingDirectory);
+  AddTasksDirOption(r, &repair->tasks_dir);
   r->add_flag("--quiet", repair->quiet, "No progress lines");
 
   auto reason = std::make_shared<ReasonArgs>();
   CLI::App* z = fixit->add_subcommand(
       "reason", "A reasoning teacher writes the path from each failure to its verified repair");
-  z->add_option("--dir", reason->dir, "The fixit work folder")
-      ->required()
-      ->check(CLI::ExistingDirectory);
-  z->add_option("--teacher", reason->teacher, "The reasoning teacher (a model of --models)")
-      ->required();
-  z->add_option("--models", reason->models, "Models file (default agent/models.json)")
-      ->check(CLI::ExistingFile);
-  z->add_option("--attempts", reason->attempts, "Tries per repair when rejected")
-      ->check(CLI::Range(1, 10))
-      ->capture_default_str();
-  z->add_option("--concurrency", reason->concurrency, "Requests in flight")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  z->add_option("--min-chars", reason->limits.min_chars, "Shortest accepted reasoning")
-      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
-      ->capture_default_str();
-  z->add_option("--max-chars", reason->limits.max_chars, "Longest accepted reasoning")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
-      ->capture_default_str();
+  AddTeacherStageOptions(z, &reason->dir, &reason->teacher, "The reasoning teacher",
+                         &reason->models);
+  AddRangeOption(z, "--attempts", &reason->attempts, "Tries per repair when rejected", 1, 10);
+  AddRangeOption(z, "--concurrency", &reason->concurrency, "Requests in flight", 1, 1024);
+  AddRangeOption(z, "--min-chars", &reason->limits.min_chars, "Shortest accepted reasoning",
+                 size_t{0}, size_t{1} << 20);
+  AddRangeOption(z, "--max-chars", &reason->limits.max_chars, "Longest accepted reasoning",
+                 size_t{1}, size_t{1} << 20);
 
   auto exp = std::make_shared<ExportArgs>();
   CLI::App* e = fixit->add_subcommand("export", "SFT rows (chat JSONL), split, dataset card");

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 
@@ -29,15 +30,12 @@ CommandRunner AddImportCommand(CLI::App& app) {
   cmd->add_option("paths", o->paths, "Run folders, folders of them, trajectory or record files")
       ->required()
       ->check(CLI::ExistingPath);
-  cmd->add_option("--db", o->db, "The results store (SQLite)")
-      ->envname("PTXBENCH_DB")
+  AddStoreOption(cmd, &o->db, "The results store (SQLite)", StoreSource::kEnvironment)
       ->capture_default_str();
   cmd->add_option("--upstream-out", o->upstream_out,
                   "Where an upstream experiment folder is judged again, a run folder per "
                   "experiment (default: upstream/ beside the store)");
-  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS")
-      ->check(CLI::ExistingDirectory);
+  AddTasksDirOption(cmd, &o->tasks_dir);
 #ifndef PTXBENCH_HAVE_SQLITE
   // Built without SQLite (not found, or -DPTXBENCH_WITH_SQLITE=OFF): one line, exit 3. The
   // runner still owns the options: CLI11 writes into them while parsing.

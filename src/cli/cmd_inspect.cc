@@ -3,11 +3,12 @@
 #include <iostream>
 #include <memory>
 
-#include "compile/nvcc.h"
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/source_policy.h"
+#include "compile/nvcc.h"
 #include "inspect/sass.h"
 #include "screen/screen.h"
 
@@ -25,7 +26,7 @@ CommandRunner AddInspectCommand(CLI::App& app) {
   cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")
       ->check(CLI::IsMember(SupportedArchs()))
       ->capture_default_str();
-  cmd->add_option("--cache-dir", o->cache_dir, "Build cache")->envname("PTXBENCH_CACHE");
+  AddCacheDirOption(cmd, &o->cache_dir, "Build cache");
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_flag("--evidence", o->all, "Print the matched instructions too");
   return [o]() {

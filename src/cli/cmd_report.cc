@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/strings.h"
@@ -62,15 +63,13 @@ CommandRunner AddReportCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("report", "Metrics of agent runs: tables and exports");
   cmd->add_option("--runs", o->runs, "Run folders, or folders of them (default: runs)")
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--db", o->db, "Read the results store instead of run folders ($PTXBENCH_DB)")
-      ->envname("PTXBENCH_DB");
-  cmd->add_option("--model", o->models, "Only these models (repeatable)");
-  cmd->add_option("--task", o->tasks, "Only these tasks (repeatable)");
+  AddStoreOption(cmd, &o->db, "Read the results store instead of run folders ($PTXBENCH_DB)",
+                 StoreSource::kEnvironment);
+  AddRunFilterOptions(cmd, {.models = &o->models, .tasks = &o->tasks});
   cmd->add_option("--turns", o->turns, "Turn limits T")->capture_default_str();
   cmd->add_option("--pass-k", o->pass_k, "k of pass@k")->capture_default_str();
-  cmd->add_option("--resamples", o->resamples, "Bootstrap resamples (0: no intervals)")
-      ->check(CLI::Range(0, 1000000))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--resamples", &o->resamples, "Bootstrap resamples (0: no intervals)", 0,
+                 1000000);
   cmd->add_option("--csv", o->csv, "Write the metrics as CSV");
   cmd->add_option("--jsonl", o->jsonl, "Write every turn as JSON lines");
   cmd->add_option("--upstream-csv", o->upstream_csv, "Write the upstream per-turn layout");

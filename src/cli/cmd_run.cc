@@ -17,16 +17,16 @@
 #include "agent/replay.h"
 #include "agent/run_identity.h"
 #include "agent/upstream.h"
-#include "compile/nvcc.h"
 #include "cli/commands.h"
+#include "cli/fixit_support.h"
 #include "cli/option_checks.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/version.h"
-#include "evaluate/evaluate.h"
-#include "serve/client.h"
+#include "compile/nvcc.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include <mutex>
 
@@ -46,21 +46,6 @@ std::string Stamp() {
   return buf;
 }
 
-json PublicConfig(const ModelConfig& m) {  // what run.json may say about the model: no key
-  return {{"name", m.name},
-          {"provider", m.provider},
-          {"model", m.model},
-          {"base_url", m.base_url},
-          {"api_key_env", m.api_key_env},
-          {"sampling", m.sampling},
-          {"reasoning", m.reasoning},
-          {"context_window", m.context_window},
-          {"stream", m.stream},
-          {"timeout_s", m.timeout_s},
-          {"max_retries", m.max_retries},
-          {"file", m.file}};
-}
-
 // A replay file named relatively: as given when it exists (the caller's folder), else in the
 // source tree (models.json names agent/replay/default.json that way).
 std::string ResolveReplayFile(const std::string& file) {
@@ -78,14 +63,18 @@ json PackInfo(const std::string& arch, const std::string& variant, const std::st
   return j;
 }
 
+// The evaluation options of `run` that go into run.json and to an evaluation service.
+const std::vector<std::string> kRunEvaluationKeys = {"sanitize", "timeout", "timing",
+                                                     "timing_budget", "baseline"};
+
 struct RunOptions {
   std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
-  std::string sanitize = "always", tasks_dir, replay_file, db, evaluator, upstream;
-  std::string baseline = "flashinfer";
+  std::string tasks_dir, replay_file, db, evaluator, upstream;
   std::vector<std::string> tasks;
-  int trajectories = 1, turns = 0, concurrency = 4, timeout = 60;
-  double target_speedup = 0, timing_budget = 8;
-  bool resume = false, overwrite = false, no_timing = false, quiet = false;
+  int trajectories = 1, turns = 0, concurrency = 4;
+  double target_speedup = 0;
+  EvaluationOptions evaluation;
+  bool resume = false, overwrite = false, quiet = false;
 };
 
 int RunWith(RunOptions* o);
@@ -98,8 +87,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
       "run", "The agent loop: a model writes kernels, reads the evaluations, tries again");
   cmd->add_option("--model", o->model,
                   "A model of the models file (default: replay the bundled trajectory)");
-  cmd->add_option("--models", o->models_file, "Models file (default: agent/models.json)")
-      ->check(CLI::ExistingFile);
+  AddModelsFileOption(cmd, &o->models_file);
   cmd->add_option("--replay", o->replay_file, "Replay this trajectory file instead of a model");
   cmd->add_option("--upstream", o->upstream,
                   "Judge an upstream PTXBench experiment folder again: replay each of its "
@@ -108,9 +96,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--task", o->tasks, "Task definitions (repeatable; default: the replay's)");
   cmd->add_option("--workload", o->workload, "Workload (default: each task's headline)");
-  cmd->add_option("--trajectories", o->trajectories, "Trajectories per task")
-      ->check(CLI::Range(1, 10000))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--trajectories", &o->trajectories, "Trajectories per task", 1, 10000);
   cmd->add_option("--turns", o->turns, "Turn limit (default 8; a replay: its length)")
       ->check(CLI::Range(1, 100));
   cmd->add_option("--target-speedup", o->target_speedup,
@@ -126,30 +112,16 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_option("--context", o->context, "History sent to the model: full or condensed")
       ->check(CLI::IsMember({"full", "condensed"}))
       ->capture_default_str();
-  cmd->add_option("--concurrency", o->concurrency, "Trajectories in flight")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--concurrency", &o->concurrency, "Trajectories in flight", 1, 1024);
   cmd->add_option("--out", o->out, "Run folder (default runs/<time>-<model>)");
   cmd->add_flag("--resume", o->resume, "Continue the run in --out: finished turns are kept");
   cmd->add_flag("--overwrite", o->overwrite, "Replace the run in --out (without it, refused)")
       ->excludes(cmd->get_option("--resume"));
-  cmd->add_option("--sanitize", o->sanitize, "Memory check: always, on-failure, never")
-      ->check(CLI::IsMember({"always", "on-failure", "never"}))
-      ->capture_default_str();
-  cmd->add_option("--timeout", o->timeout, "Seconds for a candidate's run")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
-  cmd->add_option("--timing-budget", o->timing_budget, "Seconds of timed candidate calls")
-      ->check(GreaterThanZero())
-      ->capture_default_str();
-  cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
-  AddAttentionBaselineOption(cmd, &o->baseline);
-  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS")
-      ->check(CLI::ExistingDirectory);
+  AddEvaluationOptions(cmd, &o->evaluation, EvaluationOptionSet::kAgent);
+  AddTasksDirOption(cmd, &o->tasks_dir);
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
-  cmd->add_option("--db", o->db, "Also write every turn to this results store ($PTXBENCH_DB)")
-      ->envname("PTXBENCH_DB");
+  AddStoreOption(cmd, &o->db, "Also write every turn to this results store ($PTXBENCH_DB)",
+                 StoreSource::kEnvironment);
   cmd->add_option("--evaluator", o->evaluator,
                   "Send the evaluations to this service (http://host:port, `ptxbench serve`) "
                   "instead of the local GPU")
@@ -237,7 +209,7 @@ int RunWith(RunOptions* o) {
     } else {
       provider = MakeHttpProvider(*m);
     }
-    model_info = PublicConfig(*m);
+    model_info = PublicModelJson(*m);
     model_name = m->name;
   }
   if (o->turns == 0) o->turns = 8;
@@ -253,7 +225,6 @@ int RunWith(RunOptions* o) {
   if (o->tasks.empty() && !default_task.empty()) o->tasks.push_back(default_task);
   if (o->tasks.empty()) throw UsageError("--task is required");
   if (o->resume && o->out.empty()) throw UsageError("--resume needs --out (the run to continue)");
-  SanitizeMode sanitize = ParseSanitizeMode(o->sanitize);
   if (o->evaluator.empty()) FindNvcc("");  // a remote evaluator needs no compiler here
 
   AgentOptions a;
@@ -295,39 +266,14 @@ int RunWith(RunOptions* o) {
                 {"pack_info", PackInfo(o->arch, pack, a.pack_text)},
                 {"context", o->context},
                 {"concurrency", o->concurrency},
-                {"sanitize", o->sanitize},
-                {"timing", !o->no_timing},
-                {"timeout", o->timeout},
-                {"timing_budget", o->timing_budget},
-                {"baseline", o->baseline},
                 {"ptxbench_version", PTXBENCH_VERSION},
                 {"ptxbench_commit", PtxbenchCommit()}};
+  a.run_info.update(EvaluationOptionsJson(o->evaluation, kRunEvaluationKeys));
   if (upstream) a.run_info["upstream"] = UpstreamRunInfo(*upstream);
 
-  Evaluator evaluate = [&, sanitize](const std::string& path, const Definition& def,
-                                     const Workload& wl, const EvaluationTag&) {
-    EvalRequest req;
-    req.kernel_path = path;
-    req.definition = &def;
-    req.workload = &wl;
-    req.arch = o->arch;
-    req.sanitize = sanitize;
-    req.timeout = std::chrono::seconds(o->timeout);
-    req.timing = !o->no_timing;
-    req.timing_budget_s = o->timing_budget;
-    req.attention_baseline = *ParseAttentionBaseline(o->baseline);
-    return Evaluate(req).ToJson();
-  };
+  Evaluator evaluate =
+      MakeEvaluator({o->arch, o->evaluation, kRunEvaluationKeys, /*service_url=*/o->evaluator});
   if (!o->evaluator.empty()) {
-    RemoteOptions remote;
-    remote.url = o->evaluator;
-    remote.arch = o->arch;
-    remote.options = {{"sanitize", o->sanitize},
-                      {"timeout", o->timeout},
-                      {"timing", !o->no_timing},
-                      {"timing_budget", o->timing_budget},
-                      {"baseline", o->baseline}};
-    evaluate = MakeRemoteEvaluator(remote);
     a.run_info["evaluator"] = o->evaluator;
     // The service queues per GPU; one at a time from here would leave its GPUs idle.
     a.parallel_evaluations = o->concurrency;

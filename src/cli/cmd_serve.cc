@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/source_policy.h"
@@ -192,15 +193,13 @@ CommandRunner AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "The evaluation service: an HTTP API, a queue, one worker per GPU");
-  cmd->add_option("--port", o->port, "TCP port")
-      ->check(CLI::Range(1, 65535))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--port", &o->port, "TCP port", 1, 65535);
   cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0: every interface)")
       ->capture_default_str();
-  cmd->add_option("--db", o->db,
-                  "The queue and results: a store file (default " + DefaultStorePath() +
-                      ") or postgresql://… (shared with workers on other hosts)")
-      ->envname("PTXBENCH_DB");
+  AddStoreOption(cmd, &o->db,
+                 "The queue and results: a store file (default " + DefaultStorePath() +
+                     ") or postgresql://… (shared with workers on other hosts)",
+                 StoreSource::kEnvironment);
   cmd->add_option("--gpus", o->gpus, "Devices to start workers for: all, none, or 0,1,…")
       ->check(CLI::Validator(
           [](std::string& in) -> std::string {
@@ -214,32 +213,26 @@ CommandRunner AddServeCommand(CLI::App& app) {
           },
           "all|none|INDEX,…"))
       ->capture_default_str();
-  cmd->add_option("--workers", o->workers,
-                  "Workers per GPU (several share a GPU's lock: one timed evaluation at a time); "
-                  "with no GPU, the workers in all (GPU layers skipped)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--workers", &o->workers,
+                 "Workers per GPU (several share a GPU's lock: one timed evaluation at a time); "
+                 "with no GPU, the workers in all (GPU layers skipped)",
+                 1, 64);
   cmd->add_flag("--no-workers", o->no_workers,
                 "Start no worker here (they run elsewhere: `ptxbench worker --db …`)");
-  cmd->add_option("--lease", o->lease, "Seconds of a job's lease")
-      ->check(CLI::Range(2, 3600))
-      ->capture_default_str();
-  cmd->add_option("--max-source-bytes", o->max_source_bytes, "Largest source accepted")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
-      ->capture_default_str();
-  cmd->add_option("--max-connections", o->max_connections,
-                  "Open HTTP connections at once, each with its own thread (long polls may hold "
-                  "half); more are closed as they arrive")
-      ->check(CLI::Range(2, 4096))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--lease", &o->lease, "Seconds of a job's lease", 2, 3600);
+  AddRangeOption(cmd, "--max-source-bytes", &o->max_source_bytes, "Largest source accepted",
+                 int64_t{1}, int64_t{1} << 30);
+  AddRangeOption(cmd, "--max-connections", &o->max_connections,
+                 "Open HTTP connections at once, each with its own thread (long polls may hold "
+                 "half); more are closed as they arrive",
+                 2, 4096);
   // The former name (one thread per connection now, so the same number).
   cmd->add_option("--http-threads", o->max_connections, "Former name of --max-connections")
       ->check(CLI::Range(2, 4096));
-  cmd->add_option("--max-connections-per-ip", o->max_connections_per_ip,
-                  "Open connections from one client address (0: no limit; behind a reverse "
-                  "proxy every client is the proxy); at least the clients' --concurrency")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--max-connections-per-ip", &o->max_connections_per_ip,
+                 "Open connections from one client address (0: no limit; behind a reverse "
+                 "proxy every client is the proxy); at least the clients' --concurrency",
+                 0, 4096);
   CLI::Option* cert = cmd->add_option("--tls-cert", o->tls_cert,
                                       "PEM certificate (chain): serve HTTPS only (with --tls-key)")
                           ->check(CLI::ExistingFile);
@@ -254,19 +247,13 @@ CommandRunner AddServeCommand(CLI::App& app) {
   cmd->add_flag("--allow-plain-http", o->allow_plain_http,
                 "Accept a token on a non-loopback --host over plain HTTP (it travels in clear; "
                 "prefer --tls-cert/--tls-key, or a TLS reverse proxy with serve on 127.0.0.1)");
-  cmd->add_option("--min-free-disk-mb", o->min_free_disk_mb,
-                  "Health is not ok (503) when the queue's folder has less free space")
-      ->check(CLI::Range(0.0, 1e9))
-      ->capture_default_str();
-  cmd->add_option("--lock-timeout", o->lock_timeout,
-                  "Seconds a worker waits for its GPU's lock before the job ends INFRA_ERROR")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
-  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS")
-      ->check(CLI::ExistingDirectory);
-  cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache of the workers")
-      ->envname("PTXBENCH_CACHE");
+  AddRangeOption(cmd, "--min-free-disk-mb", &o->min_free_disk_mb,
+                 "Health is not ok (503) when the queue's folder has less free space", 0.0, 1e9);
+  AddRangeOption(cmd, "--lock-timeout", &o->lock_timeout,
+                 "Seconds a worker waits for its GPU's lock before the job ends INFRA_ERROR", 1,
+                 86400);
+  AddTasksDirOption(cmd, &o->tasks_dir);
+  AddCacheDirOption(cmd, &o->cache_dir, "Build and reference cache of the workers");
   return [o]() {
     RequireHttpServer();
     const char* token = std::getenv(o->token_env.c_str());

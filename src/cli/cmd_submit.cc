@@ -4,21 +4,23 @@
 #include <iostream>
 #include <memory>
 
-#include "compile/nvcc.h"
 #include "cli/commands.h"
 #include "cli/option_checks.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/source_policy.h"
+#include "compile/nvcc.h"
 #include "serve/client.h"
 
 namespace ptxbench {
 
 CommandRunner AddSubmitCommand(CLI::App& app) {
   struct Options {
-    std::string kernel, task, workload, arch = "sm_90a", evaluator, json_path, sanitize;
-    int trials = 0, timeout = 0;
-    bool no_timing = false, no_wait = false;
+    std::string kernel, task, workload, arch = "sm_90a", evaluator, json_path;
+    EvaluationOptions evaluation;
+    DeclaredEvaluationOptions declared;  // only those given are sent
+    bool no_wait = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd =
@@ -36,13 +38,7 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
   cmd->add_option(
       "--json", o->json_path,
       "Write the evaluation record here (with --no-wait: the service's answer, the id)");
-  cmd->add_option("--trials", o->trials, "Correctness trials (default: the service's, 3)")
-      ->check(CLI::Range(1, 100));
-  cmd->add_option("--timeout", o->timeout, "Seconds for the candidate's run")
-      ->check(CLI::Range(1, 3600));  // the service's range
-  cmd->add_option("--sanitize", o->sanitize, "always, on-failure or never")
-      ->check(CLI::IsMember({"always", "on-failure", "never"}));
-  cmd->add_flag("--no-timing", o->no_timing, "Skip the timing layer");
+  o->declared = AddEvaluationOptions(cmd, &o->evaluation, EvaluationOptionSet::kSubmit);
   cmd->add_flag("--no-wait", o->no_wait, "Print the id and return without waiting");
   return [o]() {
     // Refused here, before any connection, with the words the service would answer.
@@ -51,10 +47,7 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
     RemoteOptions r;
     r.url = o->evaluator;
     r.arch = o->arch;
-    if (o->trials) r.options["trials"] = o->trials;
-    if (o->timeout) r.options["timeout"] = o->timeout;
-    if (!o->sanitize.empty()) r.options["sanitize"] = o->sanitize;
-    if (o->no_timing) r.options["timing"] = false;
+    r.options = EvaluationOptionsJson(o->evaluation, o->declared.GivenKeys());
     EvaluationClient client(r);
     std::string id = client.Submit(o->task, o->workload, source);
     if (o->no_wait) {

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/strings.h"
 #include "task/definition.h"
 #include "task/family.h"
@@ -22,9 +23,7 @@ CommandRunner AddTasksCommand(CLI::App& app) {
   for (const Family* f : AllFamilies()) families.push_back(f->Name());
   cmd->add_option("--family", o->family, "Only definitions of this family (gemm, …)")
       ->check(CLI::IsMember(families));
-  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS")
-      ->check(CLI::ExistingDirectory);
+  AddTasksDirOption(cmd, &o->tasks_dir);
   cmd->add_flag("--json", o->json, "Machine-readable output");
   return [o]() {
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "serve/worker.h"
 
@@ -28,33 +29,28 @@ CommandRunner AddWorkerCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "worker", "A worker of the evaluation service: claims jobs from a queue, evaluates them");
-  cmd->add_option("--db", o->db,
-                  "The queue: a store file (one host) or postgresql://… (many); better given "
-                  "through $PTXBENCH_DB, which keeps a password off the command line")
-      ->envname("PTXBENCH_DB")
+  AddStoreOption(cmd, &o->db,
+                 "The queue: a store file (one host) or postgresql://… (many); better given "
+                 "through $PTXBENCH_DB, which keeps a password off the command line",
+                 StoreSource::kEnvironment)
       ->required();
   cmd->add_option("--gpu", o->gpu,
                   "The device this worker uses (an index or a GPU UUID; it sees only that one), "
                   "or none")
       ->capture_default_str();
-  cmd->add_option("--lease", o->lease, "Seconds of a job's lease (renewed while working)")
-      ->check(CLI::Range(2, 3600))
-      ->capture_default_str();
-  cmd->add_option("--tasks-dir", o->tasks_dir, "Folder of definitions and workloads")
-      ->envname("PTXBENCH_TASKS")
-      ->check(CLI::ExistingDirectory);
-  cmd->add_option("--cache-dir", o->cache_dir, "Build and reference cache")
-      ->envname("PTXBENCH_CACHE");
+  AddRangeOption(cmd, "--lease", &o->lease, "Seconds of a job's lease (renewed while working)", 2,
+                 3600);
+  AddTasksDirOption(cmd, &o->tasks_dir);
+  AddCacheDirOption(cmd, &o->cache_dir, "Build and reference cache");
   cmd->add_option("--lock-dir", o->lock_dir,
                   "The worker's private folder (0700, this user's): the per-GPU lock files and "
                   "scratch (default " +
                       DefaultWorkerDir() + ", created if missing)")
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--lock-timeout", o->lock_timeout,
-                  "Seconds to wait for the GPU's lock before the job ends INFRA_ERROR "
-                  "(gpu_lock_timeout)")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
+  AddRangeOption(cmd, "--lock-timeout", &o->lock_timeout,
+                 "Seconds to wait for the GPU's lock before the job ends INFRA_ERROR "
+                 "(gpu_lock_timeout)",
+                 1, 86400);
   cmd->add_flag("--quiet", o->quiet, "No log lines");
   return [o]() {
     for (char c : o->gpu)

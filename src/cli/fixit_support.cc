@@ -9,7 +9,6 @@
 #include "common/files.h"
 #include "evaluate/evaluate.h"
 #include "report/from_runs.h"
-#include "run/memcheck.h"
 #include "serve/client.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include "store/store.h"
@@ -81,28 +80,21 @@ Teacher LoadTeacher(const std::string& models_file, const std::string& name) {
 }
 
 Evaluator MakeEvaluator(const EvaluatorSettings& s) {
-  SanitizeMode sanitize = ParseSanitizeMode(s.sanitize);
   if (!s.service_url.empty()) {
     RemoteOptions remote;
     remote.url = s.service_url;
     remote.arch = s.arch;
-    remote.options = {{"sanitize", s.sanitize},
-                      {"timeout", s.timeout_s},
-                      {"timing", s.timing},
-                      {"timing_budget", s.timing_budget_s}};
+    remote.options = EvaluationOptionsJson(s.options, s.service_keys);
     return MakeRemoteEvaluator(remote);
   }
-  return [s, sanitize](const std::string& path, const Definition& def, const Workload& wl,
-                       const EvaluationTag&) {
+  return [s](const std::string& path, const Definition& def, const Workload& wl,
+             const EvaluationTag&) {
     EvalRequest req;
     req.kernel_path = path;
     req.definition = &def;
     req.workload = &wl;
     req.arch = s.arch;
-    req.sanitize = sanitize;
-    req.timeout = std::chrono::seconds(s.timeout_s);
-    req.timing = s.timing;
-    req.timing_budget_s = s.timing_budget_s;
+    req.options = s.options;
     return Evaluate(req).ToJson();
   };
 }

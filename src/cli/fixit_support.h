@@ -13,6 +13,7 @@
 #include "agent/chat.h"
 #include "agent/loop.h"
 #include "agent/model_config.h"
+#include "evaluate/evaluation_options.h"
 #include "record/report_rows.h"
 
 namespace CLI {
@@ -46,14 +47,14 @@ nlohmann::json PublicModelJson(const ModelConfig& m);
 
 struct EvaluatorSettings {
   std::string arch = "sm_90a";
-  std::string sanitize = "always";
-  int timeout_s = 60;
-  bool timing = true;
-  double timing_budget_s = 8;
+  EvaluationOptions options;
+  // The options the service is sent (their JSON form); it applies its defaults to the rest.
+  std::vector<std::string> service_keys;
   std::string service_url;  // `--evaluator URL`: send every evaluation to `ptxbench serve`
 };
-// The evaluator every fixit stage that evaluates uses: the local pipeline (evaluate.h), one
-// call per kernel, or the evaluation service at service_url with the same settings.
+// The evaluator of `run` and of every fixit stage that evaluates: the local pipeline
+// (evaluate.h), one call per kernel, or the evaluation service at service_url with the same
+// settings.
 Evaluator MakeEvaluator(const EvaluatorSettings& settings);
 
 // An AgentOptions::on_save that writes each trajectory (and the record of its newest turn) to

@@ -29,37 +29,39 @@ inline bool ParseFinite(const std::string& text, double* out) {
 
 }  // namespace option_checks_detail
 
+namespace option_checks_detail {
+
+// A finite number for which `accept` holds; otherwise "Value IN is not a number `what`".
+template <typename Accept>
+CLI::Validator FiniteNumber(Accept accept, const std::string& what, const std::string& description,
+                            const std::string& name) {
+  return CLI::Validator(
+      [accept, what](std::string& in) -> std::string {
+        double v = 0;
+        if (ParseFinite(in, &v) && accept(v)) return "";
+        return "Value " + in + " is not a number " + what;
+      },
+      description, name);
+}
+
+}  // namespace option_checks_detail
+
 // A number greater than 0 (a speedup, a threshold, a time budget that may not be zero).
 inline CLI::Validator GreaterThanZero() {
-  return CLI::Validator(
-      [](std::string& in) -> std::string {
-        double v = 0;
-        if (option_checks_detail::ParseFinite(in, &v) && v > 0) return "";
-        return "Value " + in + " is not a number greater than 0";
-      },
-      "POSITIVE", "POSITIVE");
+  return option_checks_detail::FiniteNumber([](double v) { return v > 0; }, "greater than 0",
+                                            "POSITIVE", "POSITIVE");
 }
 
 // A number of 0 or more (0 meaning "off" or "no limit").
 inline CLI::Validator ZeroOrMore() {
-  return CLI::Validator(
-      [](std::string& in) -> std::string {
-        double v = 0;
-        if (option_checks_detail::ParseFinite(in, &v) && v >= 0) return "";
-        return "Value " + in + " is not a number of 0 or more";
-      },
-      "NONNEGATIVE", "NONNEGATIVE");
+  return option_checks_detail::FiniteNumber([](double v) { return v >= 0; }, "of 0 or more",
+                                            "NONNEGATIVE", "NONNEGATIVE");
 }
 
 // A fraction in [0, 1).
 inline CLI::Validator FractionBelowOne() {
-  return CLI::Validator(
-      [](std::string& in) -> std::string {
-        double v = 0;
-        if (option_checks_detail::ParseFinite(in, &v) && v >= 0 && v < 1) return "";
-        return "Value " + in + " is not a number in [0, 1)";
-      },
-      "FRACTION in [0, 1)", "FRACTION");
+  return option_checks_detail::FiniteNumber([](double v) { return v >= 0 && v < 1; }, "in [0, 1)",
+                                            "FRACTION in [0, 1)", "FRACTION");
 }
 
 // The URL of an evaluation service: http://host:port (https:// too).
@@ -73,18 +75,6 @@ inline CLI::Validator ServiceUrl() {
         return "Value " + in + " is not a service URL (http://host:port)";
       },
       "URL", "URL");
-}
-
-// --baseline of eval, run and serve: the attention forward's library. Declared once here so
-// the commands agree on its name, values, default and help.
-inline CLI::Option* AddAttentionBaselineOption(CLI::App* cmd, std::string* value) {
-  return cmd
-      ->add_option("--baseline", *value,
-                   "Attention-forward baseline: flashinfer (FlashInfer's sm90 prefill, the "
-                   "paper's) or cudnn (cuDNN's fused SDPA); the backward's is always cuDNN, "
-                   "GEMM's cuBLASLt")
-      ->check(CLI::IsMember({"flashinfer", "cudnn"}))
-      ->capture_default_str();
 }
 
 }  // namespace ptxbench

@@ -1,13 +1,12 @@
 #include "common/sha256.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
+#include "common/dynamic_library.h"
 #include "common/error.h"
 
 namespace ptxbench {
@@ -63,21 +62,17 @@ struct LibCrypto {
 
 const LibCrypto* Crypto() {
   static const LibCrypto* crypto = []() -> const LibCrypto* {
-    void* lib = ::dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    std::optional<DynamicLibrary> lib = DynamicLibrary::Open("libcrypto.so.3");
     if (!lib) return nullptr;
-    auto* c = new LibCrypto{
-        reinterpret_cast<void* (*)()>(::dlsym(lib, "EVP_MD_CTX_new")),
-        reinterpret_cast<void (*)(void*)>(::dlsym(lib, "EVP_MD_CTX_free")),
-        reinterpret_cast<const void* (*)()>(::dlsym(lib, "EVP_sha256")),
-        reinterpret_cast<int (*)(void*, const void*, void*)>(::dlsym(lib, "EVP_DigestInit_ex")),
-        reinterpret_cast<int (*)(void*, const void*, size_t)>(::dlsym(lib, "EVP_DigestUpdate")),
-        reinterpret_cast<int (*)(void*, unsigned char*, unsigned int*)>(
-            ::dlsym(lib, "EVP_DigestFinal_ex"))};
-    if (!c->ctx_new || !c->ctx_free || !c->sha256 || !c->init || !c->update || !c->final) {
-      delete c;
-      return nullptr;
-    }
-    return c;
+    auto c = std::make_unique<LibCrypto>();
+    SymbolBinder binder(*lib);
+    binder.Require(c->ctx_new, "EVP_MD_CTX_new");
+    binder.Require(c->ctx_free, "EVP_MD_CTX_free");
+    binder.Require(c->sha256, "EVP_sha256");
+    binder.Require(c->init, "EVP_DigestInit_ex");
+    binder.Require(c->update, "EVP_DigestUpdate");
+    binder.Require(c->final, "EVP_DigestFinal_ex");
+    return binder.missing().empty() ? c.release() : nullptr;
   }();
   return crypto;
 }
@@ -143,7 +138,8 @@ void Sha256::Compress(const uint8_t* block) {
 
 void Sha256::Update(const void* data, size_t n) {
   if (evp_) {
-    if (Crypto()->update(evp_, data, n) != 1) throw InternalError("libcrypto: SHA-256 update failed");
+    if (Crypto()->update(evp_, data, n) != 1)
+      throw InternalError("libcrypto: SHA-256 update failed");
     return;
   }
   const auto* p = static_cast<const uint8_t*>(data);

@@ -249,11 +249,7 @@ void NoteDevice(const ChildOutcome& child, EvaluationRecord* rec) {
   }
 }
 
-std::string ArchTag(const std::string& arch) {
-  if (StartsWith(arch, "sm_90")) return "H";
-  if (StartsWith(arch, "sm_100")) return "B";
-  return "";
-}
+std::string ArchTag(const std::string& arch) { return CreditTag(ArchFamilyOf(arch)); }
 
 std::string Count(double v) { return HumanCount(v); }
 
@@ -277,7 +273,7 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
     ins["verification"] = status;
     ins["message"] = ValidUtf8(message);  // may quote the profiler's output
   };
-  if (required.empty() || !req.verify) {
+  if (required.empty() || !req.options.verify) {
     set("not_requested", required.empty() ? "the task requires no instruction family on " + req.arch
                                           : "--verify never");
     return;
@@ -311,12 +307,12 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
   pc.wrapper = NcuCommand(*ncu, report);
   pc.tool_roots = ToolRoots(*ncu);
   pc.allow_inet = true;
-  pc.timeout = req.profile_timeout;
+  pc.timeout = req.options.profile_timeout;
   ChildOutcome po = RunChild(pc);
   if (profiled) *profiled = po;
   if (po.exit.kind == ExitKind::kTimedOut) {
     set("profile_error", "the profiled call did not finish within " +
-                             std::to_string(req.profile_timeout.count()) + " s");
+                             std::to_string(req.options.profile_timeout.count()) + " s");
     return;
   }
   if (!po.First("trial")) {
@@ -370,13 +366,14 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
                            ? rec->performance.value("witness", json::object())
                            : json::object();
   if (!witness.value("tensor_ok", false))
-    withheld.push_back(witness.contains("message")
-                           ? "the witness did not see the tensor pipes do the work (" +
-                                 witness.value("message", std::string()) + ")"
-                           : "no out-of-process witness (" +
-                                 witness.value("reason", std::string(req.timing ? "it did not run"
-                                                                                : "--no-timing")) +
-                                 ")");
+    withheld.push_back(
+        witness.contains("message")
+            ? "the witness did not see the tensor pipes do the work (" +
+                  witness.value("message", std::string()) + ")"
+            : "no out-of-process witness (" +
+                  witness.value("reason", std::string(req.options.timing ? "it did not run"
+                                                                         : "--no-timing")) +
+                  ")");
   ins["arch_tag"] = withheld.empty() ? tag : "";
   ins["tag_withheld"] = withheld;
   std::string msg = withheld.empty()
@@ -538,7 +535,7 @@ ChildOutcome RunBaselineChild(const EvalRequest& req, const Family& family, cons
   bc.name = phase;
   bc.work_dir = scratch.path();
   bc.executable = req.executable;
-  bc.timeout = req.timing_timeout;
+  bc.timeout = req.options.timing_timeout;
   std::string out_dir = scratch.File(phase + ".out");
   MakeDirs(out_dir);
   bc.spec = {{"role", "timing"},
@@ -574,12 +571,13 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   for (const auto& tr : rec->correctness.value("trial_results", json::array()))
     if (double c = tr.value("call_seconds", 0.0); c > 0 && (est_call_s == 0 || c < est_call_s))
       est_call_s = c;
-  TimedCallPlan plan = PlanTimedCalls(req.warmup, req.iterations, est_call_s, req.timing_budget_s);
+  TimedCallPlan plan = PlanTimedCalls(req.options.warmup, req.options.iterations, est_call_s,
+                                      req.options.timing_budget_s);
   const int warmup = plan.warmup, iterations = plan.iterations;
   // Fresh, unpredictable inputs for every timed call: a kernel that recognises the trial
   // inputs (the default seeds are public) or caches results by content gains nothing.
   int total = warmup + iterations;
-  int sets = std::max(1, std::min(req.buffer_sets, total));
+  int sets = std::max(1, std::min(req.options.buffer_sets, total));
   // A family that derives its timed inputs from a base per buffer set (mha_bwd) gets the
   // bases' seeds from here too, so that the reference can rebuild them.
   const uint64_t set_seed_base = seed_base ^ kSetSeedSalt;
@@ -592,7 +590,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   // Built here, in the parent, once for both baseline children (FlashInfer's kernel; the first
   // build of a variant takes minutes, then it is cached).
   const json baseline_options =
-      PrepareBaselineOptions(family, axes, req.attention_baseline, cache_root);
+      PrepareBaselineOptions(family, axes, req.options.attention_baseline, cache_root);
   ChildOutcome before = RunBaselineChild(req, family, axes, scratch, "baseline_before", 1000000,
                                          warmup, iterations, sets, seed_base, set_seed_base,
                                          peak ? 0 : kPeakGemmSize, gpu, baseline_options);
@@ -623,7 +621,7 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
              {"set_seed_base", set_seed_base},
              {"control", true},
              {"pci_bus_id", gpu.value("pci_bus_id", "")}};
-  tc.timeout = req.timing_timeout;
+  tc.timeout = req.options.timing_timeout;
   tc.on_message = [&talk](const json& m, const ChildRequest::Reply& reply) {
     talk.OnMessage(m, reply);
   };
@@ -668,8 +666,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   ctx.peak_flops = peak;
   ctx.allowed_known = sass.state == "ran";
   for (const auto& f : sass.functions) ctx.allowed_kernels.push_back(f.mangled);
-  ctx.drift_threshold = req.drift_threshold;
-  ctx.timeout = req.timing_timeout;
+  ctx.drift_threshold = req.options.drift_threshold;
+  ctx.timeout = req.options.timing_timeout;
   ctx.warmup = warmup;
   ctx.iterations = iterations;
   TimingJudgement j = JudgeTiming(messages, to.exit, ctx);
@@ -1022,7 +1020,7 @@ EvalContext MakeContext(const EvalRequest& req) {
   const Definition& def = *req.definition;
   const Family& family = *FindFamily(def.family);
   Tolerance tol = def.tolerance;
-  if (req.tolerance_rule) tol.rule = *req.tolerance_rule;
+  if (req.options.tolerance_rule) tol.rule = *req.options.tolerance_rule;
   uint64_t fresh_seed = req.timing_seed ? *req.timing_seed
                                         : (static_cast<uint64_t>(std::random_device{}()) << 32) ^
                                               std::random_device{}();
@@ -1115,7 +1113,7 @@ std::optional<BuildResult> BuildStage(const EvalContext& c, const std::string& s
   try {
     BuildOptions bo;
     bo.arch = c.req.arch;
-    bo.use_cache = c.req.use_build_cache;
+    bo.use_cache = c.req.options.use_build_cache;
     bo.cache_dir = c.cache_root + "/build";
     build = BuildCandidate(source, bo);
   } catch (const Error& e) {
@@ -1215,13 +1213,14 @@ struct ExpectedOutputs {
 std::optional<ExpectedOutputs> ReferenceStage(const EvalContext& c, const ScratchDir& scratch,
                                               EvaluationRecord* rec, Verdict* v) {
   ExpectedOutputs x;
-  for (int i = 0; i < c.req.trials; ++i) x.seeds.push_back(c.req.seed + static_cast<uint64_t>(i));
+  for (int i = 0; i < c.req.options.trials; ++i)
+    x.seeds.push_back(c.req.options.seed + static_cast<uint64_t>(i));
   ReferenceCache cache(c.cache_root + "/reference");
   x.entries.resize(x.seeds.size());
   std::vector<uint64_t> missing;
   for (size_t i = 0; i < x.seeds.size(); ++i) {
-    auto hit =
-        c.req.use_reference_cache ? cache.Lookup(c.family, c.axes, x.seeds[i]) : std::nullopt;
+    auto hit = c.req.options.use_reference_cache ? cache.Lookup(c.family, c.axes, x.seeds[i])
+                                                 : std::nullopt;
     if (hit)
       x.entries[i] = *hit;
     else
@@ -1283,8 +1282,8 @@ struct CandidateRun {
 CandidateRun RunCandidateStage(const EvalContext& c, const std::string& shared_object,
                                CandidateAbi abi, const std::vector<uint64_t>& seeds,
                                const ScratchDir& scratch, EvaluationRecord* rec) {
-  c.Stage("run",
-          std::to_string(c.req.trials) + " correctness trial" + (c.req.trials == 1 ? "" : "s"));
+  c.Stage("run", std::to_string(c.req.options.trials) + " correctness trial" +
+                     (c.req.options.trials == 1 ? "" : "s"));
   auto t = Clock::now();
   CandidateRun run;
   ChildRequest& cc = run.request;
@@ -1295,7 +1294,7 @@ CandidateRun RunCandidateStage(const EvalContext& c, const std::string& shared_o
   cc.confine = true;
   cc.spec["kernels"] = true;  // the launched kernels, held against the other children's
   cc.name = "candidate";
-  cc.timeout = c.req.timeout;
+  cc.timeout = c.req.options.timeout;
   cc.executable = c.req.executable;
   run.outcome = RunChild(cc);
   rec->stage_seconds["run"] = SecondsSince(t);
@@ -1329,11 +1328,11 @@ bool ArchUnavailable(const EvalContext& c, const ChildOutcome& co, EvaluationRec
 // trials' comparison.
 json JudgeCandidateRun(const EvalContext& c, const ChildOutcome& co, const ExpectedOutputs& x,
                        Verdict* v) {
-  JudgeCandidateChild(co, c.req.timeout, v);
+  JudgeCandidateChild(co, c.req.options.timeout, v);
   const Tolerance& tol = c.tol;
   json correctness = {
       {"state", "ran"},
-      {"trials", c.req.trials},
+      {"trials", c.req.options.trials},
       {"seeds", x.seeds},
       {"tolerance", {{"rule", ToString(tol.rule)}, {"atol", tol.atol}, {"rtol", tol.rtol}}},
       {"reference", x.info},
@@ -1418,17 +1417,17 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
   ChildOutcome memcheck_child;
   bool run_failed =
       v->decided && (v->status == Status::kRuntimeError || v->status == Status::kTimeout);
-  bool want = req.sanitize == SanitizeMode::kAlways ||
-              (req.sanitize == SanitizeMode::kOnFailure && v->decided) || run_failed;
+  bool want = req.options.sanitize == SanitizeMode::kAlways ||
+              (req.options.sanitize == SanitizeMode::kOnFailure && v->decided) || run_failed;
   if (v->decided && v->status == Status::kInfraError) want = false;
   if (!want) {
-    rec->memcheck = SkippedLayer("--sanitize " + ToString(req.sanitize));
+    rec->memcheck = SkippedLayer("--sanitize " + ToString(req.options.sanitize));
     return memcheck_child;
   }
   auto sanitizer = FindComputeSanitizer();
   if (!sanitizer) {
     rec->memcheck = SkippedLayer("compute-sanitizer not found");
-    if (req.sanitize == SanitizeMode::kAlways && !v->decided)
+    if (req.options.sanitize == SanitizeMode::kAlways && !v->decided)
       v->Set(Status::kInfraError, "",
              "the memory check is required (--sanitize always) but compute-sanitizer was not "
              "found; --sanitize never skips it");
@@ -1448,7 +1447,7 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
   mc.wrapper = MemcheckCommand(*sanitizer, log);
   mc.tool_roots = ToolRoots(*sanitizer);
   // A hang hangs again under the checker: give it the run's deadline, not its own.
-  mc.timeout = v->status == Status::kTimeout ? req.timeout : req.memcheck_timeout;
+  mc.timeout = v->status == Status::kTimeout ? req.options.timeout : req.options.memcheck_timeout;
   ChildOutcome mo = RunChild(mc);
   memcheck_child = mo;
   rec->stage_seconds["memcheck"] = SecondsSince(t);
@@ -1462,7 +1461,7 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
              {"exit", mo.exit.Describe()},
              {"error_count", report.error_count},
              {"summary_seen", report.summary_seen},
-             {"mode", ToString(req.sanitize)},
+             {"mode", ToString(req.options.sanitize)},
              {"seed", seed}};
   json errs = json::array();
   for (const auto& e : report.errors)
@@ -1499,7 +1498,7 @@ void TimingStage(const EvalContext& c, const ChildRequest& candidate, const Stat
     rec->performance = NotReachedLayer("the candidate is not correct");
     return;
   }
-  if (!c.req.timing) {
+  if (!c.req.options.timing) {
     rec->performance = SkippedLayer("--no-timing");
     return;
   }
@@ -1520,7 +1519,7 @@ void DeclarePassed(const EvalContext& c, const json& trials, const EvaluationRec
     }
   char buf[200];
   std::snprintf(buf, sizeof buf, "correct on %d trials (max abs error %.3g, max rel error %.3g)",
-                c.req.trials, max_abs, max_rel);
+                c.req.options.trials, max_abs, max_rel);
   std::string msg = buf;
   std::string mstate = rec.memcheck.value("state", "");
   if (mstate == "ran")
@@ -1623,7 +1622,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
 
 double PrepareBuild(const EvalRequest& req) {
   auto t = Clock::now();
-  if (!req.use_build_cache) return 0;  // Evaluate would build again anyway
+  if (!req.options.use_build_cache) return 0;  // Evaluate would build again anyway
   try {
     std::string source = ReadFile(req.kernel_path);
     if (!ScreenSource(source).passed()) return SecondsSince(t);

@@ -15,16 +15,12 @@
 #include <optional>
 #include <string>
 
-#include "measure/flashinfer_attention.h"  // AttentionBaseline
+#include "evaluate/evaluation_options.h"
 #include "record/record.h"
-#include "run/memcheck.h"
 #include "task/definition.h"
 
 namespace ptxbench {
 
-// The default first seed; trial i uses seed + i. Fixed by default so that a verdict is
-// reproducible and the reference cache works; `--seed random` draws a fresh one.
-constexpr uint64_t kDefaultSeed = 20260001;
 // The square GEMM (n = M = N = K) at which the bf16 dense peak is measured with cuBLASLt.
 constexpr int kPeakGemmSize = 16384;
 
@@ -33,27 +29,11 @@ struct EvalRequest {
   const Definition* definition = nullptr;
   const Workload* workload = nullptr;
   std::string arch = "sm_90a";
-  int trials = 3;
-  uint64_t seed = kDefaultSeed;
-  std::optional<ToleranceRule> tolerance_rule;  // overrides the definition's
-  SanitizeMode sanitize = SanitizeMode::kAlways;
-  std::chrono::seconds timeout{60};            // the candidate child, all trials
-  std::chrono::seconds memcheck_timeout{600};  // the child under compute-sanitizer
+  EvaluationOptions options;  // what its user chose (cli/shared_options.h, a job's "options")
   std::chrono::seconds reference_timeout{600};
-  std::chrono::seconds profile_timeout{120};  // the dynamic check's profiled call under ncu
-  bool verify = true;                         // the instruction layer (static + dynamic)
-  bool timing = true;                         // the timing layer (correct candidates only)
-  int warmup = 10, iterations = 50, buffer_sets = 3;
-  std::chrono::seconds timing_timeout{180};  // the timing child: baselines, peak, candidate
-  double timing_budget_s = 8;     // candidate time for the timed calls; fewer calls beyond it
-  double drift_threshold = 0.05;  // baseline before vs after
-  // The attention forward's baseline library (the backward's is always cuDNN, GEMM's cuBLASLt).
-  AttentionBaseline attention_baseline = AttentionBaseline::kFlashInfer;
   std::optional<uint64_t> timing_seed;  // empty: fresh random inputs every evaluation
-  bool use_build_cache = true;
-  bool use_reference_cache = true;
-  std::string cache_root;  // empty: CacheRoot()
-  std::string executable;  // the ptxbench binary that children run; empty: this one
+  std::string cache_root;               // empty: CacheRoot()
+  std::string executable;               // the ptxbench binary that children run; empty: this one
   // Called as each stage starts, with its name and a few words on what it does (`eval` shows
   // them on stderr: a memory-checked run can take minutes). May be empty.
   std::function<void(const std::string& stage, const std::string& what)> on_stage;

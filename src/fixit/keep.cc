@@ -1,44 +1,38 @@
 #include "fixit/keep.h"
 
 #include "common/error.h"
+#include "common/json_fields.h"
 #include "common/strings.h"
+#include "record/outcome.h"
 
 namespace ptxbench {
 
 using nlohmann::json;
 
-namespace {
-
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-
-}  // namespace
-
 std::string RequiredArchTag(const std::string& arch) {
-  if (arch == "sm_90a") return "H";
-  if (arch == "sm_100a") return "B";
-  throw UsageError("no architecture credit is defined for " + arch);
+  std::string tag = CreditTag(ArchFromString(arch));
+  if (tag.empty()) throw UsageError("no architecture credit is defined for " + arch);
+  return tag;
 }
 
-RepairJudgement JudgeRepair(const json& record, const std::string& arch,
+RepairJudgement JudgeRepair(const json& json_record, const std::string& arch,
                             std::optional<double> min_speedup) {
+  const EvaluationRecord record = FromJson(json_record);
+  const InstructionsView ins = record.Instructions();
+  const PerformanceView perf = record.Performance();
   RepairJudgement j;
-  j.status = Str(record, "status");
-  const json ins = record.is_object() ? record.value("instructions", json::object()) : json();
-  j.verification = Str(ins, "verification");
-  j.arch_tag = Str(ins, "arch_tag");
-  const json perf = record.is_object() ? record.value("performance", json::object()) : json();
-  if (perf.is_object() && perf.contains("speedup") && perf["speedup"].is_number())
-    j.speedup = perf["speedup"].get<double>();
-  if (perf.is_object() && perf.contains("tflops") && perf["tflops"].is_number())
-    j.tflops = perf["tflops"].get<double>();
-  if (j.status != "PASSED") {
+  j.status = record.status == Status::kUnknown ? "" : ToString(record.status);
+  j.verification = ins.verification_text;
+  j.arch_tag = ins.arch_tag;
+  j.speedup = perf.speedup;
+  j.tflops = perf.tflops;
+  if (record.status != Status::kPassed) {
     j.reason = "not correct (" + (j.status.empty() ? std::string("no status") : j.status) + ")";
     return j;
   }
-  std::string tag = RequiredArchTag(arch);
-  if (j.verification != "dynamic_present" || j.arch_tag != tag) {
+  const std::string tag = RequiredArchTag(arch);
+  const TurnVerdict verdict = JudgeTurn(record, ArchFromString(arch));
+  if (!verdict.Verified()) {
     j.reason = "not verified (" + (j.verification.empty() ? "no verification" : j.verification) +
                (j.arch_tag.empty() ? "" : ", tag " + j.arch_tag) + "; needs dynamic_present, " +
                tag + ")";
@@ -46,9 +40,8 @@ RepairJudgement JudgeRepair(const json& record, const std::string& arch,
   }
   if (min_speedup) {
     if (!j.speedup) {
-      std::string why = Str(perf, "state");
-      j.reason = "not timed (performance " + (why.empty() ? "absent" : why) +
-                 (Str(perf, "reason").empty() ? "" : ": " + Str(perf, "reason")) +
+      j.reason = "not timed (performance " + (perf.state.empty() ? "absent" : perf.state) +
+                 (perf.reason.empty() ? "" : ": " + perf.reason) +
                  "), so --min-speedup cannot be checked";
       return j;
     }
@@ -63,19 +56,18 @@ RepairJudgement JudgeRepair(const json& record, const std::string& arch,
   return j;
 }
 
-std::map<std::string, std::string> LayerStates(const json& record) {
+std::map<std::string, std::string> LayerStates(const json& json_record) {
+  const EvaluationRecord record = FromJson(json_record);
   std::map<std::string, std::string> out;
-  for (const char* layer :
-       {"screening", "build", "correctness", "memcheck", "instructions", "performance"}) {
-    const json l = record.is_object() ? record.value(layer, json()) : json();
-    if (!l.is_object() || l.empty()) {
-      out[layer] = "absent";
+  for (const auto& [name, layer] : record.Layers()) {
+    if (!layer->is_object() || layer->empty()) {
+      out[name] = "absent";
       continue;
     }
-    std::string state = Str(l, "state");
+    std::string state = StrField(*layer, "state");
     if (state.empty()) state = "ran";  // layers that always run carry no state field
-    std::string reason = Str(l, "reason");
-    out[layer] = reason.empty() || state == "ran" ? state : state + ": " + reason;
+    std::string reason = StrField(*layer, "reason");
+    out[name] = reason.empty() || state == "ran" ? state : state + ": " + reason;
   }
   return out;
 }

@@ -6,16 +6,28 @@
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+
+#include "common/status_check.h"
 
 namespace ptxbench {
 namespace {
 
-void Check(CUptiResult r, const char* call) {
-  if (r == CUPTI_SUCCESS) return;
-  const char* s = "unknown";
-  cuptiGetResultString(r, &s);
-  throw std::runtime_error(std::string("CUPTI ") + call + ": " + s);
-}
+// CUPTI's failures in the shape of common/status_check.h: "CUPTI <what>: <CUPTI's words>", as
+// std::runtime_error.
+struct CuptiStatus {
+  using Status = CUptiResult;
+  static constexpr Status kSuccess = CUPTI_SUCCESS;
+  std::string Describe(Status s) const {
+    const char* text = "unknown";
+    cuptiGetResultString(s, &text);
+    return text;
+  }
+  [[noreturn]] void Throw(Status s, const CheckedCall& call) const {
+    throw std::runtime_error("CUPTI " + FailureText(*this, s, call.what));
+  }
+};
+constexpr CuptiStatus kCupti{};
 
 // CUPTI delivers completed buffers on its own thread, through C callbacks.
 std::mutex g_mutex;
@@ -53,10 +65,12 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
 }  // namespace
 
 ActivityTimer::ActivityTimer() {
-  Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "register callbacks");
-  Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable kernels");
-  Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable memcpy");
-  Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enable memset");
+  PTXBENCH_CHECK_STATUS(kCupti, cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
+                        "register callbacks");
+  PTXBENCH_CHECK_STATUS(kCupti, cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+                        "enable kernels");
+  PTXBENCH_CHECK_STATUS(kCupti, cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable memcpy");
+  PTXBENCH_CHECK_STATUS(kCupti, cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enable memset");
 }
 
 ActivityTimer::~ActivityTimer() {
@@ -68,12 +82,12 @@ ActivityTimer::~ActivityTimer() {
 
 uint64_t ActivityTimer::Now() const {
   uint64_t t = 0;
-  Check(cuptiGetTimestamp(&t), "timestamp");
+  PTXBENCH_CHECK_STATUS(kCupti, cuptiGetTimestamp(&t), "timestamp");
   return t;
 }
 
 std::vector<ActivitySpan> ActivityTimer::Collect(uint64_t begin, uint64_t end) {
-  Check(cuptiActivityFlushAll(1), "flush");
+  PTXBENCH_CHECK_STATUS(kCupti, cuptiActivityFlushAll(1), "flush");
   std::lock_guard<std::mutex> lock(g_mutex);
   std::vector<ActivitySpan> in, later;
   for (auto& s : g_spans) {
@@ -89,7 +103,7 @@ std::vector<ActivitySpan> ActivityTimer::Collect(uint64_t begin, uint64_t end) {
 }
 
 std::vector<ActivitySpan> ActivityTimer::CollectAll() {
-  Check(cuptiActivityFlushAll(1), "flush");
+  PTXBENCH_CHECK_STATUS(kCupti, cuptiActivityFlushAll(1), "flush");
   std::lock_guard<std::mutex> lock(g_mutex);
   std::vector<ActivitySpan> all = std::move(g_spans);
   g_spans.clear();
@@ -101,7 +115,8 @@ std::vector<ActivitySpan> ActivityTimer::CollectAll() {
 uint32_t ActivityTimer::StreamId(void* stream) const {
   uint32_t id = 0;
   // A null context: CUPTI looks the stream up in whichever context owns it.
-  Check(cuptiGetStreamIdEx(nullptr, static_cast<CUstream>(stream), 0, &id), "stream id");
+  PTXBENCH_CHECK_STATUS(kCupti, cuptiGetStreamIdEx(nullptr, static_cast<CUstream>(stream), 0, &id),
+                        "stream id");
   return id;
 }
 

@@ -3,16 +3,13 @@
 // Types, enum values and prototypes only: no cuBLASLt function is called
 // directly, so nothing here makes the linker pull in libcublasLt.
 #include <cublasLt.h>
-#include <dlfcn.h>
-#include <link.h>
 
-#include <climits>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #include "common/cuda_check.h"
-#include "common/strings.h"
+#include "common/status_check.h"
+#include "measure/vendor_library.h"
 
 namespace ptxbench {
 namespace {
@@ -38,10 +35,35 @@ namespace {
   X(cublasLtMatmulAlgoConfigGetAttribute) \
   X(cublasLtMatmul)
 
+// The loaded functions, and cuBLASLt's failures in the shape of common/status_check.h.
 struct Api {
 #define PTXBENCH_DECLARE_POINTER(name) decltype(&::name) name = nullptr;
   PTXBENCH_CUBLASLT_FUNCTIONS(PTXBENCH_DECLARE_POINTER)
 #undef PTXBENCH_DECLARE_POINTER
+
+  // Every function resolved from `library`; returns the missing ones ("" when none).
+  std::string Bind(const DynamicLibrary& library) {
+    SymbolBinder binder(library);
+#define PTXBENCH_BIND_POINTER(name) binder.Require(name, #name);
+    PTXBENCH_CUBLASLT_FUNCTIONS(PTXBENCH_BIND_POINTER)
+#undef PTXBENCH_BIND_POINTER
+    return binder.missing();
+  }
+
+  using Status = cublasStatus_t;
+  static constexpr Status kSuccess = CUBLAS_STATUS_SUCCESS;
+  // "<status name> (<cuBLASLt's description of it>)".
+  std::string Describe(Status status) const {
+    const char* name = cublasLtGetStatusName(status);
+    const char* text = cublasLtGetStatusString(status);
+    std::string out = name ? name : "status " + std::to_string(static_cast<int>(status));
+    if (text && *text) out += std::string(" (") + text + ")";
+    return out;
+  }
+  // "cuBLASLt: <function>: <status>", as BaselineError.
+  [[noreturn]] void Throw(Status status, const CheckedCall& call) const {
+    throw BaselineError("cuBLASLt: " + FailureText(*this, status, call.what));
+  }
 };
 
 constexpr uint64_t kMaxWorkspaceBytes = uint64_t{64} << 20;
@@ -49,26 +71,14 @@ constexpr uint64_t kMaxWorkspaceBytes = uint64_t{64} << 20;
 // heuristic may pick algorithms that need operands aligned this far.
 constexpr uintptr_t kOperandAlignment = 256;
 
-// "13.1.0" from cublasLtGetVersion()'s major·10000 + minor·100 + patch.
-std::string VersionString(size_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
-}
-
-// The path the loader found for `lib` (a name without '/' is searched for).
-std::string LoadedPath(void* lib, const std::string& name) {
-  link_map* map = nullptr;
-  if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name)
-    return map->l_name;
-  return name;
-}
+const VendorLibrarySpec kLibrary{
+    "cuBLASLt", "PTXBENCH_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so"}};
 
 }  // namespace
 
 struct CublasLtGemm::Impl {
   Api api;
-  std::string library;                // as loaded: a path, or the name when the loader gives none
-  std::vector<std::string> skipped;   // earlier candidates that did not load, and why
+  VendorLibrary library;
   cublasLtHandle_t handle = nullptr;  // created by the first Prepare(), which has a device
 
   // The plan made by Prepare(); the descriptors describe cuBLASLt's operands.
@@ -80,18 +90,6 @@ struct CublasLtGemm::Impl {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   nlohmann::json algorithm;
-
-  std::string StatusText(cublasStatus_t status) const {
-    const char* name = api.cublasLtGetStatusName(status);
-    const char* text = api.cublasLtGetStatusString(status);
-    std::string out = name ? name : "status " + std::to_string(static_cast<int>(status));
-    if (text && *text) out += std::string(" (") + text + ")";
-    return out;
-  }
-  void Check(cublasStatus_t status, const char* function) const {
-    if (status != CUBLAS_STATUS_SUCCESS)
-      throw BaselineError(std::string("cuBLASLt: ") + function + ": " + StatusText(status));
-  }
 
   // Frees the plan, ignoring errors: this also runs from the destructor,
   // possibly after a failed kernel has left the context unusable.
@@ -122,35 +120,7 @@ struct CublasLtGemm::Impl {
 };
 
 std::unique_ptr<CublasLtGemm> CublasLtGemm::Load() {
-  std::vector<std::string> names;
-  if (const char* env = std::getenv("PTXBENCH_CUBLASLT"); env && *env) names.push_back(env);
-  names.push_back("libcublasLt.so.13");
-  names.push_back("libcublasLt.so");
-  std::vector<std::string> failures;
-  for (const std::string& name : names) {
-    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* err = dlerror();
-      std::string why = err ? err : "dlopen failed";
-      failures.push_back(why.find(name) == std::string::npos ? name + ": " + why : why);
-      continue;
-    }
-    auto impl = std::make_unique<Impl>();
-    std::string missing;
-#define PTXBENCH_RESOLVE_POINTER(fn)                                 \
-  impl->api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn)); \
-  if (!impl->api.fn) missing += (missing.empty() ? "" : ", ") + std::string(#fn);
-    PTXBENCH_CUBLASLT_FUNCTIONS(PTXBENCH_RESOLVE_POINTER)
-#undef PTXBENCH_RESOLVE_POINTER
-    if (!missing.empty()) {  // some other library by that name; it stays loaded, like any
-      failures.push_back(name + ": lacks " + missing);
-      continue;
-    }
-    impl->library = LoadedPath(lib, name);
-    impl->skipped = failures;
-    return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(std::move(impl)));
-  }
-  throw BaselineError("cuBLASLt: cannot load the library: " + Join(failures, "; "));
+  return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(LoadVendorImpl<Impl>(kLibrary)));
 }
 
 CublasLtGemm::CublasLtGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -169,7 +139,7 @@ void CublasLtGemm::Prepare(int M, int N, int K) {
   Impl& p = *impl_;
   const Api& api = p.api;
   p.ReleasePlan();
-  if (!p.handle) p.Check(api.cublasLtCreate(&p.handle), "cublasLtCreate");
+  if (!p.handle) PTXBENCH_CHECK_STATUS(api, api.cublasLtCreate(&p.handle), "cublasLtCreate");
 
   // cuBLASLt is column-major. Row-major C[M,N] is, read column-major, Cᵀ: an
   // N×M matrix with leading dimension N; and Cᵀ = (A·Bᵀ)ᵀ = B·Aᵀ. So cuBLASLt
@@ -177,40 +147,46 @@ void CublasLtGemm::Prepare(int M, int N, int K) {
   //   A' = our B, read column-major as K×N (ld K), op = T: Bᵀᵀ = B, N×K;
   //   B' = our A, read column-major as K×M (ld K), op = N: Aᵀ, K×M;
   //   C' = D' = our C, N×M (ld N).
-  p.Check(api.cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-          "cublasLtMatmulDescCreate");
+  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                        "cublasLtMatmulDescCreate");
   const int32_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-  p.Check(
+  PTXBENCH_CHECK_STATUS(
+      api,
       api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa),
       "cublasLtMatmulDescSetAttribute(TRANSA)");
-  p.Check(
+  PTXBENCH_CHECK_STATUS(
+      api,
       api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb),
       "cublasLtMatmulDescSetAttribute(TRANSB)");
-  p.Check(api.cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K),
-          "cublasLtMatrixLayoutCreate(A)");
-  p.Check(api.cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, K),
-          "cublasLtMatrixLayoutCreate(B)");
-  p.Check(api.cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, M, N),
-          "cublasLtMatrixLayoutCreate(C)");
+  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K),
+                        "cublasLtMatrixLayoutCreate(A)");
+  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, K),
+                        "cublasLtMatrixLayoutCreate(B)");
+  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, M, N),
+                        "cublasLtMatrixLayoutCreate(C)");
 
   cublasLtMatmulPreference_t pref = nullptr;
-  p.Check(api.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatmulPreferenceCreate(&pref),
+                        "cublasLtMatmulPreferenceCreate");
   std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(api.cublasLtMatmulPreferenceDestroy)>
       pref_owner(pref, api.cublasLtMatmulPreferenceDestroy);
   const uint64_t max_workspace = kMaxWorkspaceBytes;
-  p.Check(api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                   &max_workspace, sizeof max_workspace),
-          "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+  PTXBENCH_CHECK_STATUS(
+      api,
+      api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &max_workspace, sizeof max_workspace),
+      "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  p.Check(api.cublasLtMatmulAlgoGetHeuristic(p.handle, p.op, p.a, p.b, p.c, p.c, pref, 1, &result,
-                                             &found),
-          "cublasLtMatmulAlgoGetHeuristic");
+  PTXBENCH_CHECK_STATUS(api,
+                        api.cublasLtMatmulAlgoGetHeuristic(p.handle, p.op, p.a, p.b, p.c, p.c, pref,
+                                                           1, &result, &found),
+                        "cublasLtMatmulAlgoGetHeuristic");
   if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
     throw BaselineError("cuBLASLt: cublasLtMatmulAlgoGetHeuristic: no algorithm for M=" +
                         std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                         " (bf16, fp32 compute, workspace up to 64 MiB)" +
-                        (found >= 1 ? ": " + p.StatusText(result.state) : ""));
+                        (found >= 1 ? ": " + api.Describe(result.state) : ""));
   p.algo = result.algo;
   if (result.workspaceSize > 0) {
     PTXBENCH_CUDA_CHECK(cudaMalloc(&p.workspace, result.workspaceSize));
@@ -243,24 +219,20 @@ void CublasLtGemm::Run(const void* A, const void* B, void* C, cudaStream_t strea
   const float alpha = 1.0f, beta = 0.0f;
   // Our B is cuBLASLt's A and our A its B (see Prepare); beta = 0, so C is
   // only written (as D).
-  p.Check(p.api.cublasLtMatmul(p.handle, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c,
-                               &p.algo, p.workspace, p.workspace_bytes, stream),
-          "cublasLtMatmul");
+  PTXBENCH_CHECK_STATUS(
+      p.api,
+      p.api.cublasLtMatmul(p.handle, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &p.algo,
+                           p.workspace, p.workspace_bytes, stream),
+      "cublasLtMatmul");
 }
 
-std::string CublasLtGemm::Version() const { return VersionString(impl_->api.cublasLtGetVersion()); }
+std::string CublasLtGemm::Version() const {
+  return VendorVersionString(impl_->api.cublasLtGetVersion());
+}
 
 nlohmann::json CublasLtGemm::Describe() const {
   const Impl& p = *impl_;
-  nlohmann::json j = {
-      {"library", p.library},
-      {"version", Version()},
-      {"header_version", VersionString(CUBLAS_VERSION)},
-  };
-  // A fallback that was taken is part of what was measured.
-  if (!p.skipped.empty()) j["skipped"] = p.skipped;
-  if (char resolved[PATH_MAX]; realpath(p.library.c_str(), resolved) && p.library != resolved)
-    j["library_file"] = resolved;
+  nlohmann::json j = p.library.Describe(Version(), VendorVersionString(CUBLAS_VERSION));
   if (!p.prepared) return j;
   j["M"] = p.M;
   j["N"] = p.N;

@@ -20,12 +20,10 @@
 
 namespace ptxbench {
 
-
 class CublasLtGemm {
  public:
-  // Loads the library: $PTXBENCH_CUBLASLT when set, else libcublasLt.so.13,
-  // else libcublasLt.so, the first that loads and has every function used.
-  // Needs no GPU. Throws BaselineError naming each library tried and its error.
+  // Loads $PTXBENCH_CUBLASLT, libcublasLt.so.13 or libcublasLt.so, as
+  // LoadVendorLibrary (measure/vendor_library.h) does. Needs no GPU.
   static std::unique_ptr<CublasLtGemm> Load();
   // Frees the descriptors and the workspace. The library stays loaded:
   // unloading a CUDA library while the process runs risks a crash.
@@ -47,10 +45,8 @@ class CublasLtGemm {
 
   // The loaded library's version, "13.1.0".
   std::string Version() const;
-  // {"library": path loaded, "library_file": that path with symlinks resolved (when
-  //  it differs), "version", "header_version" (the <cublasLt.h> ptxbench was built
-  //  with), "skipped": [earlier candidates that failed to load, and why] (when
-  //  any), "M", "N", "K", "layout",
+  // VendorLibrary::Describe's keys ("header_version": of the <cublasLt.h>
+  // ptxbench was built with), and "M", "N", "K", "layout",
   //  "algorithm": {"id", "tile_id", "stages_id", "splitk", "reduction_scheme",
   //  "cta_swizzling", "custom_option", "inner_shape_id", "cluster_shape_id",
   //  "waves_count"}, "workspace_bytes"}; the plan's keys only after Prepare(),

@@ -3,15 +3,11 @@
 // Types, enum values and prototypes only: no cuDNN function is called directly, so nothing
 // here makes the linker pull in libcudnn.
 #include <cudnn.h>
-#include <dlfcn.h>
-#include <link.h>
 
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <deque>
 #include <initializer_list>
 #include <limits>
@@ -19,7 +15,9 @@
 #include <vector>
 
 #include "common/cuda_check.h"
+#include "common/status_check.h"
 #include "common/strings.h"
+#include "measure/vendor_library.h"
 
 // Which graph, and why this one.
 //
@@ -126,11 +124,24 @@ std::string Condense(const std::string& raw) {
   return out;
 }
 
+// The loaded functions, and cuDNN's failures in the shape of common/status_check.h.
 struct Api {
 #define PTXBENCH_DECLARE_POINTER(name) decltype(&::name) name = nullptr;
   PTXBENCH_CUDNN_FUNCTIONS(PTXBENCH_DECLARE_POINTER)
   PTXBENCH_CUDNN_OPTIONAL_FUNCTIONS(PTXBENCH_DECLARE_POINTER)
 #undef PTXBENCH_DECLARE_POINTER
+
+  // Every function resolved from `library`; returns the missing required ones ("" when none).
+  std::string Bind(const DynamicLibrary& library) {
+    SymbolBinder binder(library);
+#define PTXBENCH_BIND_REQUIRED(name) binder.Require(name, #name);
+#define PTXBENCH_BIND_OPTIONAL(name) binder.Optional(name, #name);
+    PTXBENCH_CUDNN_FUNCTIONS(PTXBENCH_BIND_REQUIRED)
+    PTXBENCH_CUDNN_OPTIONAL_FUNCTIONS(PTXBENCH_BIND_OPTIONAL)
+#undef PTXBENCH_BIND_OPTIONAL
+#undef PTXBENCH_BIND_REQUIRED
+    return binder.missing();
+  }
 
   // cuDNN's last error message for this thread, condensed (see Condense), or "".
   std::string LastError() const {
@@ -139,37 +150,26 @@ struct Api {
     cudnnGetLastErrorString(buffer.data(), buffer.size() - 1);
     return Condense(buffer.data());
   }
+
+  using Status = cudnnStatus_t;
+  static constexpr Status kSuccess = CUDNN_STATUS_SUCCESS;
   // "CUDNN_STATUS_NOT_SUPPORTED_SHAPE (the condensed last error message)". Reads the message
   // first, before any other cuDNN call can replace it.
-  std::string StatusText(cudnnStatus_t status) const {
+  std::string Describe(Status status) const {
     std::string last = LastError();
     const char* name = cudnnGetErrorString(status);
     std::string out = name && *name ? name : "status " + std::to_string(static_cast<int>(status));
     if (!last.empty()) out += " (" + last + ")";
     return out;
   }
-  void Check(cudnnStatus_t status, const std::string& what) const {
-    if (status != CUDNN_STATUS_SUCCESS)
-      throw BaselineError("cuDNN: " + what + ": " + StatusText(status));
+  // "cuDNN: <what>: <status>", as BaselineError.
+  [[noreturn]] void Throw(Status status, const CheckedCall& call) const {
+    throw BaselineError("cuDNN: " + FailureText(*this, status, call.what));
   }
 };
 
 bool IsNotSupported(cudnnStatus_t status) {
   return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED;
-}
-
-// "9.14.0" from cudnnGetVersion()'s major·10000 + minor·100 + patch (the 9.x encoding).
-std::string VersionString(size_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
-}
-
-// The path the loader found for `lib` (a name without '/' is searched for).
-std::string LoadedPath(void* lib, const std::string& name) {
-  link_map* map = nullptr;
-  if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name)
-    return map->l_name;
-  return name;
 }
 
 // Owns one backend descriptor; destroys it (ignoring errors) when it goes.
@@ -203,21 +203,25 @@ class Desc {
 
 Desc Make(const Api& api, cudnnBackendDescriptorType_t type, const std::string& what) {
   cudnnBackendDescriptor_t d = nullptr;
-  api.Check(api.cudnnBackendCreateDescriptor(type, &d),
-            "cudnnBackendCreateDescriptor(" + what + ")");
+  PTXBENCH_CHECK_STATUS(api, api.cudnnBackendCreateDescriptor(type, &d),
+                        "cudnnBackendCreateDescriptor(" + what + ")");
   return Desc(&api, d);
 }
 
 void Set(const Api& api, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
          cudnnBackendAttributeType_t type, int64_t count, const void* values,
          const std::string& what) {
-  api.Check(api.cudnnBackendSetAttribute(d, name, type, count, values),
-            "cudnnBackendSetAttribute(" + what + ")");
+  PTXBENCH_CHECK_STATUS(api, api.cudnnBackendSetAttribute(d, name, type, count, values),
+                        "cudnnBackendSetAttribute(" + what + ")");
 }
 
 void SetDesc(const Api& api, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
              cudnnBackendDescriptor_t value, const std::string& what) {
   Set(api, d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value, what);
+}
+
+void FinalizeDescriptor(const Api& api, cudnnBackendDescriptor_t d, const std::string& what) {
+  PTXBENCH_CHECK_STATUS(api, api.cudnnBackendFinalize(d), "cudnnBackendFinalize(" + what + ")");
 }
 
 // Owns one cudaMalloc allocation; frees it (ignoring errors) when it goes.
@@ -326,7 +330,7 @@ class GraphBuilder {
       Set(api_, t.get(), CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes, what);
     if (by_value)
       Set(api_, t.get(), CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes, what);
-    api_.Check(api_.cudnnBackendFinalize(t.get()), "cudnnBackendFinalize(" + what + ")");
+    FinalizeDescriptor(api_, t.get(), what);
     return Keep(std::move(t));
   }
   // An intermediate: virtual, so never in memory.
@@ -353,7 +357,7 @@ class GraphBuilder {
     Set(api_, pw.get(), CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math, what);
     if (mode == CUDNN_POINTWISE_GEN_INDEX)
       Set(api_, pw.get(), CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, what);
-    api_.Check(api_.cudnnBackendFinalize(pw.get()), "cudnnBackendFinalize(" + what + ")");
+    FinalizeDescriptor(api_, pw.get(), what);
 
     const std::string op_what = "operation " + name;
     Desc op = Make(api_, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op_what);
@@ -378,7 +382,7 @@ class GraphBuilder {
     const double padding = 0.0;
     Set(api_, mm.get(), CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, what);
     Set(api_, mm.get(), CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, &padding, what);
-    api_.Check(api_.cudnnBackendFinalize(mm.get()), "cudnnBackendFinalize(" + what + ")");
+    FinalizeDescriptor(api_, mm.get(), what);
 
     const std::string op_what = "operation " + name;
     Desc op = Make(api_, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, op_what);
@@ -406,7 +410,7 @@ class GraphBuilder {
       Set(api_, red.get(), CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1,
           &deterministic, what);
     }
-    api_.Check(api_.cudnnBackendFinalize(red.get()), "cudnnBackendFinalize(" + what + ")");
+    FinalizeDescriptor(api_, red.get(), what);
 
     const std::string op_what = "operation " + name;
     Desc op = Make(api_, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, op_what);
@@ -443,7 +447,7 @@ class GraphBuilder {
     return plan_->owned.back().get();
   }
   void Operation(Desc op, const std::string& what) {
-    api_.Check(api_.cudnnBackendFinalize(op.get()), "cudnnBackendFinalize(" + what + ")");
+    FinalizeDescriptor(api_, op.get(), what);
     ops_.push_back(Keep(std::move(op)));
   }
 
@@ -767,7 +771,7 @@ struct Refusals {
   std::string last = "the heuristics offered no engine configuration";
   bool all_not_supported = true;
   void Note(const Api& api, cudnnStatus_t status, const std::string& what) {
-    last = what + ": " + api.StatusText(status);
+    last = FailureText(api, status, what);
     all_not_supported = all_not_supported && IsNotSupported(status);
   }
   void NoteRefused(const std::string& text) { last = text; }
@@ -806,9 +810,11 @@ bool ChoosePlan(const Api& api, cudnnHandle_t handle, Plan& p, Refusals& refusal
       raws.push_back(configs.back().get());
     }
     int64_t got = 0;
-    api.Check(api.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raws.data()),
-              "cudnnBackendGetAttribute(" + what + ", results)");
+    PTXBENCH_CHECK_STATUS(
+        api,
+        api.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raws.data()),
+        "cudnnBackendGetAttribute(" + what + ", results)");
     // cuDNN checks each configuration as it hands them out and leaves out those that refuse
     // the graph; the reasons are in its last error message.
     if (got <= 0)
@@ -827,9 +833,11 @@ bool ChoosePlan(const Api& api, cudnnHandle_t handle, Plan& p, Refusals& refusal
         continue;
       }
       int64_t workspace = 0, n = 0;
-      api.Check(api.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                             CUDNN_TYPE_INT64, 1, &n, &workspace),
-                "cudnnBackendGetAttribute(execution plan, workspace size)");
+      PTXBENCH_CHECK_STATUS(
+          api,
+          api.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                       CUDNN_TYPE_INT64, 1, &n, &workspace),
+          "cudnnBackendGetAttribute(execution plan, workspace size)");
       if (workspace > 0) p.workspace.Allocate(static_cast<size_t>(workspace));
       p.engine = ReadEngine(api, raws[i]);
       p.engine["heuristic"] = m.name;
@@ -848,13 +856,14 @@ std::string ShapeText(bool forward, const SdpaShape& s) {
          " causal=" + std::to_string(s.causal ? 1 : 0);
 }
 
+const VendorLibrarySpec kLibrary{"cuDNN", "PTXBENCH_CUDNN", {"libcudnn.so.9", "libcudnn.so"}};
+
 }  // namespace
 
 struct CudnnSdpa::Impl {
-  Api api;                           // first: the plans' descriptors use it when they are destroyed
-  std::string library;               // as loaded: a path, or the name when the loader gives none
-  std::vector<std::string> skipped;  // earlier candidates that did not load, and why
-  cudnnHandle_t handle = nullptr;    // created by the first Prepare, which has a device
+  Api api;  // first: the plans' descriptors use it when they are destroyed
+  VendorLibrary library;
+  cudnnHandle_t handle = nullptr;  // created by the first Prepare, which has a device
   std::unique_ptr<Plan> forward, backward;
   const Plan* latest = nullptr;  // what Describe() reports
 
@@ -868,7 +877,7 @@ struct CudnnSdpa::Impl {
     std::unique_ptr<Plan>& slot = forward ? this->forward : backward;
     if (latest == slot.get()) latest = nullptr;
     slot.reset();
-    if (!handle) api.Check(api.cudnnCreate(&handle), "cudnnCreate");
+    if (!handle) PTXBENCH_CHECK_STATUS(api, api.cudnnCreate(&handle), "cudnnCreate");
     const size_t version = RuntimeVersion();
 
     std::vector<Lowering> lowerings = {Lowering::kCurrent};
@@ -891,7 +900,7 @@ struct CudnnSdpa::Impl {
       if (cudnnStatus_t st = g.Finalize(handle, &plan->graph); st != CUDNN_STATUS_SUCCESS) {
         if (!IsNotSupported(st))
           throw BaselineError("cuDNN: cudnnBackendFinalize(operation graph, " +
-                              ShapeText(forward, s) + "): " + api.StatusText(st));
+                              ShapeText(forward, s) + "): " + api.Describe(st));
         refusals.Note(api, st, "cudnnBackendFinalize(operation graph)");
         continue;
       }
@@ -909,7 +918,7 @@ struct CudnnSdpa::Impl {
                              (s.causal ? ", for both causal-mask lowerings" : "") +
                              "); last: " + refusals.last;
     if (refusals.all_not_supported)
-      throw BaselineUnsupported("cuDNN " + VersionString(version) + " has no engine for " +
+      throw BaselineUnsupported("cuDNN " + VendorVersionString(version) + " has no engine for " +
                                 ShapeText(forward, s) + tail);
     throw BaselineError("cuDNN: no execution plan finalized for " + ShapeText(forward, s) + tail);
   }
@@ -945,51 +954,19 @@ struct CudnnSdpa::Impl {
       void* workspace = p.workspace.get();
       Set(api, vp.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace,
           "variant pack");
-      api.Check(api.cudnnBackendFinalize(vp.get()), "cudnnBackendFinalize(variant pack)");
+      FinalizeDescriptor(api, vp.get(), "variant pack");
       if (p.packs.size() >= kMaxCachedPacks) p.packs.erase(p.packs.begin());
       p.packs.push_back({std::vector<const void*>(io), std::move(vp)});
       pack = &p.packs.back();
     }
-    api.Check(api.cudnnSetStream(handle, stream), "cudnnSetStream");
-    api.Check(api.cudnnBackendExecute(handle, p.plan.get(), pack->desc.get()),
-              "cudnnBackendExecute");
+    PTXBENCH_CHECK_STATUS(api, api.cudnnSetStream(handle, stream), "cudnnSetStream");
+    PTXBENCH_CHECK_STATUS(api, api.cudnnBackendExecute(handle, p.plan.get(), pack->desc.get()),
+                          "cudnnBackendExecute");
   }
 };
 
 std::unique_ptr<CudnnSdpa> CudnnSdpa::Load() {
-  std::vector<std::string> names;
-  if (const char* env = std::getenv("PTXBENCH_CUDNN"); env && *env) names.push_back(env);
-  names.push_back("libcudnn.so.9");
-  names.push_back("libcudnn.so");
-  std::vector<std::string> failures;
-  for (const std::string& name : names) {
-    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* err = dlerror();
-      std::string why = err ? err : "dlopen failed";
-      failures.push_back(why.find(name) == std::string::npos ? name + ": " + why : why);
-      continue;
-    }
-    auto impl = std::make_unique<Impl>();
-    std::string missing;
-#define PTXBENCH_RESOLVE_POINTER(fn)                                 \
-  impl->api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn)); \
-  if (!impl->api.fn) missing += (missing.empty() ? "" : ", ") + std::string(#fn);
-    PTXBENCH_CUDNN_FUNCTIONS(PTXBENCH_RESOLVE_POINTER)
-#undef PTXBENCH_RESOLVE_POINTER
-#define PTXBENCH_RESOLVE_OPTIONAL(fn) \
-  impl->api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));
-    PTXBENCH_CUDNN_OPTIONAL_FUNCTIONS(PTXBENCH_RESOLVE_OPTIONAL)
-#undef PTXBENCH_RESOLVE_OPTIONAL
-    if (!missing.empty()) {  // some other library by that name; it stays loaded, like any
-      failures.push_back(name + ": lacks " + missing);
-      continue;
-    }
-    impl->library = LoadedPath(lib, name);
-    impl->skipped = failures;
-    return std::unique_ptr<CudnnSdpa>(new CudnnSdpa(std::move(impl)));
-  }
-  throw BaselineError("cuDNN: cannot load the library: " + Join(failures, "; "));
+  return std::unique_ptr<CudnnSdpa>(new CudnnSdpa(LoadVendorImpl<Impl>(kLibrary)));
 }
 
 CudnnSdpa::CudnnSdpa(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -1019,19 +996,11 @@ void CudnnSdpa::Backward(const void* Q, const void* K, const void* V, const void
   impl_->Execute(*impl_->backward, {Q, K, V, O, dO, LSE, dQ, dK, dV}, stream);
 }
 
-std::string CudnnSdpa::Version() const { return VersionString(impl_->RuntimeVersion()); }
+std::string CudnnSdpa::Version() const { return VendorVersionString(impl_->RuntimeVersion()); }
 
 nlohmann::json CudnnSdpa::Describe() const {
   const Impl& p = *impl_;
-  nlohmann::json j = {
-      {"library", p.library},
-      {"version", Version()},
-      {"header_version", VersionString(CUDNN_VERSION)},
-  };
-  // A fallback that was taken is part of what was measured.
-  if (!p.skipped.empty()) j["skipped"] = p.skipped;
-  if (char resolved[PATH_MAX]; realpath(p.library.c_str(), resolved) && p.library != resolved)
-    j["library_file"] = resolved;
+  nlohmann::json j = p.library.Describe(Version(), VendorVersionString(CUDNN_VERSION));
   const Plan* plan = p.latest;
   if (!plan) return j;
   const SdpaShape& s = plan->shape;

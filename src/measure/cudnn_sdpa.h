@@ -43,9 +43,8 @@ struct SdpaShape {
 
 class CudnnSdpa {
  public:
-  // Loads the library: $PTXBENCH_CUDNN when set, else libcudnn.so.9, else libcudnn.so,
-  // the first that loads and has every function used. Needs no GPU. Throws BaselineError
-  // naming each library tried and its error.
+  // Loads $PTXBENCH_CUDNN, libcudnn.so.9 or libcudnn.so, as LoadVendorLibrary
+  // (measure/vendor_library.h) does. Needs no GPU.
   static std::unique_ptr<CudnnSdpa> Load();
   // Frees the plans, their descriptors and device buffers, and the handle. The library stays
   // loaded: unloading a CUDA library while the process runs risks a crash.
@@ -84,10 +83,8 @@ class CudnnSdpa {
 
   // The loaded library's version, "9.14.0".
   std::string Version() const;
-  // {"library": path loaded, "library_file": that path with symlinks resolved (when it
-  //  differs), "version", "header_version" (the <cudnn.h> ptxbench was built with),
-  //  "skipped": [earlier candidates that failed to load, and why] (when any)}, and after a
-  // Prepare, of the latest one: "direction" ("fwd"|"bwd"), "B", "H", "S", "D", "causal",
+  // VendorLibrary::Describe's keys ("header_version": of the <cudnn.h> ptxbench was built
+  // with), and after a Prepare, of the latest one: "direction" ("fwd"|"bwd"), "B", "H", "S", "D", "causal",
   // "scale", "layout": "BHSD contiguous", "graph" (the op pattern, in words), "lowering"
   // (which frontend lowering the graph follows), "ops" (how many operations),
   // "engine": {"global_index", "knobs": [{"type", "value"}] (cudnnBackendKnobType_t

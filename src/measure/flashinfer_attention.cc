@@ -1,6 +1,5 @@
 #include "measure/flashinfer_attention.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -9,13 +8,14 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "compile/nvcc.h"
-#include "compile/ptxas_report.h"
+#include "common/dynamic_library.h"
 #include "common/files.h"
 #include "common/sandbox.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "compile/nvcc.h"
+#include "compile/ptxas_report.h"
 
 namespace ptxbench {
 
@@ -470,31 +470,36 @@ std::string FlashInferCacheKey(const std::string& flashinfer_version,
   return h.FinishHex();
 }
 
+namespace {
+
+// FlashInferBuild's fields under their JSON keys, one list for both directions.
+template <typename Build, typename Visit>
+void ForEachField(Build& b, Visit&& visit) {
+  visit("shared_object", b.shared_object);
+  visit("sha256", b.sha256);
+  visit("key", b.key);
+  visit("flashinfer_version", b.version);
+  visit("nvcc_version", b.nvcc_version);
+  visit("command", b.command);
+  visit("cache_hit", b.cache_hit);
+  visit("seconds", b.seconds);
+  visit("head_dim", b.head_dim);
+  visit("causal", b.causal);
+}
+
+}  // namespace
+
 nlohmann::json ToJson(const FlashInferBuild& b) {
-  return {{"shared_object", b.shared_object},
-          {"sha256", b.sha256},
-          {"key", b.key},
-          {"flashinfer_version", b.version},
-          {"nvcc_version", b.nvcc_version},
-          {"command", b.command},
-          {"cache_hit", b.cache_hit},
-          {"seconds", b.seconds},
-          {"head_dim", b.head_dim},
-          {"causal", b.causal}};
+  nlohmann::json j = nlohmann::json::object();
+  ForEachField(b, [&j](const char* key, const auto& field) { j[key] = field; });
+  return j;
 }
 
 FlashInferBuild FlashInferBuildFromJson(const nlohmann::json& j) {
   FlashInferBuild b;
-  b.shared_object = j.value("shared_object", "");
+  // A key that is absent leaves the field's default; only the checksum is required.
+  ForEachField(b, [&j](const char* key, auto& field) { field = j.value(key, field); });
   b.sha256 = j.at("sha256").get<std::string>();
-  b.key = j.value("key", "");
-  b.version = j.value("flashinfer_version", "");
-  b.nvcc_version = j.value("nvcc_version", "");
-  b.command = j.value("command", std::vector<std::string>{});
-  b.cache_hit = j.value("cache_hit", false);
-  b.seconds = j.value("seconds", 0.0);
-  b.head_dim = j.value("head_dim", 0);
-  b.causal = j.value("causal", false);
   return b;
 }
 
@@ -584,7 +589,6 @@ FlashInferBuild BuildFlashInferAttention(int head_dim, bool causal, const std::s
 
 struct FlashInferAttention::Impl {
   FlashInferBuild build;
-  void* handle = nullptr;
   Entries fn;
   void* plan = nullptr;
   SdpaShape shape{};
@@ -607,18 +611,17 @@ std::unique_ptr<FlashInferAttention> FlashInferAttention::Load(const FlashInferB
   if (Sha256FileHex(build.shared_object) != build.sha256)
     throw BaselineError("FlashInfer: " + build.shared_object +
                         " does not match the sha256 recorded when it was built");
-  impl->handle = ::dlopen(build.shared_object.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!impl->handle) throw BaselineError(std::string("FlashInfer: dlopen: ") + ::dlerror());
-  auto sym = [&](const char* name) {
-    void* p = ::dlsym(impl->handle, name);
-    if (!p) throw BaselineError(std::string("FlashInfer: the built object lacks ") + name);
-    return p;
-  };
-  impl->fn.abi = reinterpret_cast<int (*)()>(sym("fi_attention_abi"));
-  impl->fn.describe = reinterpret_cast<const char* (*)()>(sym("fi_attention_describe"));
-  impl->fn.plan = reinterpret_cast<decltype(impl->fn.plan)>(sym("fi_attention_plan"));
-  impl->fn.forward = reinterpret_cast<decltype(impl->fn.forward)>(sym("fi_attention_forward"));
-  impl->fn.free = reinterpret_cast<void (*)(void*)>(sym("fi_attention_free"));
+  std::string why;
+  std::optional<DynamicLibrary> object = DynamicLibrary::Open(build.shared_object, &why);
+  if (!object) throw BaselineError("FlashInfer: dlopen: " + why);
+  SymbolBinder binder(*object);
+  binder.Require(impl->fn.abi, "fi_attention_abi");
+  binder.Require(impl->fn.describe, "fi_attention_describe");
+  binder.Require(impl->fn.plan, "fi_attention_plan");
+  binder.Require(impl->fn.forward, "fi_attention_forward");
+  binder.Require(impl->fn.free, "fi_attention_free");
+  if (!binder.missing().empty())
+    throw BaselineError("FlashInfer: the built object lacks " + binder.missing());
   if (impl->fn.abi() != kEntryAbi)
     throw BaselineError("FlashInfer: the built object's entry ABI is " +
                         std::to_string(impl->fn.abi()) + ", expected " + std::to_string(kEntryAbi));

@@ -1,13 +1,14 @@
 #include "measure/gpm.h"
 
-#include <dlfcn.h>
-
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <utility>
+
+#include "common/dynamic_library.h"
+#include "measure/nvml_status.h"
 
 // Where a build machine has nvml.h, the hand-written ABI in gpm.h must agree
 // with it; a mismatch fails the build there instead of misreading counters.
@@ -63,14 +64,23 @@ nlohmann::json OrNull(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
+// `symbol` from `library` into `fn`, as the plain C function pointer it wraps; left empty
+// when the library lacks it.
+template <typename R, typename... A>
+void BindFunction(std::function<R(A...)>& fn, const DynamicLibrary& library, const char* symbol) {
+  if (auto* function = library.Find<R(A...)>(symbol)) fn = function;
+}
+
 // The NVML functions and their symbols, for loading and for naming a missing one.
 struct Symbol {
   const char* name;
   bool (*present)(const GpmApi&);
+  void (*bind)(GpmApi&, const DynamicLibrary&);
 };
-#define PTXBENCH_GPM_SYMBOL(field, symbol)                             \
-  Symbol {                                                             \
-    symbol, [](const GpmApi& a) { return static_cast<bool>(a.field); } \
+#define PTXBENCH_GPM_SYMBOL(field, symbol)                                                       \
+  Symbol {                                                                                       \
+    symbol, [](const GpmApi& a) { return static_cast<bool>(a.field); },                          \
+        [](GpmApi& a, const DynamicLibrary& library) { BindFunction(a.field, library, symbol); } \
   }
 const Symbol kSymbols[] = {
     PTXBENCH_GPM_SYMBOL(init, "nvmlInit_v2"),
@@ -123,28 +133,14 @@ std::string Format(const char* fmt, double v) {
 std::optional<GpmApi> LoadGpmApi(const std::string& library, std::string* why) {
   std::string ignored;
   if (!why) why = &ignored;
-  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string load_error;
+  std::optional<DynamicLibrary> lib = DynamicLibrary::Open(library, &load_error);
   if (!lib) {
-    const char* err = dlerror();
-    *why = "NVML GPM unavailable: cannot load " + library + ": " +
-           (err ? err : "unknown dlopen error");
+    *why = "NVML GPM unavailable: cannot load " + library + ": " + load_error;
     return std::nullopt;
   }
   GpmApi api;
-  // Each symbol as the plain C function pointer its std::function wraps.
-  auto load = [&]<typename R, typename... A>(std::function<R(A...)>& fn, const char* name) {
-    if (void* sym = dlsym(lib, name)) fn = reinterpret_cast<R (*)(A...)>(sym);
-  };
-  load(api.init, "nvmlInit_v2");
-  load(api.shutdown, "nvmlShutdown");
-  load(api.error_string, "nvmlErrorString");
-  load(api.handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
-  load(api.handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
-  load(api.query_device_support, "nvmlGpmQueryDeviceSupport");
-  load(api.sample_alloc, "nvmlGpmSampleAlloc");
-  load(api.sample_free, "nvmlGpmSampleFree");
-  load(api.sample_get, "nvmlGpmSampleGet");
-  load(api.metrics_get, "nvmlGpmMetricsGet");
+  for (const Symbol& symbol : kSymbols) symbol.bind(api, *lib);
   if (std::string missing = MissingSymbols(api); !missing.empty()) {
     // Drivers older than GPM (before R520) have NVML without the nvmlGpm* calls.
     *why = "NVML GPM unavailable: " + library + " lacks " + missing;
@@ -172,9 +168,7 @@ std::unique_ptr<GpmWitness> GpmWitness::OpenWith(GpmApi api, const std::string& 
     return nullptr;
   }
   if (gpm_abi::Return r = api.init(); r != gpm_abi::kSuccess) {
-    const char* s = api.error_string(r);
-    *why = "NVML GPM unavailable: nvmlInit_v2: " + std::string(s ? s : "NVML error") + " (" +
-           std::to_string(r) + ")";
+    *why = "NVML GPM unavailable: " + FailureText(NvmlStatus{api.error_string}, r, "nvmlInit_v2");
     return nullptr;
   }
   // From here on the witness owns the initialized library: its destructor
@@ -232,8 +226,7 @@ std::chrono::steady_clock::time_point GpmWitness::Now() const {
 }
 
 std::string GpmWitness::Error(gpm_abi::Return r) const {
-  const char* s = api_.error_string ? api_.error_string(r) : nullptr;
-  return (s ? std::string(s) : "NVML error") + " (" + std::to_string(r) + ")";
+  return NvmlStatus{api_.error_string}.Describe(r);
 }
 
 bool GpmWitness::Begin(std::string* why) {

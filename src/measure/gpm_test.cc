@@ -16,6 +16,13 @@ bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
+// Opening the witness over `api` fails (expected); returns why.
+std::string WhyOpenFails(const GpmApi& api, const std::string& pci_bus_id = "") {
+  std::string why;
+  EXPECT_EQ(GpmWitness::OpenWith(api, pci_bus_id, &why), nullptr);
+  return why;
+}
+
 // A stand-in for libnvidia-ml: counts the calls, hands out made-up handles,
 // and answers nvmlGpmMetricsGet from `metrics`.
 struct FakeNvml {
@@ -139,8 +146,7 @@ TEST(GpmWitness, RealOpenOfAMissingDeviceGivesAReason) {
 TEST(GpmWitness, DeviceWithoutGpmSupportGivesNullAndShutsDown) {
   FakeNvml fake;
   fake.supported = 0;
-  std::string why;
-  EXPECT_EQ(GpmWitness::OpenWith(fake.Api(), "0000:41:00.0", &why), nullptr);
+  const std::string why = WhyOpenFails(fake.Api(), "0000:41:00.0");
   EXPECT_TRUE(Contains(why, "device 0000:41:00.0 does not support GPM")) << why;
   EXPECT_EQ(fake.pci_asked, "0000:41:00.0");
   EXPECT_EQ(fake.support_version_seen, gpm_abi::kSupportVersion);
@@ -152,8 +158,7 @@ TEST(GpmWitness, DeviceWithoutGpmSupportGivesNullAndShutsDown) {
 TEST(GpmWitness, SupportQueryFailingGivesItsError) {
   FakeNvml fake;
   fake.support_return = gpm_abi::kNotSupported;
-  std::string why;
-  EXPECT_EQ(GpmWitness::OpenWith(fake.Api(), "", &why), nullptr);
+  const std::string why = WhyOpenFails(fake.Api());
   EXPECT_TRUE(Contains(why, "nvmlGpmQueryDeviceSupport: Not Supported (3)")) << why;
   EXPECT_EQ(fake.index_asked, 0);  // no bus id: device 0
   EXPECT_EQ(fake.shutdown_calls, 1);
@@ -164,24 +169,21 @@ TEST(GpmWitness, MissingFunctionInitFailureAndNoDevice) {
     FakeNvml fake;
     GpmApi api = fake.Api();
     api.sample_get = nullptr;
-    std::string why;
-    EXPECT_EQ(GpmWitness::OpenWith(api, "", &why), nullptr);
+    const std::string why = WhyOpenFails(api);
     EXPECT_TRUE(Contains(why, "nvmlGpmSampleGet")) << why;
     EXPECT_EQ(fake.init_calls, 0);
   }
   {
     FakeNvml fake;
     fake.init_return = 15;
-    std::string why;
-    EXPECT_EQ(GpmWitness::OpenWith(fake.Api(), "", &why), nullptr);
+    const std::string why = WhyOpenFails(fake.Api());
     EXPECT_TRUE(Contains(why, "nvmlInit_v2: GPU is lost (15)")) << why;
     EXPECT_EQ(fake.shutdown_calls, 0);  // nothing to shut down
   }
   {
     FakeNvml fake;
     fake.device_return = 6;  // NVML_ERROR_NOT_FOUND; the fake has no text for it
-    std::string why;
-    EXPECT_EQ(GpmWitness::OpenWith(fake.Api(), "0000:99:00.0", &why), nullptr);
+    const std::string why = WhyOpenFails(fake.Api(), "0000:99:00.0");
     EXPECT_TRUE(Contains(why, "no device with PCI bus id \"0000:99:00.0\"")) << why;
     EXPECT_TRUE(Contains(why, "NVML error (6)")) << why;
     EXPECT_EQ(fake.shutdown_calls, 1);
@@ -189,8 +191,7 @@ TEST(GpmWitness, MissingFunctionInitFailureAndNoDevice) {
   {
     FakeNvml fake;
     fake.alloc_return = 2;
-    std::string why;
-    EXPECT_EQ(GpmWitness::OpenWith(fake.Api(), "", &why), nullptr);
+    const std::string why = WhyOpenFails(fake.Api());
     EXPECT_TRUE(Contains(why, "nvmlGpmSampleAlloc")) << why;
     EXPECT_EQ(fake.freed, 0);
     EXPECT_EQ(fake.shutdown_calls, 1);

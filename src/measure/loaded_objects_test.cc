@@ -82,41 +82,46 @@ TEST(LoadedObjects, SeesThisTestAndTheCLibrary) {
 }
 
 TEST(IsVendorKernelLibrary, MatchesVendorBasenames) {
-  EXPECT_TRUE(IsVendorKernelLibrary("/usr/local/cuda/lib64/libcublasLt.so.13"));
-  EXPECT_TRUE(IsVendorKernelLibrary("libcublasLt.so.13"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/usr/local/cuda/lib64/libcublas.so.13.1.0.3"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/usr/lib/x86_64-linux-gnu/libcudnn_graph.so.9"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/usr/lib/x86_64-linux-gnu/libcudnn.so.9"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/cuda/lib64/libcufftw.so.12"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/cuda/lib64/libcurand.so.10"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/cuda/lib64/libcusolverMg.so.12"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/cuda/lib64/libcusparseLt.so.0"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/cuda/lib64/libnppial.so.13"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/cuda/lib64/libnvblas.so.13"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/tensorrt/lib/libnvinfer_plugin.so.10"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/cutensor/lib/libcutensor.so.2"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/cutlass/lib/libcutlass.so"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/fi/libflashinfer.so"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/opt/magma/lib/libmagma.so"));
-  EXPECT_TRUE(
-      IsVendorKernelLibrary("/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"));
-  EXPECT_TRUE(IsVendorKernelLibrary("/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so"));
+  for (const char* path : {
+           "/usr/local/cuda/lib64/libcublasLt.so.13",
+           "libcublasLt.so.13",
+           "/usr/local/cuda/lib64/libcublas.so.13.1.0.3",
+           "/usr/lib/x86_64-linux-gnu/libcudnn_graph.so.9",
+           "/usr/lib/x86_64-linux-gnu/libcudnn.so.9",
+           "/opt/cuda/lib64/libcufftw.so.12",
+           "/opt/cuda/lib64/libcurand.so.10",
+           "/opt/cuda/lib64/libcusolverMg.so.12",
+           "/opt/cuda/lib64/libcusparseLt.so.0",
+           "/opt/cuda/lib64/libnppial.so.13",
+           "/opt/cuda/lib64/libnvblas.so.13",
+           "/opt/tensorrt/lib/libnvinfer_plugin.so.10",
+           "/opt/cutensor/lib/libcutensor.so.2",
+           "/opt/cutlass/lib/libcutlass.so",
+           "/opt/fi/libflashinfer.so",
+           "/opt/magma/lib/libmagma.so",
+           "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so",
+           "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so",
+       })
+    EXPECT_TRUE(IsVendorKernelLibrary(path)) << path;
 }
 
 TEST(IsVendorKernelLibrary, AllowsRuntimeCompilersAndOtherNames) {
-  EXPECT_FALSE(IsVendorKernelLibrary("/usr/local/cuda/lib64/libcudart.so.13"));
-  EXPECT_FALSE(IsVendorKernelLibrary("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
-  EXPECT_FALSE(IsVendorKernelLibrary("/usr/local/cuda/lib64/libnvJitLink.so.13"));
-  EXPECT_FALSE(IsVendorKernelLibrary("/usr/local/cuda/lib64/libnvrtc.so.13"));
-  EXPECT_FALSE(IsVendorKernelLibrary("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"));
-  EXPECT_FALSE(IsVendorKernelLibrary("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"));
-  EXPECT_FALSE(IsVendorKernelLibrary("/usr/lib/x86_64-linux-gnu/libc.so.6"));
-  // The directory does not count, only the file's name.
-  EXPECT_FALSE(IsVendorKernelLibrary("/opt/mycublas/libfoo.so"));
-  EXPECT_FALSE(IsVendorKernelLibrary("/opt/libcublas/candidate.so"));
-  EXPECT_FALSE(IsVendorKernelLibrary("/tmp/mylibcublas.so"));
-  EXPECT_FALSE(IsVendorKernelLibrary(""));
-  EXPECT_FALSE(IsVendorKernelLibrary("/"));
+  for (const char* path : {
+           "/usr/local/cuda/lib64/libcudart.so.13",
+           "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+           "/usr/local/cuda/lib64/libnvJitLink.so.13",
+           "/usr/local/cuda/lib64/libnvrtc.so.13",
+           "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+           "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+           "/usr/lib/x86_64-linux-gnu/libc.so.6",
+           // The directory does not count, only the file's name.
+           "/opt/mycublas/libfoo.so",
+           "/opt/libcublas/candidate.so",
+           "/tmp/mylibcublas.so",
+           "",
+           "/",
+       })
+    EXPECT_FALSE(IsVendorKernelLibrary(path)) << path;
 }
 
 TEST(NewVendorLibraries, ReportsOnlyAddedVendorLibraries) {

@@ -1,10 +1,10 @@
 #include "measure/nvml_clocks.h"
 
-#include <dlfcn.h>
-
 #include <cmath>
-#include <type_traits>
 #include <utility>
+
+#include "common/dynamic_library.h"
+#include "measure/nvml_status.h"
 
 namespace ptxbench {
 namespace {
@@ -65,9 +65,8 @@ struct NvmlClocks::Api {
   nvml::Return (*temperature)(nvml::Device, int, unsigned int*) = nullptr;
   nvml::Return (*power_usage)(nvml::Device, unsigned int*) = nullptr;
 
-  std::string Error(nvml::Return r) const {
-    const char* s = error_string ? error_string(r) : nullptr;
-    return (s ? std::string(s) : "NVML error") + " (" + std::to_string(r) + ")";
+  std::string Failure(const char* call, nvml::Return r) const {
+    return FailureText(NvmlStatus{error_string}, r, call);
   }
 };
 
@@ -89,50 +88,38 @@ std::unique_ptr<NvmlClocks> NvmlClocks::Open(const std::string& pci_bus_id, std:
   if (!why_not) why_not = &ignored;
   // The library is never dlclose()d: NVML may leave threads behind after
   // nvmlShutdown(), and unloading saves nothing in a short-lived child.
-  void* lib = dlopen(nvml::kLibrary, RTLD_NOW | RTLD_LOCAL);
+  std::string load_error;
+  std::optional<DynamicLibrary> lib = DynamicLibrary::Open(nvml::kLibrary, &load_error);
   if (!lib) {
-    const char* err = dlerror();
-    *why_not = std::string("NVML unavailable: cannot load ") + nvml::kLibrary + ": " +
-               (err ? err : "unknown dlopen error");
+    *why_not = std::string("NVML unavailable: cannot load ") + nvml::kLibrary + ": " + load_error;
     return nullptr;
   }
   auto api = std::make_unique<Api>();
-  std::string missing;
-  auto resolve = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
-  resolve(api->init, "nvmlInit_v2");
-  resolve(api->shutdown, "nvmlShutdown");
-  resolve(api->error_string, "nvmlErrorString");
-  resolve(api->handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
-  resolve(api->clock_info, "nvmlDeviceGetClockInfo");
-  resolve(api->temperature, "nvmlDeviceGetTemperature");
-  resolve(api->power_usage, "nvmlDeviceGetPowerUsage");
-  for (const char* name :
-       {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"}) {
-    api->clock_reasons = reinterpret_cast<decltype(api->clock_reasons)>(dlsym(lib, name));
-    if (api->clock_reasons) {
-      api->clock_reasons_name = name;
-      break;
-    }
-  }
-  if (!api->clock_reasons)
-    missing +=
-        (missing.empty() ? "" : ", ") + std::string("nvmlDeviceGetCurrentClocksEventReasons");
-  if (!missing.empty()) {
-    *why_not = std::string("NVML unavailable: ") + nvml::kLibrary + " lacks " + missing;
+  SymbolBinder binder(*lib);
+  binder.Require(api->init, "nvmlInit_v2");
+  binder.Require(api->shutdown, "nvmlShutdown");
+  binder.Require(api->error_string, "nvmlErrorString");
+  binder.Require(api->handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
+  binder.Require(api->clock_info, "nvmlDeviceGetClockInfo");
+  binder.Require(api->temperature, "nvmlDeviceGetTemperature");
+  binder.Require(api->power_usage, "nvmlDeviceGetPowerUsage");
+  if (const char* found = binder.RequireFirstOf(
+          api->clock_reasons,
+          {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"}))
+    api->clock_reasons_name = found;
+  if (!binder.missing().empty()) {
+    *why_not = std::string("NVML unavailable: ") + nvml::kLibrary + " lacks " + binder.missing();
     return nullptr;
   }
   if (nvml::Return r = api->init(); r != nvml::kSuccess) {
-    *why_not = "NVML unavailable: nvmlInit_v2: " + api->Error(r);
+    *why_not = "NVML unavailable: " + api->Failure("nvmlInit_v2", r);
     return nullptr;
   }
   nvml::Device device = nullptr;
   if (nvml::Return r = api->handle_by_pci_bus_id(pci_bus_id.c_str(), &device);
       r != nvml::kSuccess) {
     *why_not = "NVML: no device with PCI bus id \"" + pci_bus_id +
-               "\": nvmlDeviceGetHandleByPciBusId_v2: " + api->Error(r);
+               "\": " + api->Failure("nvmlDeviceGetHandleByPciBusId_v2", r);
     api->shutdown();
     return nullptr;
   }
@@ -149,7 +136,7 @@ ClockSample NvmlClocks::Sample() {
   auto device = static_cast<nvml::Device>(device_);
   ClockSample s;
   auto failed = [&](const char* call, nvml::Return r) {
-    if (s.error.empty()) s.error = std::string(call) + ": " + api_->Error(r);
+    if (s.error.empty()) s.error = api_->Failure(call, r);
   };
   unsigned int v = 0;
   if (nvml::Return r = api_->clock_info(device, nvml::kClockSm, &v); r == nvml::kSuccess)

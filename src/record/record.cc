@@ -2,54 +2,12 @@
 
 #include <ctime>
 
+#include "common/json_fields.h"
+
 namespace ptxbench {
 
-std::string ToString(Status s) {
-  switch (s) {
-    case Status::kPassed:
-      return "PASSED";
-    case Status::kRejected:
-      return "REJECTED";
-    case Status::kCompileError:
-      return "COMPILE_ERROR";
-    case Status::kRuntimeError:
-      return "RUNTIME_ERROR";
-    case Status::kTimeout:
-      return "TIMEOUT";
-    case Status::kMemoryError:
-      return "MEMORY_ERROR";
-    case Status::kIncorrect:
-      return "INCORRECT";
-    case Status::kRuleViolation:
-      return "RULE_VIOLATION";
-    case Status::kInfraError:
-      return "INFRA_ERROR";
-  }
-  return "?";
-}
-
 std::string UpstreamStatus(Status s, const std::string& /*reason*/) {
-  switch (s) {
-    case Status::kPassed:
-      return "PASSED";
-    case Status::kRejected:
-      return "COMPILE_ERROR";  // upstream rejects at build time
-    case Status::kCompileError:
-      return "COMPILE_ERROR";
-    case Status::kRuntimeError:
-      return "RUNTIME_ERROR";
-    case Status::kTimeout:
-      return "TIMEOUT";
-    case Status::kMemoryError:
-      return "RUNTIME_ERROR";
-    case Status::kIncorrect:  // upstream has one name for wrong, non-finite and unwritten
-      return "INCORRECT_NUMERICAL";
-    case Status::kRuleViolation:
-      return "RUNTIME_ERROR";
-    case Status::kInfraError:
-      return "EVALUATION_ERROR";
-  }
-  return "?";
+  return UpstreamStatusName(s);
 }
 
 std::string ToString(LayerState s) {
@@ -98,12 +56,92 @@ nlohmann::json EvaluationRecord::ToJson() const {
                       {"performance", performance},
                       {"stage_seconds", stages}};
   if (!sandbox.is_null()) j["sandbox"] = sandbox;
+  if (!evaluation_id.empty()) j["evaluation_id"] = evaluation_id;
+  for (const auto& [key, value] : extra.items()) j[key] = value;
   return j;
+}
+
+namespace {
+
+std::vector<std::string> Strings(const nlohmann::json& list) {
+  std::vector<std::string> out;
+  if (!list.is_array()) return out;
+  for (const auto& v : list)
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+// The keys FromJson reads into fields, and those ToJson derives (schema, upstream_status):
+// every other top-level key is kept in `extra`.
+bool KnownKey(const std::string& key) {
+  static const char* const kKnown[] = {
+      "schema",       "ptxbench_version", "ptxbench_commit", "created_at",    "status",
+      "reason",       "upstream_status",  "message",         "task",          "arch",
+      "candidate",    "toolchain",        "screening",       "build",         "correctness",
+      "memcheck",     "instructions",     "performance",     "stage_seconds", "sandbox",
+      "evaluation_id"};
+  for (const char* k : kKnown)
+    if (key == k) return true;
+  return false;
+}
+
+}  // namespace
+
+EvaluationRecord FromJson(const nlohmann::json& j) {
+  EvaluationRecord r;
+  r.status = Status::kUnknown;
+  if (!j.is_object()) return r;
+  r.status = StatusFromString(StrField(j, "status"));
+  using Text = std::pair<const char*, std::string*>;
+  for (auto [key, text] :
+       {Text{"reason", &r.reason}, Text{"message", &r.message}, Text{"arch", &r.arch},
+        Text{"created_at", &r.created_at}, Text{"ptxbench_version", &r.ptxbench_version},
+        Text{"ptxbench_commit", &r.ptxbench_commit}, Text{"evaluation_id", &r.evaluation_id}})
+    *text = StrField(j, key);
+  using Layer = std::pair<const char*, nlohmann::json*>;
+  for (auto [key, layer] : {Layer{"task", &r.task}, Layer{"candidate", &r.candidate},
+                            Layer{"toolchain", &r.toolchain}, Layer{"screening", &r.screening},
+                            Layer{"build", &r.build}, Layer{"correctness", &r.correctness},
+                            Layer{"memcheck", &r.memcheck}, Layer{"instructions", &r.instructions},
+                            Layer{"performance", &r.performance}, Layer{"sandbox", &r.sandbox}})
+    *layer = FieldOrNull(j, key);
+  for (const auto& [stage, seconds] : ObjField(j, "stage_seconds").items())
+    if (seconds.is_number()) r.stage_seconds[stage] = seconds.get<double>();
+  for (const auto& [key, value] : j.items())
+    if (!KnownKey(key)) r.extra[key] = value;
+  return r;
+}
+
+InstructionsView EvaluationRecord::Instructions() const {
+  InstructionsView v;
+  v.verification_text = StrField(instructions, "verification");
+  v.verification = VerificationFromString(v.verification_text);
+  v.arch_tag = StrField(instructions, "arch_tag");
+  // Present but null (not correct): no tag under the paper's rule either.
+  if (FindField(instructions, "upstream_arch_tag"))
+    v.upstream_arch_tag = StrField(instructions, "upstream_arch_tag");
+  v.tensor_core_work_fraction = NumField(instructions, "tensor_core_work_fraction");
+  v.tag_withheld = Strings(FieldOrNull(instructions, "tag_withheld"));
+  v.required_families = Strings(FieldOrNull(instructions, "required_families"));
+  v.message = StrField(instructions, "message");
+  return v;
+}
+
+PerformanceView EvaluationRecord::Performance() const {
+  return {StrField(performance, "state"), StrField(performance, "reason"),
+          NumField(performance, "speedup"), NumField(performance, "tflops")};
+}
+
+BuildView EvaluationRecord::Build() const { return {StrField(build, "shared_object_sha256")}; }
+
+std::optional<double> EvaluationRecord::TotalSeconds() const {
+  auto it = stage_seconds.find("total");
+  return it == stage_seconds.end() ? std::nullopt : std::optional<double>(it->second);
 }
 
 int ExitCodeFor(Status s) {
   if (s == Status::kPassed) return 0;
-  if (s == Status::kInfraError) return 3;
+  if (s == Status::kInfraError || s == Status::kUnknown) return 3;
   return 1;
 }
 

@@ -10,6 +10,8 @@
 
 namespace ptxbench {
 
+struct EvaluationRecord;
+
 // One spent turn of a trajectory (turns lost to infrastructure are not in reports).
 struct TurnRow {
   int turn = 0;  // 1-based
@@ -67,5 +69,16 @@ inline bool TrajectoryFinished(const TrajectoryRow& t) {
 struct Dataset {
   std::vector<TrajectoryRow> trajectories;
 };
+
+// The one builder of a turn row's record columns, whatever the rows come from (run folders, the
+// store, the service): the verification, the tag under both rules and upstream's SASS columns.
+// `row` already has its outcome and evaluation id; `arch` is the trajectory's.
+void AddRecordColumns(const EvaluationRecord& record, const std::string& arch, TurnRow* row);
+
+// A turn row from its record alone, for a source without trajectory files (the service): the
+// outcome by JudgeTurn, the status, reason, speed and evaluation time from the record, then
+// AddRecordColumns.
+TurnRow TurnRowFromRecord(const EvaluationRecord& record, const std::string& arch, int turn,
+                          const std::string& evaluation_id);
 
 }  // namespace ptxbench

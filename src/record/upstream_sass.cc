@@ -1,5 +1,7 @@
 #include "record/upstream_sass.h"
 
+#include "common/json_fields.h"
+
 namespace ptxbench {
 
 using nlohmann::json;
@@ -20,17 +22,20 @@ double Num(const json& obj, const char* family, const char* key) {
 
 }  // namespace
 
-std::vector<std::string> UpstreamSassColumns(const json& instructions,
-                                             const std::string& shared_object_sha256,
+std::vector<std::string> UpstreamSassColumns(const EvaluationRecord& record,
                                              const std::string& arch, bool correct,
                                              const std::string& profile_id) {
   std::vector<std::string> c(14);
+  const json& instructions = record.instructions;
   if (!correct || !instructions.is_object()) return c;
-  const bool hopper = arch == "sm_90a";
-  const std::string tag = hopper ? "H" : arch == "sm_100a" ? "B" : "";
+  const Arch credited = ArchFromString(arch);
+  const bool hopper = credited == Arch::kSm90a;
+  const std::string tag = CreditTag(credited);
+  const std::string shared_object_sha256 = record.Build().shared_object_sha256;
   std::string& status = c[13];
   const json st = instructions.value("static", json::object());
-  if (instructions.value("verification", "") == "not_requested") {
+  if (VerificationFromString(StrField(instructions, "verification")) ==
+      Verification::kNotRequested) {
     status = "not_requested";
     return c;
   }
@@ -42,8 +47,7 @@ std::vector<std::string> UpstreamSassColumns(const json& instructions,
   auto total = [&](const char* f) {
     return totals.is_object() && totals.value(f, json()).is_number() ? totals[f].get<double>() : 0;
   };
-  const double gmma = total("gmma"), tma = total("tma"),
-               tcgen = total("tcgen05") + total("tmem");
+  const double gmma = total("gmma"), tma = total("tma"), tcgen = total("tcgen05") + total("tmem");
   const bool cubin_has = hopper ? gmma + tma > 0 : tcgen > 0;
   c[0] = cubin_has ? tag : "";
   c[1] = Count(gmma);

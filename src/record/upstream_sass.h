@@ -4,17 +4,17 @@
 // true predicate confirms it. The results store keeps them per turn and the report writes them.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "record/record.h"
 
 namespace ptxbench {
 
 // The 14 SASS columns of one turn from its record's `instructions` layer and the shared
-// object's sha256; all blank but the status for a turn that is not correct ("").
+// object's sha256; all blank for a turn that is not correct or has no instructions layer.
 // profile_id (the evaluation's id) fills sass_profile_task_id where the profiler ran.
-std::vector<std::string> UpstreamSassColumns(const nlohmann::json& instructions,
-                                             const std::string& shared_object_sha256,
+std::vector<std::string> UpstreamSassColumns(const EvaluationRecord& record,
                                              const std::string& arch, bool correct,
                                              const std::string& profile_id);
 

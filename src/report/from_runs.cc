@@ -6,6 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_fields.h"
+#include "record/record.h"
+#include "record/report_rows.h"
 #include "record/upstream_sass.h"
 
 namespace ptxbench {
@@ -13,10 +16,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
 
 void LoadRun(const fs::path& run, RunFolderLoad* out) {
   json info = json::parse(ReadFile((run / "run.json").string()), nullptr, false);
@@ -40,31 +39,29 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
     TrajectoryRow row;
     row.run_id = run.filename().string();
     row.run_dir = run.string();
-    row.id = Str(ti, "id");
-    row.model = Str(model, "name");
-    row.provider = Str(model, "provider");
-    row.task = Str(ti, "task");
-    row.workload = Str(ti, "workload");
-    row.arch = Str(info, "arch");
-    row.pack = Str(info, "pack");
+    row.id = StrField(ti, "id");
+    row.model = StrField(model, "name");
+    row.provider = StrField(model, "provider");
+    row.task = StrField(ti, "task");
+    row.workload = StrField(ti, "workload");
+    row.arch = StrField(info, "arch");
+    row.pack = StrField(info, "pack");
     const json pack_info = info.value("pack_info", json::object());
-    if (pack_info.is_object() && pack_info.contains("hardware_verified") &&
-        pack_info["hardware_verified"].is_boolean())
-      row.pack_hardware_verified = pack_info["hardware_verified"].get<bool>();
+    row.pack_hardware_verified = BoolField(pack_info, "hardware_verified");
     row.index = ti.value("index", 0);
-    row.exit_status = Str(ti, "exit_status");
+    row.exit_status = StrField(ti, "exit_status");
     for (const json& u : ti["turns"]) {
       if (!u.value("spent", true)) continue;
       TurnRow r;
       r.turn = u.value("turn", 0);
-      r.outcome = Str(u, "outcome");
-      r.status = Str(u, "status");
-      r.reason = Str(u, "reason");
-      if (u.contains("speedup") && u["speedup"].is_number()) r.speedup = u["speedup"].get<double>();
-      if (u.contains("tflops") && u["tflops"].is_number()) r.tflops = u["tflops"].get<double>();
-      r.evaluation_id = Str(u, "evaluation_id");
-      r.kernel_file = Str(u, "kernel_file");
-      r.evaluation_file = Str(u, "evaluation_file");
+      r.outcome = StrField(u, "outcome");
+      r.status = StrField(u, "status");
+      r.reason = StrField(u, "reason");
+      r.speedup = NumField(u, "speedup");
+      r.tflops = NumField(u, "tflops");
+      r.evaluation_id = StrField(u, "evaluation_id");
+      r.kernel_file = StrField(u, "kernel_file");
+      r.evaluation_file = StrField(u, "evaluation_file");
       const json usage = u.value("usage", json::object());
       r.prompt_tokens = usage.value("prompt_tokens", int64_t{0});
       r.completion_tokens = usage.value("completion_tokens", int64_t{0});
@@ -73,15 +70,7 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
       r.evaluation_seconds = u.value("evaluation_seconds", 0.0);
       if (!r.evaluation_file.empty() && FileExists((run / r.evaluation_file).string())) {
         json rec = json::parse(ReadFile((run / r.evaluation_file).string()), nullptr, false);
-        const json ins = rec.is_object() ? rec.value("instructions", json::object()) : json();
-        r.verification = Str(ins, "verification");
-        r.arch_tag = Str(ins, "arch_tag");
-        // Absent from records written before the paper's tag was kept: arch_tag stands for it.
-        if (ins.is_object() && ins.contains("upstream_arch_tag"))
-          r.upstream_arch_tag = Str(ins, "upstream_arch_tag");
-        const json build = rec.is_object() ? rec.value("build", json::object()) : json();
-        r.upstream_sass = UpstreamSassColumns(ins, Str(build, "shared_object_sha256"), row.arch,
-                                              r.Correct(), r.evaluation_id);
+        AddRecordColumns(FromJson(rec), row.arch, &r);
       }
       row.turns.push_back(r);
     }

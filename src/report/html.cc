@@ -14,7 +14,9 @@
 #include "report/tables.h"
 
 #include "common/files.h"
+#include "common/json_fields.h"
 #include "common/strings.h"
+#include "record/record.h"
 
 namespace ptxbench {
 namespace {
@@ -122,11 +124,6 @@ std::optional<std::string> ReadRunFile(const TrajectoryRow& t, const std::string
   }
 }
 
-const json& Field(const json& j, const char* key) {
-  static const json kNull;
-  return j.is_object() && j.contains(key) ? j[key] : kNull;
-}
-
 std::string JsonText(const json& j) {
   if (j.is_string()) return j.get<std::string>();
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -147,7 +144,7 @@ class Page {
   void Outcomes(const std::string& gid, const GroupMetrics& g);
   void Evidence(const std::string& gid, const std::vector<const TrajectoryRow*>& trs);
   void Kernels(const std::string& gid, const std::vector<const TrajectoryRow*>& trs);
-  void Sass(const json& record);
+  void Sass(const EvaluationRecord& record);
 
   const HtmlOptions& opt_;
   std::string out_;
@@ -443,48 +440,50 @@ void Page::Evidence(const std::string& gid, const std::vector<const TrajectoryRo
   out_ += "</tbody></table>\n";
 }
 
-void Page::Sass(const json& record) {
-  const json& ins = Field(record, "instructions");
-  const json& st = Field(ins, "static");
+void Page::Sass(const EvaluationRecord& record) {
+  const json& ins = record.instructions;
+  const json& st = FieldOrNull(ins, "static");
   out_ += "<div class=\"sass\">";
   if (!st.is_object()) {
     out_ += "<p>No SASS inspection in the record.</p></div>\n";
     return;
   }
-  out_ += "<p>SASS inspection: " + HtmlEscape(JsonText(Field(st, "state"))) +
-          (Field(st, "message").is_string() && !Field(st, "message").get<std::string>().empty()
-               ? " — " + HtmlEscape(JsonText(Field(st, "message")))
+  out_ += "<p>SASS inspection: " + HtmlEscape(JsonText(FieldOrNull(st, "state"))) +
+          (FieldOrNull(st, "message").is_string() &&
+                   !FieldOrNull(st, "message").get<std::string>().empty()
+               ? " — " + HtmlEscape(JsonText(FieldOrNull(st, "message")))
                : "") +
-          (Field(ins, "required_families").is_array()
-               ? "; required: " + HtmlEscape(JsonText(Field(ins, "required_families")))
+          (FieldOrNull(ins, "required_families").is_array()
+               ? "; required: " + HtmlEscape(JsonText(FieldOrNull(ins, "required_families")))
                : "") +
           "</p>\n";
-  const json& totals = Field(st, "totals");
+  const json& totals = FieldOrNull(st, "totals");
   if (totals.is_object()) {
     out_ +=
         "<table class=\"families\"><thead><tr><th>family</th><th>static count</th>"
         "<th>executed (true predicate)</th></tr></thead><tbody>\n";
-    const json& dyn = Field(Field(ins, "dynamic"), "families");
+    const json& dyn = FieldOrNull(FieldOrNull(ins, "dynamic"), "families");
     for (const auto& [name, n] : totals.items()) {
-      const json& e = Field(dyn, name.c_str());
-      out_ += "<tr" + Attr("data-family", name) + "><td>" + HtmlEscape(name) +
-              "</td><td data-field=\"static\"" + Attr("data-value", JsonText(n)) + ">" +
-              HtmlEscape(JsonText(n)) + "</td><td>" +
-              (e.is_object() ? HtmlEscape(JsonText(Field(e, "thread_executions_true"))) : "—") +
-              "</td></tr>\n";
+      const json& e = FieldOrNull(dyn, name.c_str());
+      out_ +=
+          "<tr" + Attr("data-family", name) + "><td>" + HtmlEscape(name) +
+          "</td><td data-field=\"static\"" + Attr("data-value", JsonText(n)) + ">" +
+          HtmlEscape(JsonText(n)) + "</td><td>" +
+          (e.is_object() ? HtmlEscape(JsonText(FieldOrNull(e, "thread_executions_true"))) : "—") +
+          "</td></tr>\n";
     }
     out_ += "</tbody></table>\n";
   }
-  const json& fns = Field(st, "functions");
+  const json& fns = FieldOrNull(st, "functions");
   if (fns.is_array())
     for (const json& f : fns) {
-      out_ += "<p class=\"function\">" + HtmlEscape(JsonText(Field(f, "demangled"))) + " (" +
-              HtmlEscape(JsonText(Field(f, "instructions"))) + " instructions";
-      if (Field(f, "families").is_object())
-        for (const auto& [name, n] : Field(f, "families").items())
+      out_ += "<p class=\"function\">" + HtmlEscape(JsonText(FieldOrNull(f, "demangled"))) + " (" +
+              HtmlEscape(JsonText(FieldOrNull(f, "instructions"))) + " instructions";
+      if (FieldOrNull(f, "families").is_object())
+        for (const auto& [name, n] : FieldOrNull(f, "families").items())
           out_ += ", " + HtmlEscape(name) + " " + HtmlEscape(JsonText(n));
       out_ += ")</p>\n";
-      const json& ev = Field(f, "evidence");
+      const json& ev = FieldOrNull(f, "evidence");
       if (ev.is_array() && !ev.empty()) {
         out_ += "<pre class=\"evidence-lines\">";
         size_t shown = 0;
@@ -498,7 +497,7 @@ void Page::Sass(const json& record) {
         out_ += "</pre>\n";
       }
     }
-  const json& dev = Field(Field(ins, "dynamic"), "evidence");
+  const json& dev = FieldOrNull(FieldOrNull(ins, "dynamic"), "evidence");
   if (dev.is_array() && !dev.empty()) {
     out_ += "<p>Run-time evidence:</p><pre class=\"evidence-lines\">";
     for (const json& line : dev) out_ += HtmlEscape(JsonText(line)) + "\n";
@@ -546,7 +545,7 @@ void Page::Kernels(const std::string& gid, const std::vector<const TrajectoryRow
         if (j.is_discarded())
           out_ += "<p class=\"note\">The record is not JSON.</p>\n";
         else
-          Sass(j);
+          Sass(FromJson(j));
         out_ += "<h4>Evaluation record (" + HtmlEscape(r.evaluation_file) +
                 ")</h4><pre class=\"record\">" + HtmlEscape(pretty) + "</pre>\n";
         if (long_record)

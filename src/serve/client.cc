@@ -1,16 +1,14 @@
 #include "serve/client.h"
 
-#include <curl/curl.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/http_client.h"
 
 namespace ptxbench {
 
@@ -18,62 +16,28 @@ using nlohmann::json;
 
 namespace {
 
-struct HttpReply {
-  long status = 0;
-  std::string body;
-};
-
-size_t Collect(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-// One request; throws EnvironmentError when no HTTP answer came back.
-HttpReply Request(const std::string& url, const std::string& token, const std::string* post_body,
-                  double timeout_s) {
-  InitCurlOnce();
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> c(curl_easy_init(), curl_easy_cleanup);
-  if (!c) throw EnvironmentError("libcurl could not make a handle");
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  headers = curl_slist_append(headers, "Expect:");
-  std::string auth;
-  if (!token.empty()) {
-    auth = "Authorization: Bearer " + token;
-    headers = curl_slist_append(headers, auth.c_str());
-  }
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> guard(headers, curl_slist_free_all);
-  HttpReply r;
-  char err[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c.get(), CURLOPT_HTTPHEADER, headers);
+// One request to the service; throws EnvironmentError when no HTTP answer came back. The
+// token goes only into the Authorization header.
+HttpResponse Request(const std::string& url, const std::string& token, const std::string* post_body,
+                     double timeout_s) {
+  HttpRequest request;
+  request.url = url;
+  request.headers = {"Content-Type: application/json"};
+  if (!token.empty()) request.headers.push_back("Authorization: Bearer " + token);
   if (post_body) {
-    curl_easy_setopt(c.get(), CURLOPT_POST, 1L);
-    curl_easy_setopt(c.get(), CURLOPT_POSTFIELDS, post_body->data());
-    curl_easy_setopt(c.get(), CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(post_body->size()));
+    request.method = HttpMethod::kPost;
+    request.body = *post_body;
   }
-  curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, Collect);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &r.body);
-  curl_easy_setopt(c.get(), CURLOPT_ERRORBUFFER, err);
-  curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s * 1000));
-  curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-  curl_easy_setopt(c.get(), CURLOPT_USERAGENT, "ptxbench/" PTXBENCH_VERSION);
-  CURLcode rc = curl_easy_perform(c.get());
-  if (rc != CURLE_OK)
-    throw EnvironmentError("the evaluator at " + url + " did not answer: " +
-                           (err[0] ? std::string(err) : curl_easy_strerror(rc)));
-  curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &r.status);
+  request.timeout_ms = static_cast<long>(timeout_s * 1000);
+  request.connect_timeout_ms = 10000;
+  HttpResponse r = SendHttpRequest(request);
+  if (r.transfer != HttpResponse::Transfer::kComplete)
+    throw EnvironmentError("the evaluator at " + url + " did not answer: " + r.error);
   return r;
 }
 
 // The server's one-line message of an error reply.
-std::string ErrorOf(const HttpReply& r) {
+std::string ErrorOf(const HttpResponse& r) {
   try {
     json j = json::parse(r.body);
     if (j.is_object() && j.contains("error") && j["error"].is_string()) return j["error"];
@@ -82,7 +46,7 @@ std::string ErrorOf(const HttpReply& r) {
   return "HTTP " + std::to_string(r.status);
 }
 
-json ParseOrThrow(const HttpReply& r, const std::string& what) {
+json ParseOrThrow(const HttpResponse& r, const std::string& what) {
   try {
     return json::parse(r.body);
   } catch (const json::exception& e) {
@@ -107,7 +71,7 @@ std::string EvaluationClient::Submit(const std::string& task, const std::string&
   if (!workload.empty()) body["workload"] = workload;
   if (tag.is_object() && !tag.empty()) body["tag"] = tag;
   std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  HttpReply r = Request(o_.url + "/v1/evaluations", o_.token, &text, 60);
+  HttpResponse r = Request(o_.url + "/v1/evaluations", o_.token, &text, 60);
   if (r.status >= 400 && r.status < 500)
     throw InputError("the evaluator refused the submission: " + ErrorOf(r));
   if (r.status != 202) throw EnvironmentError("the evaluator failed the submission: " + ErrorOf(r));
@@ -124,7 +88,7 @@ json EvaluationClient::Wait(const std::string& id) const {
     std::snprintf(wait, sizeof wait, "%.3f", o_.poll_s);
     // A server at its connection cap closes new connections as they arrive; a poll changes
     // nothing, so it is asked again (a few times, a second apart) before giving up.
-    HttpReply r;
+    HttpResponse r;
     for (int failed = 0;; ++failed) {
       try {
         r = Request(o_.url + "/v1/evaluations/" + id + "?wait=" + wait, o_.token, nullptr,
@@ -150,7 +114,7 @@ json EvaluationClient::Wait(const std::string& id) const {
 }
 
 json EvaluationClient::Get(const std::string& path) const {
-  HttpReply r = Request(o_.url + path, o_.token, nullptr, 60);
+  HttpResponse r = Request(o_.url + path, o_.token, nullptr, 60);
   if (r.status != 200) throw EnvironmentError("GET " + path + ": " + ErrorOf(r));
   return ParseOrThrow(r, path);
 }

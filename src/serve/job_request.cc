@@ -2,11 +2,10 @@
 
 #include <set>
 
-#include "compile/nvcc.h"
 #include "common/error.h"
 #include "common/source_policy.h"
 #include "common/strings.h"
-#include "run/memcheck.h"
+#include "compile/nvcc.h"
 
 namespace ptxbench {
 
@@ -19,85 +18,12 @@ const std::set<std::string> kTopFields = {"task", "workload", "arch", "source", 
 // EvaluationTag); the service keeps it with the job and reports group by it. Strings and
 // integers only, and small: it is metadata, not a second source.
 constexpr size_t kMaxTagBytes = 4096;
-const std::set<std::string> kOptions = {"trials",     "seed",          "sanitize", "timeout",
-                                        "timing",     "timing_budget", "verify",   "warmup",
-                                        "iterations", "tolerance",     "baseline"};
-
-std::string Known(const std::set<std::string>& names) {
-  std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
 
 const json& Need(const json& j, const char* key, json::value_t type, const char* what) {
   auto it = j.find(key);
   if (it == j.end()) throw InputError(std::string("\"") + key + "\" is required (" + what + ")");
   if (it->type() != type) throw InputError(std::string("\"") + key + "\" must be " + what);
   return *it;
-}
-
-int64_t IntOption(const json& o, const char* key, int64_t lo, int64_t hi) {
-  const json& v = o.at(key);
-  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    throw InputError(std::string("options.") + key + " must be an integer between " +
-                     std::to_string(lo) + " and " + std::to_string(hi));
-  return v.get<int64_t>();
-}
-
-bool BoolOption(const json& o, const char* key) {
-  const json& v = o.at(key);
-  if (!v.is_boolean()) throw InputError(std::string("options.") + key + " must be true or false");
-  return v.get<bool>();
-}
-
-// Applies the options to `req`, checking each (also at the door, on a scratch request).
-void ApplyOptions(const json& o, EvalRequest* req) {
-  if (!o.is_object()) throw InputError("\"options\" must be an object");
-  for (const auto& [k, v] : o.items())
-    if (!kOptions.count(k))
-      throw InputError("unknown option \"" + ValidUtf8(Truncate(k, 64)) +
-                       "\" (known: " + Known(kOptions) + ")");
-  if (o.contains("trials")) req->trials = static_cast<int>(IntOption(o, "trials", 1, 100));
-  if (o.contains("seed")) {
-    const json& v = o.at("seed");
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-      throw InputError("options.seed must be a non-negative integer");
-    req->seed = v.get<uint64_t>();
-  }
-  try {
-    if (o.contains("sanitize")) {
-      if (!o["sanitize"].is_string())
-        throw InputError("options.sanitize must be always, on-failure or never");
-      req->sanitize = ParseSanitizeMode(o["sanitize"].get<std::string>());
-    }
-    if (o.contains("tolerance")) {
-      if (!o["tolerance"].is_string())
-        throw InputError("options.tolerance must be published or allclose");
-      req->tolerance_rule = ParseToleranceRule(o["tolerance"].get<std::string>());
-    }
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInput) throw;
-    throw InputError(std::string("options: ") + e.what());
-  }
-  if (o.contains("baseline")) {
-    const json& v = o["baseline"];
-    std::optional<AttentionBaseline> b =
-        v.is_string() ? ParseAttentionBaseline(v.get<std::string>()) : std::nullopt;
-    if (!b) throw InputError("options.baseline must be flashinfer or cudnn");
-    req->attention_baseline = *b;
-  }
-  if (o.contains("timeout")) req->timeout = std::chrono::seconds(IntOption(o, "timeout", 1, 3600));
-  if (o.contains("timing")) req->timing = BoolOption(o, "timing");
-  if (o.contains("verify")) req->verify = BoolOption(o, "verify");
-  if (o.contains("warmup")) req->warmup = static_cast<int>(IntOption(o, "warmup", 0, 10000));
-  if (o.contains("iterations"))
-    req->iterations = static_cast<int>(IntOption(o, "iterations", 1, 100000));
-  if (o.contains("timing_budget")) {
-    const json& v = o["timing_budget"];
-    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 3600)
-      throw InputError("options.timing_budget must be a number of seconds between 0 and 3600");
-    req->timing_budget_s = v.get<double>();
-  }
 }
 
 // The definition and workload a request names (InputError naming them otherwise).
@@ -131,7 +57,7 @@ json NormalizeJobRequest(const json& body, const Catalog& catalog) {
   for (const auto& [k, v] : body.items())
     if (!kTopFields.count(k))
       throw InputError("unknown field \"" + ValidUtf8(Truncate(k, 64)) +
-                       "\" (known: " + Known(kTopFields) + ")");
+                       "\" (known: " + Join({kTopFields.begin(), kTopFields.end()}) + ")");
   const std::string& source =
       Need(body, "source", json::value_t::string, "the kernel's CUDA source as a string")
           .get_ref<const std::string&>();
@@ -151,8 +77,8 @@ json NormalizeJobRequest(const json& body, const Catalog& catalog) {
     throw InputError(std::string("arch: ") + e.what());
   }
   json options = body.value("options", json::object());
-  EvalRequest scratch;
-  ApplyOptions(options, &scratch);
+  EvaluationOptions checked;
+  ApplyEvaluationOptionsJson(options, &checked);
   json normalized = {{"task", def->name},
                      {"workload", wl->id},
                      {"arch", arch},
@@ -180,7 +106,7 @@ EvalRequest EvalRequestForJob(const json& request, const Catalog& catalog,
   req.kernel_path = kernel_path;
   req.arch = request.value("arch", "sm_90a");
   RequireSupportedArch(req.arch);
-  ApplyOptions(request.value("options", json::object()), &req);
+  ApplyEvaluationOptionsJson(request.value("options", json::object()), &req.options);
   return req;
 }
 

@@ -5,9 +5,8 @@
 //    "workload": "M=2379",                optional: an id or axis values (default: headline)
 //    "arch": "sm_90a",                    optional
 //    "source": "…the .cu file…",          required, at most the server's limit
-//    "options": {"trials": 3, "seed": 20260001, "sanitize": "always", "timeout": 60,
-//                "timing": true, "timing_budget": 8, "verify": true, "warmup": 10,
-//                "iterations": 50, "tolerance": "published"}}   optional, each as in `eval`
+//    "options": {"trials": 3, "sanitize": "always", …}}   optional: the JSON form of
+//                                         evaluate/evaluation_options.h, each as in `eval`
 #pragma once
 
 #include <string>

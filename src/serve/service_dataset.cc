@@ -6,21 +6,14 @@
 #include <utility>
 
 #include "agent/trajectory.h"
+#include "common/json_fields.h"
+#include "record/record.h"
+#include "record/report_rows.h"
 #include "record/upstream_sass.h"
 
 namespace ptxbench {
-namespace {
 
 using nlohmann::json;
-
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-int Int(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_number_integer() ? j[key].get<int>() : 0;
-}
-
-}  // namespace
 
 ServiceDatasetLoad DatasetFromServiceJobs(const std::vector<FinishedJob>& jobs) {
   ServiceDatasetLoad out;
@@ -30,51 +23,33 @@ ServiceDatasetLoad DatasetFromServiceJobs(const std::vector<FinishedJob>& jobs) 
   for (const FinishedJob& j : jobs) {
     ++out.evaluations;
     const json& tag = j.tag;
-    std::string trajectory = Str(tag, "trajectory");
-    int turn = Int(tag, "turn");
+    std::string trajectory = StrField(tag, "trajectory");
+    int turn = static_cast<int>(IntField(tag, "turn"));
     if (trajectory.empty() || turn < 1 || !j.record.is_object()) {
       ++out.untagged;
       continue;
     }
-    std::string outcome = OutcomeOf(j.record);
-    if (outcome == "infra") continue;  // not the model's turn, as in the clients' own files
-    std::string run = Str(tag, "run");
-    std::string started = Str(tag, "started_at");
+    const EvaluationRecord record = FromJson(j.record);
+    const std::string arch = StrField(tag, "arch");
+    TurnRow r = TurnRowFromRecord(record, arch, turn, StrField(tag, "evaluation_id"));
+    if (r.outcome == "infra") continue;  // not the model's turn, as in the clients' own files
+    std::string run = StrField(tag, "run");
+    std::string started = StrField(tag, "started_at");
     auto key = std::make_pair(started.empty() ? run : run + "@" + started, trajectory);
     TrajectoryRow& row = rows[key];
     if (row.id.empty()) {
       row.run_id = key.first;
       row.id = trajectory;
-      row.model = Str(tag, "model");
-      row.provider = Str(tag, "provider");
-      row.task = Str(tag, "task");
-      row.workload = Str(tag, "workload");
-      row.arch = Str(tag, "arch");
-      row.pack = Str(tag, "pack");
-      row.index = Int(tag, "index");
+      row.model = StrField(tag, "model");
+      row.provider = StrField(tag, "provider");
+      row.task = StrField(tag, "task");
+      row.workload = StrField(tag, "workload");
+      row.arch = arch;
+      row.pack = StrField(tag, "pack");
+      row.index = IntField(tag, "index");
       // The database does not see the end of a trajectory; the report counts it as finished.
       row.exit_status = "unknown (service)";
     }
-    TurnRow r;
-    r.turn = turn;
-    r.outcome = outcome;
-    r.status = Str(j.record, "status");
-    r.reason = Str(j.record, "reason");
-    const json perf = j.record.value("performance", json::object());
-    if (perf.is_object() && perf.contains("speedup") && perf["speedup"].is_number())
-      r.speedup = perf["speedup"].get<double>();
-    if (perf.is_object() && perf.contains("tflops") && perf["tflops"].is_number())
-      r.tflops = perf["tflops"].get<double>();
-    const json ins = j.record.value("instructions", json::object());
-    r.verification = Str(ins, "verification");
-    r.arch_tag = Str(ins, "arch_tag");
-    r.evaluation_id = Str(tag, "evaluation_id");
-    const json build = j.record.value("build", json::object());
-    r.upstream_sass = UpstreamSassColumns(ins, Str(build, "shared_object_sha256"), row.arch,
-                                          r.Correct(), r.evaluation_id);
-    const json stages = j.record.value("stage_seconds", json::object());
-    if (stages.is_object() && stages.contains("total") && stages["total"].is_number())
-      r.evaluation_seconds = stages["total"].get<double>();
     auto [it, fresh] = turns[key].insert_or_assign(turn, r);
     if (!fresh) ++out.repeated;
   }

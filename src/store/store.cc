@@ -9,8 +9,10 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/json_fields.h"
 #include "common/sha256.h"
-#include "record/upstream_sass.h"
+#include "record/record.h"
+#include "record/report_rows.h"
 #include "store/sqlite_util.h"
 
 namespace ptxbench {
@@ -229,36 +231,15 @@ void SetWalMode(sqlite3* db, const std::string& path) {
   }
 }
 
-// --- reading JSON leniently: optional fields of the wrong type count as missing ---
+// JSON is read leniently (common/json_fields.h): optional fields of the wrong type count as
+// missing.
 
-const json* Field(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
-std::string Str(const json& j, const char* key) {
-  const json* f = Field(j, key);
-  return f && f->is_string() ? f->get<std::string>() : std::string();
-}
-std::optional<double> Num(const json& j, const char* key) {
-  const json* f = Field(j, key);
-  return f && f->is_number() ? std::optional<double>(f->get<double>()) : std::nullopt;
-}
-int64_t Int(const json& j, const char* key) {
-  const json* f = Field(j, key);
-  return f && f->is_number() ? f->get<int64_t>() : 0;
-}
-const json& Obj(const json& j, const char* key) {
-  static const json empty = json::object();
-  const json* f = Field(j, key);
-  return f && f->is_object() ? *f : empty;
-}
 // JSON text for a column; invalid UTF-8 (model output) is replaced rather than refused.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 std::string DumpOrEmpty(const json* j) { return j && !j->is_null() ? Dump(*j) : std::string(); }
 
 const std::string& RequireStr(const json& j, const char* key, const std::string& what) {
-  const json* f = Field(j, key);
+  const json* f = FindField(j, key);
   if (!f || !f->is_string())
     throw InputError(what + ": \"" + key + "\" is missing or not a string");
   return f->get_ref<const std::string&>();
@@ -276,29 +257,29 @@ EvaluationColumns ReadEvaluation(const json& r, const std::string& id) {
   std::string what = "evaluation " + id;
   if (!r.is_object()) throw InputError(what + ": not a JSON object");
   EvaluationColumns c;
+  // The envelope is checked as written (the status column keeps a status this version does
+  // not know); the rest is read through the record's typed API.
   c.status = RequireStr(r, "status", what);
-  c.schema = Str(r, "schema");
+  c.schema = StrField(r, "schema");
   if (!c.schema.empty() && c.schema.rfind("ptxbench.evaluation/", 0) != 0)
     throw InputError(what + ": schema \"" + c.schema + "\" is not ptxbench.evaluation/N");
-  const json& task = Obj(r, "task");
-  c.task = Str(task, "definition");
-  c.workload_id = Str(task, "workload_id");
-  c.arch = Str(r, "arch");
-  c.reason = Str(r, "reason");  // null when there is none
-  const json& ins = Obj(r, "instructions");
-  c.verification = Str(ins, "verification");
-  c.arch_tag = Str(ins, "arch_tag");
-  // A record from before the paper's tag was kept: its arch_tag was given under that rule.
-  c.upstream_arch_tag =
-      Field(ins, "upstream_arch_tag") ? Str(ins, "upstream_arch_tag") : c.arch_tag;
-  const json& perf = Obj(r, "performance");
-  c.speedup = Num(perf, "speedup");
-  c.tflops = Num(perf, "tflops");
-  c.sha256 = Str(Obj(r, "candidate"), "sha256");
-  c.created_at = Str(r, "created_at");
-  const json& tc = Obj(r, "toolchain");
-  c.gpu_name = Str(Obj(tc, "gpu"), "name");
-  if (!tc.empty()) c.toolchain = Dump(tc);
+  const EvaluationRecord record = FromJson(r);
+  c.task = StrField(record.task, "definition");
+  c.workload_id = StrField(record.task, "workload_id");
+  c.arch = record.arch;
+  c.reason = record.reason;  // null when there is none
+  const InstructionsView ins = record.Instructions();
+  c.verification = ins.verification_text;
+  c.arch_tag = ins.arch_tag;
+  c.upstream_arch_tag = ins.UpstreamArchTag();
+  const PerformanceView perf = record.Performance();
+  c.speedup = perf.speedup;
+  c.tflops = perf.tflops;
+  c.sha256 = StrField(record.candidate, "sha256");
+  c.created_at = record.created_at;
+  const json& tc = record.toolchain;
+  c.gpu_name = StrField(ObjField(tc, "gpu"), "name");
+  if (tc.is_object() && !tc.empty()) c.toolchain = Dump(tc);
   return c;
 }
 
@@ -461,7 +442,7 @@ std::string ResultsStore::EvaluationKey(const std::string& run_id,
 
 std::string ResultsStore::PutRun(const json& run, const std::string& run_dir) {
   if (!run.is_object()) throw InputError("run.json in " + run_dir + ": not a JSON object");
-  std::string schema = Str(run, "schema");
+  std::string schema = StrField(run, "schema");
   if (!schema.empty() && schema.rfind("ptxbench.run/", 0) != 0)
     throw InputError("run.json in " + run_dir + ": schema \"" + schema +
                      "\" is not ptxbench.run/N");
@@ -472,26 +453,27 @@ std::string ResultsStore::PutRun(const json& run, const std::string& run_dir) {
   std::string name = fs::path(dir_text).filename().string();
   if (name.empty() || name == "/") name = "run";
 
-  const json& model = Obj(run, "model");
-  const json& pack_info = Obj(run, "pack_info");
-  std::string pack = Str(pack_info, "variant");
-  if (pack.empty()) pack = Str(run, "pack");
-  std::string git = Str(run, "git_commit");
-  if (git.empty()) git = Str(Obj(run, "git"), "commit");
-  const json& toolchain = Obj(run, "toolchain");
-  std::string gpu = Str(run, "gpu");
-  if (gpu.empty()) gpu = Str(Obj(run, "gpu"), "name");
-  if (gpu.empty()) gpu = Str(Obj(toolchain, "gpu"), "name");
-  std::string started = Str(run, "started_at");
+  const json& model = ObjField(run, "model");
+  const json& pack_info = ObjField(run, "pack_info");
+  std::string pack = StrField(pack_info, "variant");
+  if (pack.empty()) pack = StrField(run, "pack");
+  std::string git = StrField(run, "git_commit");
+  if (git.empty()) git = StrField(ObjField(run, "git"), "commit");
+  const json& toolchain = ObjField(run, "toolchain");
+  std::string gpu = StrField(run, "gpu");
+  if (gpu.empty()) gpu = StrField(ObjField(run, "gpu"), "name");
+  if (gpu.empty()) gpu = StrField(ObjField(toolchain, "gpu"), "name");
+  std::string started = StrField(run, "started_at");
 
   // A run is the same run when it started at the same time in a folder of the same name with
   // the same model and tasks: all of that survives --resume (which rewrites the options) and
   // a move of the folder, and two runs that differ in it are different runs.
   // A stand-in run.json (import.h) has no started_at: its folder and content tell it apart.
-  std::string key = started.empty() ? "dir:" + dir_text + "\n" + Dump(run)
-                                    : Sha256Hex(started + "\n" + name + "\n" + Str(model, "name") +
-                                                "\n" + Str(model, "model") + "\n" +
-                                                Dump(run.value("tasks", json::array())));
+  std::string key =
+      started.empty()
+          ? "dir:" + dir_text + "\n" + Dump(run)
+          : Sha256Hex(started + "\n" + name + "\n" + StrField(model, "name") + "\n" +
+                      StrField(model, "model") + "\n" + Dump(run.value("tasks", json::array())));
 
   std::lock_guard<std::mutex> lock(write_mu_);
   Transaction txn(writer_, path_);
@@ -525,16 +507,16 @@ std::string ResultsStore::PutRun(const json& run, const std::string& run_dir) {
                            "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,") +
                    kNow + ")");
   s.Text(1, id);
-  s.Text(2, Str(model, "name"));
-  s.Text(3, Str(model, "provider"));
-  s.Text(4, Str(model, "model"));
-  s.Text(5, Str(model, "base_url"));
-  s.TextOrNull(6, DumpOrEmpty(Field(model, "sampling")));
-  s.TextOrNull(7, DumpOrEmpty(Field(model, "reasoning")));
+  s.Text(2, StrField(model, "name"));
+  s.Text(3, StrField(model, "provider"));
+  s.Text(4, StrField(model, "model"));
+  s.Text(5, StrField(model, "base_url"));
+  s.TextOrNull(6, DumpOrEmpty(FindField(model, "sampling")));
+  s.TextOrNull(7, DumpOrEmpty(FindField(model, "reasoning")));
   s.Text(8, pack);
-  s.Text(9, Str(pack_info, "sha256"));
-  s.Text(10, Str(run, "arch"));
-  s.Text(11, Str(run, "ptxbench_version"));
+  s.Text(9, StrField(pack_info, "sha256"));
+  s.Text(10, StrField(run, "arch"));
+  s.Text(11, StrField(run, "ptxbench_version"));
   s.TextOrNull(12, git);
   s.TextOrNull(13, gpu);
   s.TextOrNull(14, toolchain.empty() ? std::string() : Dump(toolchain));
@@ -552,17 +534,17 @@ void ResultsStore::PutTrajectory(const std::string& run_id, const json& traj,
   // What the trajectory must have (as TrajectoryFromJson requires), checked before anything
   // is written; a malformed turn found later still rolls everything back.
   if (!traj.is_object()) throw InputError("trajectory: not a JSON object");
-  const json* info_p = Field(traj, "info");
+  const json* info_p = FindField(traj, "info");
   if (!info_p || !info_p->is_object()) throw InputError("trajectory: no \"info\" object");
   const json& info = *info_p;
   const std::string& id = RequireStr(info, "id", "trajectory");
   std::string what = "trajectory " + id;
   const std::string& task = RequireStr(info, "task", what);
   const std::string& exit_status = RequireStr(info, "exit_status", what);
-  std::string format = Str(info, "ptxbench");
+  std::string format = StrField(info, "ptxbench");
   if (!format.empty() && format.rfind("ptxbench.trajectory/", 0) != 0)
     throw InputError(what + ": format \"" + format + "\" is not ptxbench.trajectory/N");
-  const json* turns = Field(info, "turns");
+  const json* turns = FindField(info, "turns");
   if (!turns || !turns->is_array()) throw InputError(what + ": no \"turns\" array");
 
   std::lock_guard<std::mutex> lock(write_mu_);
@@ -577,8 +559,8 @@ void ResultsStore::PutTrajectory(const std::string& run_id, const json& traj,
   for (const StoredEvaluation& e : evaluations) {
     UpsertEvaluation(upsert, e.record, e.id, run_id);
     if (gpu.empty()) {
-      const json& tc = Obj(e.record, "toolchain");
-      gpu = Str(Obj(tc, "gpu"), "name");
+      const json& tc = ObjField(e.record, "toolchain");
+      gpu = StrField(ObjField(tc, "gpu"), "name");
       if (!gpu.empty()) toolchain = Dump(tc);
     }
   }
@@ -605,12 +587,12 @@ void ResultsStore::PutTrajectory(const std::string& run_id, const json& traj,
     s.Text(1, run_id);
     s.Text(2, id);
     s.Text(3, task);
-    s.Text(4, Str(info, "workload"));
-    s.Int(5, Int(info, "index"));
+    s.Text(4, StrField(info, "workload"));
+    s.Int(5, IntField(info, "index"));
     s.Text(6, exit_status);
-    s.Text(7, Str(info, "prompt_version"));
-    s.TextOrNull(8, DumpOrEmpty(Field(info, "model_stats")));
-    s.TextOrNull(9, DumpOrEmpty(Field(info, "infra_events")));
+    s.Text(7, StrField(info, "prompt_version"));
+    s.TextOrNull(8, DumpOrEmpty(FindField(info, "model_stats")));
+    s.TextOrNull(9, DumpOrEmpty(FindField(info, "infra_events")));
     s.Run();
   }
   {
@@ -631,46 +613,46 @@ void ResultsStore::PutTrajectory(const std::string& run_id, const json& traj,
   int64_t seq = 0;
   for (const json& t : *turns) {
     std::string where = what + " turn #" + std::to_string(seq + 1);
-    const json* n = Field(t, "turn");
+    const json* n = FindField(t, "turn");
     if (!n || !n->is_number_integer())
       throw InputError(where + ": \"turn\" is missing or not an integer");
     const std::string& outcome = RequireStr(t, "outcome", where);
-    std::string eval_id = Str(t, "evaluation_id"), eval_file = Str(t, "evaluation_file");
-    const json& usage = Obj(t, "usage");
-    const json* spent = Field(t, "spent");
-    const json* verified = Field(t, "verified");
+    std::string eval_id = StrField(t, "evaluation_id"), eval_file = StrField(t, "evaluation_file");
+    const json& usage = ObjField(t, "usage");
+    const json* spent = FindField(t, "spent");
+    const json* verified = FindField(t, "verified");
     ins.Text(1, run_id);
     ins.Text(2, id);
     ins.Int(3, seq++);
     ins.Int(4, n->get<int64_t>());
     ins.Text(5, outcome);
-    ins.Text(6, Str(t, "status"));
-    ins.Text(7, Str(t, "reason"));
+    ins.Text(6, StrField(t, "status"));
+    ins.Text(7, StrField(t, "reason"));
     ins.Int(8, spent && spent->is_boolean() ? spent->get<bool>() : true);
-    ins.Real(9, Num(t, "speedup"));
-    ins.Real(10, Num(t, "tflops"));
+    ins.Real(9, NumField(t, "speedup"));
+    ins.Real(10, NumField(t, "tflops"));
     ins.Int(11, verified && verified->is_boolean() && verified->get<bool>());
     ins.Text(12, eval_id);
     ins.TextOrNull(13, TurnEvaluationKey(run_id, t));
-    ins.Text(14, Str(t, "kernel_file"));
+    ins.Text(14, StrField(t, "kernel_file"));
     ins.Text(15, eval_file);
-    ins.Int(16, Int(usage, "prompt_tokens"));
-    ins.Int(17, Int(usage, "completion_tokens"));
-    ins.Int(18, Int(usage, "reasoning_tokens"));
-    ins.Real(19, Num(t, "model_seconds").value_or(0));
-    ins.Real(20, Num(t, "evaluation_seconds").value_or(0));
-    ins.Real(21, Num(t, "overhead_seconds").value_or(0));
-    ins.Int(22, Int(t, "attempts"));
-    ins.Text(23, Str(t, "summary"));
-    ins.Text(24, Str(t, "error"));
+    ins.Int(16, IntField(usage, "prompt_tokens"));
+    ins.Int(17, IntField(usage, "completion_tokens"));
+    ins.Int(18, IntField(usage, "reasoning_tokens"));
+    ins.Real(19, NumField(t, "model_seconds").value_or(0));
+    ins.Real(20, NumField(t, "evaluation_seconds").value_or(0));
+    ins.Real(21, NumField(t, "overhead_seconds").value_or(0));
+    ins.Int(22, IntField(t, "attempts"));
+    ins.Text(23, StrField(t, "summary"));
+    ins.Text(24, StrField(t, "error"));
     ins.Run();
   }
   txn.Commit();
 }
 
 std::string ResultsStore::TurnEvaluationKey(const std::string& run_id, const json& turn) {
-  std::string id = Str(turn, "evaluation_id");
-  if (id.empty()) id = Str(turn, "evaluation_file");  // older files may name only the file
+  std::string id = StrField(turn, "evaluation_id");
+  if (id.empty()) id = StrField(turn, "evaluation_file");  // older files may name only the file
   return id.empty() ? std::string() : EvaluationKey(run_id, id);
 }
 
@@ -755,8 +737,6 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
     u.tflops = s.ColOptReal(16);
     u.verification = s.ColText(17);
     u.arch_tag = s.ColText(18);
-    // NULL: the turn has no stored record, so no tag under either rule (arch_tag stands).
-    if (!s.ColNull(28)) u.upstream_arch_tag = s.ColText(28);
     u.evaluation_id = s.ColText(19);
     u.kernel_file = s.ColText(20);
     u.evaluation_file = s.ColText(21);
@@ -765,11 +745,16 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
     u.reasoning_tokens = s.ColInt(24);
     u.model_seconds = s.ColReal(25);
     u.evaluation_seconds = s.ColReal(26);
-    if (!s.ColNull(29))
-      u.upstream_sass = UpstreamSassColumns(json::parse(s.ColText(29), nullptr, false),
-                                            s.ColNull(30) ? "" : s.ColText(30),
-                                            d.trajectories.back().arch, u.Correct(),
-                                            u.evaluation_id);
+    if (!s.ColNull(29)) {
+      // The record's layers the rows need, as the store keeps them.
+      EvaluationRecord record;
+      record.instructions = json::parse(s.ColText(29), nullptr, false);
+      if (!s.ColNull(30)) record.build = {{"shared_object_sha256", s.ColText(30)}};
+      AddRecordColumns(record, d.trajectories.back().arch, &u);
+    }
+    // The store resolves the paper's tag at ingest (a record from before the field: its
+    // arch_tag); NULL: the turn has no stored record, so no tag under either rule.
+    u.upstream_arch_tag = s.ColNull(28) ? std::nullopt : std::optional(s.ColText(28));
   }
   return d;
 }

@@ -1,0 +1,61 @@
+// The settings of an evaluation that its user chooses: `eval`'s options (most of them also on
+// `run`, `fixit repair` and `submit`, declared once in cli/shared_options.h) and a service
+// job's "options" (serve/job_request.h), whose JSON form is here:
+//
+//   {"trials": 3, "seed": 20260001, "sanitize": "always", "timeout": 60, "timing": true,
+//    "timing_budget": 8, "verify": true, "warmup": 10, "iterations": 50,
+//    "tolerance": "published", "baseline": "flashinfer"}      every key optional
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "measure/flashinfer_attention.h"  // AttentionBaseline
+#include "run/memcheck.h"                  // SanitizeMode
+#include "task/definition.h"               // ToleranceRule
+
+namespace ptxbench {
+
+// The default first seed; trial i uses seed + i. Fixed by default so that a verdict is
+// reproducible and the reference cache works; `--seed random` draws a fresh one.
+constexpr uint64_t kDefaultSeed = 20260001;
+
+struct EvaluationOptions {
+  int trials = 3;
+  uint64_t seed = kDefaultSeed;
+  std::optional<ToleranceRule> tolerance_rule;  // overrides the definition's
+  SanitizeMode sanitize = SanitizeMode::kAlways;
+  std::chrono::seconds timeout{60};            // the candidate child, all trials
+  std::chrono::seconds memcheck_timeout{600};  // the child under compute-sanitizer
+  std::chrono::seconds profile_timeout{120};   // the dynamic check's profiled call under ncu
+  bool verify = true;                          // the instruction layer (static + dynamic)
+  bool timing = true;                          // the timing layer (correct candidates only)
+  int warmup = 10, iterations = 50, buffer_sets = 3;
+  std::chrono::seconds timing_timeout{180};  // the timing child: baselines, peak, candidate
+  double timing_budget_s = 8;     // candidate time for the timed calls; fewer calls beyond it
+  double drift_threshold = 0.05;  // baseline before vs after
+  // The attention forward's baseline library (the backward's is always cuDNN, GEMM's cuBLASLt).
+  AttentionBaseline attention_baseline = AttentionBaseline::kFlashInfer;
+  bool use_build_cache = true;
+  bool use_reference_cache = true;
+};
+
+// The keys of the JSON form.
+const std::set<std::string>& EvaluationOptionKeys();
+
+// Applies the keys that `j` (an object of the JSON form) has to `options`, each checked as
+// the service checks it; throws InputError with one line that names the option and why.
+void ApplyEvaluationOptionsJson(const nlohmann::json& j, EvaluationOptions* options);
+
+// The JSON form of `options` under `keys` (of EvaluationOptionKeys(); an unset tolerance is
+// left out): what a client sends for them.
+nlohmann::json EvaluationOptionsJson(const EvaluationOptions& options,
+                                     const std::vector<std::string>& keys);
+
+}  // namespace ptxbench

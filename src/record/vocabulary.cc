@@ -1,0 +1,168 @@
+#include "record/vocabulary.h"
+
+#include <array>
+#include <span>
+#include <utility>
+
+namespace ptxbench {
+
+namespace {
+
+template <typename E>
+using Name = std::pair<E, std::string_view>;
+
+// Each enum's one table, read both ways. Unknown values are not in the tables: they have no
+// string of their own to write.
+template <typename E>
+std::string NameOf(std::span<const Name<E>> table, E value, std::string_view unknown) {
+  for (const auto& [v, name] : table)
+    if (v == value) return std::string(name);
+  return std::string(unknown);
+}
+
+template <typename E>
+E ValueOf(std::span<const Name<E>> table, std::string_view name, E unknown) {
+  for (const auto& [v, n] : table)
+    if (n == name) return v;
+  return unknown;
+}
+
+// Each status with its names in upstream PTXBench's results and in FlashInfer-Bench's traces
+// ("" where a status is no verdict on the candidate), and the turn outcome it gives (a PASSED
+// turn is judged further by JudgeTurn).
+struct StatusRow {
+  Status status;
+  std::string_view name, upstream, flashinfer;
+  TurnOutcome outcome;
+};
+constexpr StatusRow kStatuses[] = {
+    {Status::kPassed, "PASSED", "PASSED", "PASSED", TurnOutcome::kCorrect},
+    // Upstream rejects at build time.
+    {Status::kRejected, "REJECTED", "COMPILE_ERROR", "COMPILE_ERROR", TurnOutcome::kRejected},
+    {Status::kCompileError, "COMPILE_ERROR", "COMPILE_ERROR", "COMPILE_ERROR",
+     TurnOutcome::kCompile},
+    {Status::kRuntimeError, "RUNTIME_ERROR", "RUNTIME_ERROR", "RUNTIME_ERROR",
+     TurnOutcome::kRuntime},
+    {Status::kTimeout, "TIMEOUT", "TIMEOUT", "TIMEOUT", TurnOutcome::kRuntime},
+    {Status::kMemoryError, "MEMORY_ERROR", "RUNTIME_ERROR", "RUNTIME_ERROR", TurnOutcome::kMemory},
+    // Upstream has one name for wrong, non-finite and unwritten.
+    {Status::kIncorrect, "INCORRECT", "INCORRECT_NUMERICAL", "INCORRECT_NUMERICAL",
+     TurnOutcome::kIncorrect},
+    {Status::kRuleViolation, "RULE_VIOLATION", "RUNTIME_ERROR", "RUNTIME_ERROR",
+     TurnOutcome::kRuleViolation},
+    {Status::kInfraError, "INFRA_ERROR", "EVALUATION_ERROR", "", TurnOutcome::kInfra},
+};
+// A status this version does not know: the harness's problem, never the model's.
+constexpr StatusRow kUnknownStatus = {Status::kUnknown, "UNKNOWN", "EVALUATION_ERROR", "",
+                                      TurnOutcome::kInfra};
+
+const StatusRow& RowOf(Status s) {
+  for (const StatusRow& r : kStatuses)
+    if (r.status == s) return r;
+  return kUnknownStatus;
+}
+
+constexpr Name<FailureReason> kReasonNames[] = {
+    {FailureReason::kNone, ""},
+    {FailureReason::kNumerical, "numerical"},
+    {FailureReason::kNonFinite, "non_finite"},
+    {FailureReason::kUnwritten, "unwritten"},
+    {FailureReason::kForeignKernel, "foreign_kernel"},
+    {FailureReason::kInputsModified, "inputs_modified"},
+    {FailureReason::kCallHistory, "call_history"},
+    {FailureReason::kOutsideStream, "outside_stream"},
+    {FailureReason::kForbiddenLibrary, "forbidden_library"},
+    {FailureReason::kChannelTampered, "channel_tampered"},
+    {FailureReason::kWitnessDisagrees, "witness_disagrees"},
+    {FailureReason::kObservedOutputDiffers, "observed_output_differs"},
+    {FailureReason::kKernelsDiffer, "kernels_differ"},
+    {FailureReason::kNoGpu, "no_gpu"},
+    {FailureReason::kArchUnavailable, "arch_unavailable"},
+    {FailureReason::kAbiUnsupported, "abi_unsupported"},
+    {FailureReason::kWorkerLost, "worker_lost"},
+};
+
+constexpr Name<Verification> kVerificationNames[] = {
+    {Verification::kNone, ""},
+    {Verification::kDynamicPresent, "dynamic_present"},
+    {Verification::kDynamicNotExecuted, "dynamic_not_executed"},
+    {Verification::kSassAbsent, "sass_absent"},
+    {Verification::kProfileError, "profile_error"},
+    {Verification::kNotRequested, "not_requested"},
+    {Verification::kNotCorrect, "not_correct"},
+};
+
+constexpr Name<TurnOutcome> kOutcomeNames[] = {
+    {TurnOutcome::kExtraction, "extraction"},
+    {TurnOutcome::kRejected, "rejected"},
+    {TurnOutcome::kCompile, "compile"},
+    {TurnOutcome::kRuntime, "runtime"},
+    {TurnOutcome::kMemory, "memory"},
+    {TurnOutcome::kIncorrect, "incorrect"},
+    {TurnOutcome::kRuleViolation, "rule_violation"},
+    {TurnOutcome::kCorrect, "correct"},
+    {TurnOutcome::kVerified, "verified"},
+    {TurnOutcome::kModelError, "model_error"},
+    {TurnOutcome::kInfra, "infra"},
+};
+
+struct ArchRow {
+  Arch arch;
+  std::string_view name, family, credit_tag;
+};
+constexpr std::array<ArchRow, 2> kArchs = {{
+    {Arch::kSm90a, "sm_90a", "sm_90", "H"},
+    {Arch::kSm100a, "sm_100a", "sm_100", "B"},
+}};
+
+}  // namespace
+
+std::string ToString(Status s) { return std::string(RowOf(s).name); }
+Status StatusFromString(std::string_view s) {
+  for (const StatusRow& r : kStatuses)
+    if (r.name == s) return r.status;
+  return Status::kUnknown;
+}
+std::string UpstreamStatusName(Status s) { return std::string(RowOf(s).upstream); }
+std::string FlashInferStatusName(Status s) { return std::string(RowOf(s).flashinfer); }
+TurnOutcome OutcomeOfStatus(Status s) { return RowOf(s).outcome; }
+
+std::string ToString(FailureReason r) { return NameOf<FailureReason>(kReasonNames, r, "unknown"); }
+FailureReason FailureReasonFromString(std::string_view s) {
+  return ValueOf<FailureReason>(kReasonNames, s, FailureReason::kUnknown);
+}
+
+std::string ToString(Verification v) {
+  return NameOf<Verification>(kVerificationNames, v, "unknown");
+}
+Verification VerificationFromString(std::string_view s) {
+  return ValueOf<Verification>(kVerificationNames, s, Verification::kUnknown);
+}
+
+std::string ToString(TurnOutcome o) { return NameOf<TurnOutcome>(kOutcomeNames, o, "unknown"); }
+TurnOutcome TurnOutcomeFromString(std::string_view s) {
+  return ValueOf<TurnOutcome>(kOutcomeNames, s, TurnOutcome::kUnknown);
+}
+
+std::string ToString(Arch a) {
+  for (const ArchRow& r : kArchs)
+    if (r.arch == a) return std::string(r.name);
+  return "unknown";
+}
+Arch ArchFromString(std::string_view s) {
+  for (const ArchRow& r : kArchs)
+    if (r.name == s) return r.arch;
+  return Arch::kUnknown;
+}
+Arch ArchFamilyOf(std::string_view s) {
+  for (const ArchRow& r : kArchs)
+    if (s.substr(0, r.family.size()) == r.family) return r.arch;
+  return Arch::kUnknown;
+}
+std::string CreditTag(Arch a) {
+  for (const ArchRow& r : kArchs)
+    if (r.arch == a) return std::string(r.credit_tag);
+  return "";
+}
+
+}  // namespace ptxbench
