@@ -1,17 +1,14 @@
 #include "agent/chat.h"
 
+#include "common/enum_names.h"
+
 namespace ptxbench {
 
-std::string ToString(ChatOutcome o) {
-  switch (o) {
-    case ChatOutcome::kOk:
-      return "ok";
-    case ChatOutcome::kInfraError:
-      return "infra_error";
-    case ChatOutcome::kModelError:
-      return "model_error";
-  }
-  return "unknown";
-}
+constexpr EnumName<ChatOutcome> kChatOutcomeNames[] = {
+    {ChatOutcome::kOk, "ok"},
+    {ChatOutcome::kInfraError, "infra_error"},
+    {ChatOutcome::kModelError, "model_error"},
+};
+std::string ToString(ChatOutcome o) { return NameOf<ChatOutcome>(kChatOutcomeNames, o, "unknown"); }
 
 }  // namespace ptxbench

@@ -1,6 +1,7 @@
 #include "agent/trajectory.h"
 
 #include "common/error.h"
+#include "common/json_fields.h"
 #include "record/outcome.h"
 
 namespace ptxbench {
@@ -29,24 +30,11 @@ int Trajectory::SpentTurns() const {
 namespace {
 
 json TurnJson(const TurnRecord& t) {
-  json j = {{"turn", t.turn},
-            {"outcome", t.outcome},
-            {"status", t.status},
-            {"reason", t.reason},
-            {"summary", t.summary},
-            {"kernel_file", t.kernel_file},
-            {"evaluation_file", t.evaluation_file},
-            {"evaluation_id", t.evaluation_id},
-            {"usage",
-             {{"prompt_tokens", t.usage.prompt_tokens},
-              {"completion_tokens", t.usage.completion_tokens},
-              {"reasoning_tokens", t.usage.reasoning_tokens}}},
-            {"attempts", t.attempts},
-            {"model_seconds", t.model_seconds},
-            {"evaluation_seconds", t.evaluation_seconds},
-            {"overhead_seconds", t.overhead_seconds},
-            {"verified", t.verified},
-            {"spent", t.spent}};
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, t, turn, outcome, status, reason, summary, kernel_file,
+                           evaluation_file, evaluation_id, attempts, model_seconds,
+                           evaluation_seconds, overhead_seconds, verified, spent);
+  PTXBENCH_JSON_SET_FIELDS(j["usage"], t.usage, prompt_tokens, completion_tokens, reasoning_tokens);
   if (t.speedup) j["speedup"] = *t.speedup;
   if (t.tflops) j["tflops"] = *t.tflops;
   if (!t.error.empty()) j["error"] = t.error;

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/fixit_support.h"
 #include "cli/option_checks.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
@@ -150,14 +151,11 @@ CommandRunner AddKernelgenCommand(CLI::App& app) {
   kg->require_subcommand(1);
   auto a = std::make_shared<Args>();
   CLI::App* e = kg->add_subcommand("export", "SFT rows (chat JSONL), split, dataset card");
-  e->add_option("--db", a->db, "The results store to read")->check(CLI::ExistingFile);
+  AddStoreOption(e, &a->db, "The results store to read", StoreSource::kExistingFile);
   e->add_option("--runs", a->runs, "Run folders, or folders of them (instead of --db)")
       ->check(CLI::ExistingDirectory);
   e->add_option("--out", a->e.out_dir, "Where to write")->required();
-  e->add_option("--model", a->models, "Only these models (repeatable)");
-  e->add_option("--task", a->tasks, "Only these tasks (repeatable)");
-  e->add_option("--pack", a->packs, "Only runs with these pack variants (repeatable)");
-  e->add_option("--arch", a->archs, "Only runs for these archs (repeatable)");
+  AddRunFilterOptions(e, {&a->models, &a->tasks, &a->packs, &a->archs});
   e->add_option("--min-speedup", a->min_speedup, "Only kernels at least this fast (0: any)")
       ->check(ZeroOrMore())
       ->capture_default_str();

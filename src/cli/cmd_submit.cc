@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "common/source_policy.h"
 #include "compile/nvcc.h"
+#include "record/record.h"
 #include "serve/client.h"
 
 namespace ptxbench {
@@ -60,17 +61,14 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
     }
     nlohmann::json rec = client.Wait(id);
     if (!o->json_path.empty()) WriteOutput(o->json_path, rec.dump(2) + "\n");
-    auto text = [&](const char* key) {  // absent or null fields print as nothing
-      return rec.contains(key) && rec[key].is_string() ? rec[key].get<std::string>() : "";
-    };
-    std::string status = text("status"), reason = text("reason");
+    const EvaluationRecord record = FromJson(rec);
+    const std::string status = ToString(record.status);
     // With the record on standard output, the summary goes to standard error.
     std::fprintf(IsStandardOutput(o->json_path) ? stderr : stdout,
                  "%s%s  %s (evaluation %s)\n  %s\n", status.c_str(),
-                 reason.empty() ? "" : (" (" + reason + ")").c_str(), o->task.c_str(), id.c_str(),
-                 text("message").c_str());
-    if (status == "PASSED") return 0;
-    return status == "INFRA_ERROR" ? 3 : 1;
+                 record.reason.empty() ? "" : (" (" + record.reason + ")").c_str(), o->task.c_str(),
+                 id.c_str(), record.message.c_str());
+    return ExitCodeFor(record.status);  // a status this version cannot read: 3, not the candidate's
   };
 }
 

@@ -7,6 +7,7 @@
 #include "agent/replay.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/json_fields.h"
 #include "evaluate/evaluate.h"
 #include "report/from_runs.h"
 #include "serve/client.h"
@@ -43,18 +44,10 @@ Dataset LoadDatasetFor(const std::string& db, const std::vector<std::string>& ru
 }
 
 json PublicModelJson(const ModelConfig& m) {
-  return {{"name", m.name},
-          {"provider", m.provider},
-          {"model", m.model},
-          {"base_url", m.base_url},
-          {"api_key_env", m.api_key_env},
-          {"sampling", m.sampling},
-          {"reasoning", m.reasoning},
-          {"context_window", m.context_window},
-          {"stream", m.stream},
-          {"timeout_s", m.timeout_s},
-          {"max_retries", m.max_retries},
-          {"file", m.file}};
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, m, name, provider, model, base_url, api_key_env, sampling, reasoning,
+                           context_window, stream, timeout_s, max_retries, file);
+  return j;
 }
 
 Teacher LoadTeacher(const std::string& models_file, const std::string& name) {

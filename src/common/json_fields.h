@@ -60,3 +60,15 @@ inline const nlohmann::json& ArrField(const nlohmann::json& j, const char* key) 
 }
 
 }  // namespace ptxbench
+
+// Writes `value.f` under the key "f" for each field named: a writer whose keys are the
+// struct's own field names says each name once. Only a writer: readers stay hand-written,
+// because each checks its fields and names the bad one. (nlohmann 3.12 has this as
+// NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_ONLY_SERIALIZE; Debian 12 and Ubuntu 24.04 ship 3.11, so
+// it is spelled with the per-field macro that both define.)
+#define PTXBENCH_JSON_SET_FIELDS(json_object, value, ...)                    \
+  do {                                                                       \
+    nlohmann::json& nlohmann_json_j = (json_object);                         \
+    const auto& nlohmann_json_t = (value);                                   \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__)) \
+  } while (0)

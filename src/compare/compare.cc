@@ -7,23 +7,19 @@
 #include <thread>
 #include <vector>
 
+#include "common/enum_names.h"
+#include "common/json_fields.h"
 #include "task/device_ops.h"
 
 namespace ptxbench {
 
-std::string ToString(CompareVerdict v) {
-  switch (v) {
-    case CompareVerdict::kMatch:
-      return "match";
-    case CompareVerdict::kNumerical:
-      return "numerical";
-    case CompareVerdict::kNonFinite:
-      return "non_finite";
-    case CompareVerdict::kUnwritten:
-      return "unwritten";
-  }
-  return "?";
-}
+constexpr EnumName<CompareVerdict> kVerdictNames[] = {
+    {CompareVerdict::kMatch, "match"},
+    {CompareVerdict::kNumerical, "numerical"},
+    {CompareVerdict::kNonFinite, "non_finite"},
+    {CompareVerdict::kUnwritten, "unwritten"},
+};
+std::string ToString(CompareVerdict v) { return NameOf<CompareVerdict>(kVerdictNames, v, "?"); }
 
 float Bf16ToFloat(uint16_t bits) {
   uint32_t w = static_cast<uint32_t>(bits) << 16;
@@ -133,15 +129,10 @@ OutputComparison CompareF32(const float* got, const float* expected, size_t n,
 }
 
 nlohmann::json ToJson(const OutputComparison& c) {
-  nlohmann::json j = {{"name", c.name},
-                      {"verdict", ToString(c.verdict)},
-                      {"elements", c.elements},
-                      {"mismatched", c.mismatched},
-                      {"unwritten", c.unwritten},
-                      {"non_finite", c.non_finite},
-                      {"max_abs_error", c.max_abs_error},
-                      {"max_rel_error", c.max_rel_error},
-                      {"matched_ratio", c.matched_ratio}};
+  nlohmann::json j;
+  PTXBENCH_JSON_SET_FIELDS(j, c, name, elements, mismatched, unwritten, non_finite, max_abs_error,
+                           max_rel_error, matched_ratio);
+  j["verdict"] = ToString(c.verdict);
   if (c.first_bad_index >= 0)
     j["first_bad"] = {{"index", c.first_bad_index},
                       {"got", std::isfinite(c.first_bad_got) ? nlohmann::json(c.first_bad_got)

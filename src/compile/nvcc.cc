@@ -1,5 +1,6 @@
 #include "compile/nvcc.h"
 
+#include "common/json_fields.h"
 #include "compile/tvm_ffi.h"
 
 #include <sys/stat.h>
@@ -330,19 +331,13 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
 }
 
 nlohmann::json ToJson(const BuildResult& b) {
-  nlohmann::json j = {{"outcome", b.outcome == BuildOutcome::kBuilt ? "built" : "compile_error"},
-                      {"abi", ToString(b.abi)},
-                      {"command", b.command},
-                      {"nvcc_version", b.nvcc_version},
-                      {"cache_key", b.key},
-                      {"shared_object_sha256", b.shared_object_sha256},
-                      {"cache_hit", b.cache_hit},
-                      {"seconds", b.seconds},
-                      {"log", b.log},
-                      {"errors", b.errors},
-                      {"functions", ToJson(b.functions)},
-                      {"cache_problem", b.cache_problem},
-                      {"sandbox", b.sandbox}};
+  nlohmann::json j;
+  PTXBENCH_JSON_SET_FIELDS(j, b, command, nvcc_version, shared_object_sha256, cache_hit, seconds,
+                           log, errors, cache_problem, sandbox);
+  j["outcome"] = b.outcome == BuildOutcome::kBuilt ? "built" : "compile_error";
+  j["abi"] = ToString(b.abi);
+  j["cache_key"] = b.key;
+  j["functions"] = ToJson(b.functions);
   if (b.abi == CandidateAbi::kTvmFfi) j["tvm_ffi_version"] = b.tvm_ffi_version;
   return j;
 }

@@ -1528,10 +1528,10 @@ void DeclarePassed(const EvalContext& c, const json& trials, const EvaluationRec
     msg += "; memory check timed out (not certified)";
   else
     msg += "; memory check skipped";
-  if (rec.performance.contains("speedup")) {
+  if (const PerformanceView perf = rec.Performance(); perf.speedup) {
     char sp[96];
-    std::snprintf(sp, sizeof sp, "; %.3gx the baseline (%.3g TFLOP/s)",
-                  rec.performance["speedup"].get<double>(), rec.performance.value("tflops", 0.0));
+    std::snprintf(sp, sizeof sp, "; %.3gx the baseline (%.3g TFLOP/s)", *perf.speedup,
+                  perf.tflops.value_or(0.0));
     msg += sp;
   }
   v->Set(Status::kPassed, "", msg);
@@ -1652,9 +1652,8 @@ std::string HumanSummary(const EvaluationRecord& r) {
   s << ToString(r.status);
   if (!r.reason.empty()) s << " (" << r.reason << ")";
   s << "  " << r.task.value("definition", "") << " " << r.arch << "\n  " << r.message << "\n";
-  if (r.instructions.is_object() && r.instructions.contains("verification"))
-    s << "  instructions: " << r.instructions.value("verification", "") << " — "
-      << r.instructions.value("message", "") << "\n";
+  if (const InstructionsView ins = r.Instructions(); !ins.verification_text.empty())
+    s << "  instructions: " << ins.verification_text << " — " << ins.message << "\n";
   s << "  stages:";
   for (const auto& [k, v] : r.stage_seconds) {
     char buf[64];

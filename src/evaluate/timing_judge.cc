@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/json_fields.h"
 #include "common/strings.h"
 #include "measure/call_activity.h"
 #include "measure/summary.h"
@@ -65,13 +66,10 @@ TimedCallPlan PlanTimedCalls(int warmup, int iterations, double est, double budg
 }
 
 json ToJson(const TimedCallPlan& p) {
-  return {{"warmup", p.warmup},
-          {"iterations", p.iterations},
-          {"requested_warmup", p.requested_warmup},
-          {"requested_iterations", p.requested_iterations},
-          {"estimated_call_s", p.estimated_call_s},
-          {"budget_s", p.budget_s},
-          {"reduced", p.reduced}};
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, p, warmup, iterations, requested_warmup, requested_iterations,
+                           estimated_call_s, budget_s, reduced);
+  return j;
 }
 
 TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& exit,

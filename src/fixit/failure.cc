@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/json_fields.h"
 #include "common/sha256.h"
 
 namespace ptxbench {
@@ -19,23 +20,12 @@ json MessagesJson(const std::vector<ChatMessage>& messages) {
 }  // namespace
 
 json ToJson(const Failure& f) {
-  return {{"id", f.id},
-          {"key", f.key},
-          {"run_id", f.run_id},
-          {"run_dir", f.run_dir},
-          {"trajectory_id", f.trajectory_id},
-          {"model", f.model},
-          {"task", f.task},
-          {"workload", f.workload},
-          {"arch", f.arch},
-          {"pack", f.pack},
-          {"turn", f.turn},
-          {"outcome", f.outcome},
-          {"status", f.status},
-          {"reason", f.reason},
-          {"kernel_sha256", f.kernel_sha256},
-          {"context", MessagesJson(f.context)},
-          {"context_sha256", f.context_sha256}};
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, f, id, key, run_id, run_dir, trajectory_id, model, task, workload,
+                           arch, pack, turn, outcome, status, reason, kernel_sha256,
+                           context_sha256);
+  j["context"] = MessagesJson(f.context);
+  return j;
 }
 
 Failure FailureFromJson(const json& j) {

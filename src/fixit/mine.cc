@@ -6,6 +6,7 @@
 #include "agent/trajectory.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/json_fields.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 
@@ -43,14 +44,10 @@ const std::vector<std::string>& RepairableOutcomes() {
 }
 
 json ToJson(const MineOptions& o) {
-  return {{"outcomes", o.outcomes.empty() ? RepairableOutcomes() : o.outcomes},
-          {"models", o.models},
-          {"tasks", o.tasks},
-          {"packs", o.packs},
-          {"archs", o.archs},
-          {"min_turn", o.min_turn},
-          {"max_turn", o.max_turn},
-          {"cap_per_task", o.cap_per_task}};
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, o, models, tasks, packs, archs, min_turn, max_turn, cap_per_task);
+  j["outcomes"] = o.outcomes.empty() ? RepairableOutcomes() : o.outcomes;
+  return j;
 }
 
 MineResult MineFailures(const Dataset& dataset, const MineOptions& o) {

@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "common/enum_names.h"
 #include "common/json_fields.h"
 
 namespace ptxbench {
@@ -10,17 +11,12 @@ std::string UpstreamStatus(Status s, const std::string& /*reason*/) {
   return UpstreamStatusName(s);
 }
 
-std::string ToString(LayerState s) {
-  switch (s) {
-    case LayerState::kRan:
-      return "ran";
-    case LayerState::kSkipped:
-      return "skipped";
-    case LayerState::kNotReached:
-      return "not_reached";
-  }
-  return "?";
-}
+constexpr EnumName<LayerState> kLayerStateNames[] = {
+    {LayerState::kRan, "ran"},
+    {LayerState::kSkipped, "skipped"},
+    {LayerState::kNotReached, "not_reached"},
+};
+std::string ToString(LayerState s) { return NameOf<LayerState>(kLayerStateNames, s, "?"); }
 
 nlohmann::json SkippedLayer(const std::string& why) {
   return {{"state", "skipped"}, {"reason", why}};

@@ -1,31 +1,12 @@
 #include "record/vocabulary.h"
 
 #include <array>
-#include <span>
-#include <utility>
+
+#include "common/enum_names.h"
 
 namespace ptxbench {
 
 namespace {
-
-template <typename E>
-using Name = std::pair<E, std::string_view>;
-
-// Each enum's one table, read both ways. Unknown values are not in the tables: they have no
-// string of their own to write.
-template <typename E>
-std::string NameOf(std::span<const Name<E>> table, E value, std::string_view unknown) {
-  for (const auto& [v, name] : table)
-    if (v == value) return std::string(name);
-  return std::string(unknown);
-}
-
-template <typename E>
-E ValueOf(std::span<const Name<E>> table, std::string_view name, E unknown) {
-  for (const auto& [v, n] : table)
-    if (n == name) return v;
-  return unknown;
-}
 
 // Each status with its names in upstream PTXBench's results and in FlashInfer-Bench's traces
 // ("" where a status is no verdict on the candidate), and the turn outcome it gives (a PASSED
@@ -62,7 +43,7 @@ const StatusRow& RowOf(Status s) {
   return kUnknownStatus;
 }
 
-constexpr Name<FailureReason> kReasonNames[] = {
+constexpr EnumName<FailureReason> kReasonNames[] = {
     {FailureReason::kNone, ""},
     {FailureReason::kNumerical, "numerical"},
     {FailureReason::kNonFinite, "non_finite"},
@@ -82,7 +63,7 @@ constexpr Name<FailureReason> kReasonNames[] = {
     {FailureReason::kWorkerLost, "worker_lost"},
 };
 
-constexpr Name<Verification> kVerificationNames[] = {
+constexpr EnumName<Verification> kVerificationNames[] = {
     {Verification::kNone, ""},
     {Verification::kDynamicPresent, "dynamic_present"},
     {Verification::kDynamicNotExecuted, "dynamic_not_executed"},
@@ -92,7 +73,7 @@ constexpr Name<Verification> kVerificationNames[] = {
     {Verification::kNotCorrect, "not_correct"},
 };
 
-constexpr Name<TurnOutcome> kOutcomeNames[] = {
+constexpr EnumName<TurnOutcome> kOutcomeNames[] = {
     {TurnOutcome::kExtraction, "extraction"},
     {TurnOutcome::kRejected, "rejected"},
     {TurnOutcome::kCompile, "compile"},

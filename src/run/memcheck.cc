@@ -2,30 +2,26 @@
 
 #include <regex>
 
+#include "common/enum_names.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 
 namespace ptxbench {
 
+constexpr EnumName<SanitizeMode> kSanitizeModeNames[] = {
+    {SanitizeMode::kAlways, "always"},
+    {SanitizeMode::kOnFailure, "on-failure"},
+    {SanitizeMode::kNever, "never"},
+};
+
 SanitizeMode ParseSanitizeMode(const std::string& t) {
-  if (t == "always") return SanitizeMode::kAlways;
-  if (t == "on-failure") return SanitizeMode::kOnFailure;
-  if (t == "never") return SanitizeMode::kNever;
-  throw UsageError("unknown --sanitize value '" + t + "' (expected always, on-failure or never)");
+  if (auto mode = FindValue<SanitizeMode>(kSanitizeModeNames, t)) return *mode;
+  throw UsageError("unknown --sanitize value '" + t + "' (expected " +
+                   ChoicesOf<SanitizeMode>(kSanitizeModeNames) + ")");
 }
 
-std::string ToString(SanitizeMode m) {
-  switch (m) {
-    case SanitizeMode::kAlways:
-      return "always";
-    case SanitizeMode::kOnFailure:
-      return "on-failure";
-    case SanitizeMode::kNever:
-      return "never";
-  }
-  return "?";
-}
+std::string ToString(SanitizeMode m) { return NameOf<SanitizeMode>(kSanitizeModeNames, m, "?"); }
 
 std::string MemcheckError::Summary() const {
   std::string s = kind;

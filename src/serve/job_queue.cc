@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/enum_names.h"
 #include "common/error.h"
 #include "common/sha256.h"
 #include "record/record.h"
@@ -14,25 +15,17 @@ namespace ptxbench {
 
 using nlohmann::json;
 
-std::string ToString(JobState s) {
-  switch (s) {
-    case JobState::kQueued:
-      return "queued";
-    case JobState::kRunning:
-      return "running";
-    case JobState::kDone:
-      return "done";
-    case JobState::kFailed:
-      return "failed";
-  }
-  return "unknown";
-}
+constexpr EnumName<JobState> kJobStateNames[] = {
+    {JobState::kQueued, "queued"},
+    {JobState::kRunning, "running"},
+    {JobState::kDone, "done"},
+    {JobState::kFailed, "failed"},
+};
+
+std::string ToString(JobState s) { return NameOf<JobState>(kJobStateNames, s, "unknown"); }
 
 JobState ParseJobState(const std::string& s) {
-  if (s == "queued") return JobState::kQueued;
-  if (s == "running") return JobState::kRunning;
-  if (s == "done") return JobState::kDone;
-  if (s == "failed") return JobState::kFailed;
+  if (auto state = FindValue<JobState>(kJobStateNames, s)) return *state;
   throw InternalError("unknown job state '" + s + "' in the queue");
 }
 

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "record/record.h"
 #include "serve/job_queue.h"
 
 namespace ptxbench {
@@ -133,7 +134,8 @@ class PgJobQueue final : public JobQueue {
 
   bool Complete(const std::string& job_id, const std::string& token, const json& record,
                 const GpuStageTimes& gpu) override {
-    if (!record.is_object() || !record.contains("status") || !record["status"].is_string())
+    const Status status = FromJson(record).status;
+    if (status == Status::kUnknown)
       throw InputError("the result of job " + job_id + ": not an evaluation record");
     std::lock_guard<std::timed_mutex> lock(mu_);
     Transaction txn(*this);
@@ -149,7 +151,7 @@ class PgJobQueue final : public JobQueue {
     Run(std::string("INSERT INTO ptxbench_results (job_id, worker, status, recorded_at, "
                     "record_json) VALUES ($1, $2, $3, ") +
             kNow + ", $4)",
-        {job_id, PQgetvalue(r.get(), 0, 0), record["status"].get<std::string>(),
+        {job_id, PQgetvalue(r.get(), 0, 0), ToString(status),
          record.dump(-1, ' ', false, json::error_handler_t::replace)});
     txn.Commit();
     return true;
@@ -374,7 +376,7 @@ class PgJobQueue final : public JobQueue {
         Run(std::string("INSERT INTO ptxbench_results (job_id, worker, status, recorded_at, "
                         "record_json) VALUES ($1, '', $2, ") +
                 kNow + ", $3)",
-            {j.id, record["status"].get<std::string>(), record.dump()});
+            {j.id, ToString(FromJson(record).status), record.dump()});
       }
     }
     return n;

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
+#include "common/json_fields.h"
 #include "common/source_policy.h"
 #include "common/strings.h"
 #include "serve/job_queue.h"
@@ -49,21 +50,15 @@ std::string TextField(const json& r, const char* key) {
   return it != r.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// A job as the service shows it: never its lease token, its source or its record.
 json JobJson(const Job& j) {
-  return {{"id", j.id},
-          {"state", ToString(j.state)},
-          {"attempts", j.attempts},
-          {"worker", j.worker},
-          {"gpu", j.gpu},
-          {"submitted_at", j.submitted_at},
-          {"claimed_at", j.claimed_at},
-          {"finished_at", j.finished_at},
-          {"gpu_started_at", j.gpu_started_at},
-          {"gpu_ended_at", j.gpu_ended_at},
-          {"lease_until", j.lease_until},
-          {"history", j.history},
-          {"task", TextField(j.request, "task")},
-          {"workload", TextField(j.request, "workload")}};
+  json out;
+  PTXBENCH_JSON_SET_FIELDS(out, j, id, attempts, worker, gpu, submitted_at, claimed_at, finished_at,
+                           gpu_started_at, gpu_ended_at, lease_until, history);
+  out["state"] = ToString(j.state);
+  out["task"] = TextField(j.request, "task");
+  out["workload"] = TextField(j.request, "workload");
+  return out;
 }
 
 bool Finished(const Job& j) { return j.state == JobState::kDone || j.state == JobState::kFailed; }
