@@ -13,6 +13,12 @@ bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// Each part is in the text: a failure names the part missing and shows the text.
+void ExpectHasAll(const std::string& text, const std::vector<std::string>& parts) {
+  for (const std::string& part : parts)
+    EXPECT_TRUE(Has(text, part)) << "no " << part << "\n" << text;
+}
+
 json Task() {
   return {{"definition", "gemm_n128_k2048"},
           {"family", "gemm"},
@@ -194,26 +200,27 @@ TEST(Feedback, CompileErrorsShowTheCompilersFirstErrorsWithTheirLines) {
 
 TEST(Feedback, WrongResultsNameTheOutputTheErrorsAndTheFirstMismatch) {
   std::string f = RenderFeedback(IncorrectRecord(), std::nullopt);
-  EXPECT_TRUE(Has(f, "## Evaluation of your kernel (turn 3)\n")) << f;
-  EXPECT_TRUE(Has(f, "Task: gemm_n128_k2048 (K=2048, M=93, N=128) on sm_90a\n")) << f;
-  EXPECT_TRUE(Has(f, "Status: INCORRECT (numerical)\n")) << f;
-  EXPECT_TRUE(Has(f, "Tolerance: rule published, atol 0.01, rtol 0.01\n")) << f;
-  EXPECT_TRUE(Has(f,
-                  "Trial (seed 20260001):\n  O: 975900 of 25165824 elements outside tolerance "
-                  "(max abs 4.175, max rel 7.79e+04); first at [1, 0]: got -1.125, expected "
-                  "-0.5625\n  LSE: all 196608"))
-      << f;
+  ExpectHasAll(f, {
+                      "## Evaluation of your kernel (turn 3)\n",
+                      "Task: gemm_n128_k2048 (K=2048, M=93, N=128) on sm_90a\n",
+                      "Status: INCORRECT (numerical)\n",
+                      "Tolerance: rule published, atol 0.01, rtol 0.01\n",
+                      "Trial (seed 20260001):\n  O: 975900 of 25165824 elements outside tolerance "
+                      "(max abs 4.175, max rel 7.79e+04); first at [1, 0]: got -1.125, expected "
+                      "-0.5625\n  LSE: all 196608",
+                  });
   // Built from the fields when there is no summary.
   EXPECT_TRUE(Has(f,
                   "  O: 12 of 25165824 elements outside tolerance (max abs 0.5, max rel 0.25); "
                   "first at flat index 4096: got 1.5, expected 1\n"))
       << f;
   EXPECT_FALSE(Has(f, "seed 20260003")) << f;  // a trial that matched is not listed
-  EXPECT_TRUE(Has(f, "2 of 3 trials failed\n")) << f;
-  EXPECT_TRUE(Has(f, "## Instructions\n")) << f;
-  EXPECT_TRUE(Has(f, "SASS of your shared object: gmma absent, mma_sync absent")) << f;
-  EXPECT_TRUE(Has(f, "Missing for the H credit: a correct kernel, gmma (absent from the SASS)"))
-      << f;
+  ExpectHasAll(f, {
+                      "2 of 3 trials failed\n",
+                      "## Instructions\n",
+                      "SASS of your shared object: gmma absent, mma_sync absent",
+                      "Missing for the H credit: a correct kernel, gmma (absent from the SASS)",
+                  });
   EXPECT_FALSE(Has(f, "## Performance")) << f;
   EXPECT_TRUE(Has(f, "## Best so far\nNo correct kernel yet.\n")) << f;
 }
@@ -229,20 +236,22 @@ TEST(Feedback, RuntimeErrorsShowTheCudaErrorAndTheProcess) {
                       {"child_exit", "exit code 1"},
                       {"child_log_tail", "launching 132 blocks\nCUDA error at line 88\n\n"}};
   std::string f = RenderFeedback(r, std::nullopt);
-  EXPECT_TRUE(Has(f,
-                  "Status: RUNTIME_ERROR\nYour code failed while running.\n"
-                  "cudaErrorIllegalAddress: an illegal memory access"))
-      << f;
-  EXPECT_TRUE(Has(f, "## Run\nProcess (correctness run): exit code 1\n")) << f;
-  EXPECT_TRUE(Has(f, "```text\nlaunching 132 blocks\nCUDA error at line 88\n```\n")) << f;
+  ExpectHasAll(f, {
+                      "Status: RUNTIME_ERROR\nYour code failed while running.\n"
+                      "cudaErrorIllegalAddress: an illegal memory access",
+                      "## Run\nProcess (correctness run): exit code 1\n",
+                      "```text\nlaunching 132 blocks\nCUDA error at line 88\n```\n",
+                  });
   // A timeout is rendered the same way, with its own explanation.
   r["status"] = "TIMEOUT";
   r["message"] = "the candidate did not finish within 3 s during the call (seed 20260001)";
   r["correctness"]["child_exit"] = "timed out after 3 s";
   f = RenderFeedback(r, std::nullopt);
-  EXPECT_TRUE(Has(f, "Status: TIMEOUT\n"));
-  EXPECT_TRUE(Has(f, "a hang, a deadlock"));
-  EXPECT_TRUE(Has(f, "Process (correctness run): timed out after 3 s"));
+  ExpectHasAll(f, {
+                      "Status: TIMEOUT\n",
+                      "a hang, a deadlock",
+                      "Process (correctness run): timed out after 3 s",
+                  });
 }
 
 TEST(Feedback, MemoryErrorsShowTheSanitizersReport) {
@@ -263,17 +272,15 @@ TEST(Feedback, MemoryErrorsShowTheSanitizersReport) {
   errors[1].erase("summary");  // composed from its parts
   r["memcheck"] = {{"state", "ran"}, {"error_count", 12}, {"errors", errors}};
   std::string f = RenderFeedback(r, std::nullopt);
-  EXPECT_TRUE(Has(f, "Status: MEMORY_ERROR\n")) << f;
-  EXPECT_TRUE(Has(f,
-                  "## Memory check (compute-sanitizer)\n12 errors in all; the first:\n"
-                  "- Invalid __global__ read of size 2 bytes at candidate.cu:42 by thread "
-                  "(0,0,0)\n"))
-      << f;
-  EXPECT_TRUE(Has(f,
-                  "- Invalid __global__ read of size 2 bytes; gemm(...)+0x1b0 in "
-                  "candidate.cu:42; by thread (1,0,0) in block (0,0,0); Address 0x7f00"))
-      << f;
-  EXPECT_TRUE(Has(f, "by thread (4,0,0)"));
+  ExpectHasAll(f, {
+                      "Status: MEMORY_ERROR\n",
+                      "## Memory check (compute-sanitizer)\n12 errors in all; the first:\n"
+                      "- Invalid __global__ read of size 2 bytes at candidate.cu:42 by thread "
+                      "(0,0,0)\n",
+                      "- Invalid __global__ read of size 2 bytes; gemm(...)+0x1b0 in "
+                      "candidate.cu:42; by thread (1,0,0) in block (0,0,0); Address 0x7f00",
+                      "by thread (4,0,0)",
+                  });
   EXPECT_FALSE(Has(f, "by thread (5,0,0)")) << f;  // five listed
   EXPECT_TRUE(Has(f, "[2 more not shown]")) << f;
 }
@@ -281,20 +288,18 @@ TEST(Feedback, MemoryErrorsShowTheSanitizersReport) {
 TEST(Feedback, PassedShowsInstructionsPerformanceAndTheBestSoFar) {
   BestSoFar best{2, 0.45, 3.3, true};
   std::string f = RenderFeedback(PassedRecord(), best);
-  EXPECT_TRUE(Has(f, "Status: PASSED\nYour kernel is correct.\n")) << f;
-  EXPECT_TRUE(Has(f, "C: correct on 2 trials, max abs error 0.0039, max rel error 0.012\n")) << f;
-  EXPECT_TRUE(Has(f, "Memory check (compute-sanitizer): no error found.\n")) << f;
-  EXPECT_TRUE(Has(f, "Required for the H credit on sm_90a: gmma\n")) << f;
-  EXPECT_TRUE(Has(f,
-                  "SASS of your shared object: gmma 128, mma_sync absent, tcgen05 absent, tma "
-                  "16, tmem absent\n"))
-      << f;
-  EXPECT_TRUE(Has(f,
-                  "Executed at run time (ncu, thread instructions with a true predicate): gmma "
-                  "1.5M, tma 1.2k\n"))
-      << f;
-  EXPECT_TRUE(Has(f, "Tensor-core work fraction: 97.3% of the task's FLOPs done by GMMA")) << f;
-  EXPECT_TRUE(Has(f, "Verification: verified: the H credit is earned")) << f;
+  ExpectHasAll(f, {
+                      "Status: PASSED\nYour kernel is correct.\n",
+                      "C: correct on 2 trials, max abs error 0.0039, max rel error 0.012\n",
+                      "Memory check (compute-sanitizer): no error found.\n",
+                      "Required for the H credit on sm_90a: gmma\n",
+                      "SASS of your shared object: gmma 128, mma_sync absent, tcgen05 absent, tma "
+                      "16, tmem absent\n",
+                      "Executed at run time (ncu, thread instructions with a true predicate): gmma "
+                      "1.5M, tma 1.2k\n",
+                      "Tensor-core work fraction: 97.3% of the task's FLOPs done by GMMA",
+                      "Verification: verified: the H credit is earned",
+                  });
   EXPECT_FALSE(Has(f, "Missing for")) << f;
   EXPECT_TRUE(Has(f,
                   "## Performance\nYour kernel: 1 ms median (p10 980 us, p90 1.05 ms, 50 timed "
@@ -316,9 +321,11 @@ TEST(Feedback, PassedWithoutCreditSaysWhatIsMissing) {
                        {"arch_tag", nullptr},
                        {"message", "no gmma instruction in the SASS of the shared object"}};
   std::string f = RenderFeedback(r, BestSoFar{1, 0, 0, false});
-  EXPECT_TRUE(Has(f, "Verification: not verified: a required family is absent from the SASS")) << f;
-  EXPECT_TRUE(Has(f, "Missing for the H credit: gmma (absent from the SASS)\n")) << f;
-  EXPECT_TRUE(Has(f, "turn 1: correct, not timed, H not verified\n")) << f;
+  ExpectHasAll(f, {
+                      "Verification: not verified: a required family is absent from the SASS",
+                      "Missing for the H credit: gmma (absent from the SASS)\n",
+                      "turn 1: correct, not timed, H not verified\n",
+                  });
   // In the SASS but never executed.
   r["instructions"]["static"] = StaticSass(64, 0);
   r["instructions"]["verification"] = "dynamic_not_executed";

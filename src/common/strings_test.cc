@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace ptxbench {
 namespace {
 
@@ -35,11 +39,9 @@ TEST(Strings, TailLinesSaysHowManyWereCut) {
 namespace ptxbench {
 namespace {
 TEST(Strings, HumanCountKeepsThreeDigits) {
-  EXPECT_EQ(HumanCount(42), "42");
-  EXPECT_EQ(HumanCount(1234), "1.23k");
-  EXPECT_EQ(HumanCount(573412), "573k");
-  EXPECT_EQ(HumanCount(294e6), "294M");
-  EXPECT_EQ(HumanCount(1.5e9), "1.5G");
+  const std::vector<std::pair<double, std::string>> cases = {
+      {42, "42"}, {1234, "1.23k"}, {573412, "573k"}, {294e6, "294M"}, {1.5e9, "1.5G"}};
+  for (const auto& [n, text] : cases) EXPECT_EQ(HumanCount(n), text) << n;
 }
 
 TEST(Strings, ValidUtf8KeepsGoodTextAndReplacesEachBadSequence) {
@@ -80,12 +82,15 @@ namespace ptxbench {
 namespace {
 
 TEST(Csv, FieldsAreQuotedOnlyWhenTheyMustBeAndRowsJoinThem) {
-  EXPECT_EQ(CsvField("plain text; more"), "plain text; more");
-  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
-  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
-  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
-  EXPECT_EQ(CsvField("cr\rhere"), "\"cr\rhere\"");
-  EXPECT_EQ(CsvField(""), "");
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"plain text; more", "plain text; more"},
+      {"a,b", "\"a,b\""},
+      {"say \"hi\"", "\"say \"\"hi\"\"\""},
+      {"two\nlines", "\"two\nlines\""},
+      {"cr\rhere", "\"cr\rhere\""},
+      {"", ""},
+  };
+  for (const auto& [field, quoted] : fields) EXPECT_EQ(CsvField(field), quoted) << field;
   EXPECT_EQ(CsvRow({"gemm", "M=93;N=128", "plan {\"algo\": 1, \"tile\": 2}", ""}),
             "gemm,M=93;N=128,\"plan {\"\"algo\"\": 1, \"\"tile\"\": 2}\",\n");
 }

@@ -8,8 +8,10 @@
 
 #include <csignal>
 #include <thread>
+#include <utility>
 
 #include "common/files.h"
+#include "common/test_process.h"
 
 namespace ptxbench {
 namespace {
@@ -32,11 +34,17 @@ TEST(Subprocess, ReportsTheSignalThatKilledTheChild) {
   EXPECT_NE(r.exit.Describe().find("signal 11"), std::string::npos);
 }
 
-TEST(Subprocess, DeadlineKillsTheWholeProcessGroup) {
+// A shell command run with RunCommand, and the seconds it took.
+std::pair<CommandResult, double> TimedShell(const std::string& script,
+                                            std::chrono::seconds timeout) {
   auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = RunCommand({"/bin/sh", "-c", script}, timeout);
+  return {r, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+TEST(Subprocess, DeadlineKillsTheWholeProcessGroup) {
   // The grandchild holds the pipe open too: the group kill must reach it.
-  CommandResult r = RunCommand({"/bin/sh", "-c", "sleep 30 & sleep 30"}, 1s);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto [r, s] = TimedShell("sleep 30 & sleep 30", 1s);
   EXPECT_EQ(r.exit.kind, ExitKind::kTimedOut);
   EXPECT_LT(s, 5.0);
 }
@@ -84,19 +92,9 @@ TEST(Subprocess, ASubreaperEndsTheProcessGroupsADeadChildLeftBehind) {
     int ended = KillOrphans({kept});
     if (ended != 1) ::_exit(20 + ended);  // the compiler only: the helper is not our child
     // The helper died with its group: gone, or a zombie reparented to us (state Z).
-    auto ended_or_zombie = [](pid_t pid) {
-      std::string stat;
-      try {
-        stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-      } catch (const std::exception&) {
-        return true;
-      }
-      size_t close = stat.rfind(')');
-      return close != std::string::npos && stat.compare(close + 2, 1, "Z") == 0;
-    };
     bool helper_ended = false;
     for (int i = 0; i < 200 && !helper_ended; ++i) {
-      helper_ended = ended_or_zombie(both[1]);
+      helper_ended = testing::ProcessEnded(both[1]);
       if (!helper_ended) std::this_thread::sleep_for(10ms);
     }
     if (!helper_ended) ::_exit(14);
@@ -115,9 +113,7 @@ TEST(Subprocess, ASubreaperEndsTheProcessGroupsADeadChildLeftBehind) {
 }
 
 TEST(Subprocess, ExitedParentWithLingeringGrandchildIsNotATimeout) {
-  auto t0 = std::chrono::steady_clock::now();
-  CommandResult r = RunCommand({"/bin/sh", "-c", "(sleep 30 &) ; exit 0"}, 10s);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto [r, s] = TimedShell("(sleep 30 &) ; exit 0", 10s);
   EXPECT_EQ(r.exit.kind, ExitKind::kExited);
   EXPECT_LT(s, 5.0);
 }

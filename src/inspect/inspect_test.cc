@@ -3,9 +3,14 @@
 // output format, and the join of the two.
 #include <gtest/gtest.h>
 
-#include "compile/nvcc.h"
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "compile/nvcc.h"
 #include "inspect/ncu.h"
 #include "inspect/sass.h"
 
@@ -46,19 +51,22 @@ TEST(Sass, ParsesFunctionsInstructionsAndPredicates) {
 }
 
 TEST(Sass, FamiliesFollowTheDesign) {
-  EXPECT_EQ(FamilyOf("HGMMA.64x128x16.F32.BF16"), "gmma");
-  EXPECT_EQ(FamilyOf("QGMMA.64x256x32.F32.E4M3.E4M3"), "gmma");
-  EXPECT_EQ(FamilyOf("UTMALDG.2D"), "tma");
-  EXPECT_EQ(FamilyOf("UTMASTG.2D"), "tma");
-  EXPECT_EQ(FamilyOf("UTMAREDG.2D.ADD"), "tma");
-  EXPECT_FALSE(FamilyOf("UTMAPF.L2.2D").has_value());
-  EXPECT_FALSE(FamilyOf("UTMACCTL.IV").has_value());
-  EXPECT_EQ(FamilyOf("UTCHMMA.2CTA"), "tcgen05");
-  EXPECT_EQ(FamilyOf("LDTM.x16"), "tmem");
-  EXPECT_EQ(FamilyOf("STTM.x16"), "tmem");
-  EXPECT_EQ(FamilyOf("HMMA.16816.F32.BF16"), "mma_sync");
-  EXPECT_FALSE(FamilyOf("FFMA").has_value());
-  EXPECT_FALSE(FamilyOf("HGMMAX").has_value());
+  const std::vector<std::pair<std::string, std::string>> families = {
+      {"HGMMA.64x128x16.F32.BF16", "gmma"},
+      {"QGMMA.64x256x32.F32.E4M3.E4M3", "gmma"},
+      {"UTMALDG.2D", "tma"},
+      {"UTMASTG.2D", "tma"},
+      {"UTMAREDG.2D.ADD", "tma"},
+      {"UTCHMMA.2CTA", "tcgen05"},
+      {"LDTM.x16", "tmem"},
+      {"STTM.x16", "tmem"},
+      {"HMMA.16816.F32.BF16", "mma_sync"},
+  };
+  for (const auto& [opcode, family] : families) EXPECT_EQ(FamilyOf(opcode), family) << opcode;
+  // Not in any family.
+  for (const char* opcode : {"UTMAPF.L2.2D", "UTMACCTL.IV", "FFMA", "HGMMAX"}) {
+    EXPECT_EQ(FamilyOf(opcode), std::nullopt) << opcode;
+  }
   EXPECT_DOUBLE_EQ(*GmmaFlops("HGMMA.64x128x16.F32.BF16"), 2.0 * 64 * 128 * 16);
   EXPECT_FALSE(GmmaFlops("UTMALDG.2D").has_value());
 }

@@ -116,22 +116,24 @@ TEST(Metrics, CorrectAndVerifiedWithinEachLimit) {
   GroupMetrics g = OnlyGroup(FiveTrajectories(), o);
   EXPECT_EQ(g.trajectories, 5);
   ASSERT_EQ(g.by_limit.size(), 4u);
-  // T=1: only B is correct (verified at turn 1): 1/5 both.
+  struct Want {
+    int correct, verified;  // of 5
+  };
+  const Want want[] = {
+      {1, 1},  // T=1: only B is correct (verified at turn 1)
+      {2, 1},  // T=2: A (correct at 2, not verified until 3) and B; verified only B
+      {2, 2},  // T=4: A verified at 3; C's and E's turn 5 are beyond the limit
+      {4, 3},  // T=8: A, B, C (turn 5, correct), E (turn 5, verified); verified A, B, E
+  };
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE("T=" + std::to_string(o.turn_limits[i]));
+    EXPECT_EQ(g.by_limit[i].correct.count, want[i].correct);
+    EXPECT_EQ(g.by_limit[i].verified.count, want[i].verified);
+  }
   EXPECT_EQ(g.by_limit[0].turn_limit, 1);
-  EXPECT_EQ(g.by_limit[0].correct.count, 1);
   EXPECT_EQ(g.by_limit[0].correct.total, 5);
   EXPECT_DOUBLE_EQ(g.by_limit[0].correct.share, 0.2);
-  EXPECT_EQ(g.by_limit[0].verified.count, 1);
-  // T=2: A (correct at 2, not verified until 3) and B: correct 2/5, verified only B: 1/5.
-  EXPECT_EQ(g.by_limit[1].correct.count, 2);
-  EXPECT_EQ(g.by_limit[1].verified.count, 1);
-  // T=4: A verified at 3: correct 2/5, verified 2/5; C's and E's turn 5 are beyond the limit.
-  EXPECT_EQ(g.by_limit[2].correct.count, 2);
-  EXPECT_EQ(g.by_limit[2].verified.count, 2);
-  // T=8: A, B, C (turn 5, correct), E (turn 5, verified): 4/5; verified A, B, E: 3/5.
-  EXPECT_EQ(g.by_limit[3].correct.count, 4);
   EXPECT_DOUBLE_EQ(g.by_limit[3].correct.share, 0.8);
-  EXPECT_EQ(g.by_limit[3].verified.count, 3);
   EXPECT_DOUBLE_EQ(g.by_limit[3].verified.share, 0.6);
 }
 

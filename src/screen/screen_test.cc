@@ -56,6 +56,14 @@ struct Case {
   std::string what;  // empty: not checked
 };
 
+// Each case, as line `line` of a source after `before`, is one finding of its library.
+void ExpectEachFindsOne(const std::vector<Case>& cases, const std::string& before = "",
+                        int line = 1) {
+  for (const Case& c : cases) {
+    EXPECT_TRUE(FindsOne(before + c.source + "\n", line, c.library, c.what));
+  }
+}
+
 TEST(ScreenIncludeTest, EachForbiddenIncludeForm) {
   const std::vector<Case> cases = {
       {"#include <cublas_v2.h>", "cuBLAS", "#include <cublas_v2.h>"},
@@ -96,9 +104,7 @@ TEST(ScreenIncludeTest, EachForbiddenIncludeForm) {
       {"#include \"../third_party/cutlass/include/cutlass/cutlass.h\"", "CUTLASS", ""},
       {"#include <CUBLAS_V2.H>", "cuBLAS", ""},
   };
-  for (const Case& c : cases) {
-    EXPECT_TRUE(FindsOne(c.source + "\n", 1, c.library, c.what));
-  }
+  ExpectEachFindsOne(cases);
 }
 
 TEST(ScreenIncludeTest, SplicedDirective) {
@@ -150,9 +156,7 @@ TEST(ScreenPathTest, EachPathIncludeForm) {
       // "//" in a header name is no comment.
       {"#include </tmp//fifo>", "file path", "#include </tmp//fifo>"},
   };
-  for (const Case& c : cases) {
-    EXPECT_TRUE(FindsOne("int a;\n" + c.source + "\n", 2, c.library, c.what));
-  }
+  ExpectEachFindsOne(cases, "int a;\n", 2);
 }
 
 TEST(ScreenPathTest, MessageNamesLineDirectiveAndReason) {
@@ -334,9 +338,7 @@ TEST(ScreenIdentifierTest, EachForbiddenCall) {
       {"auto p = &dlopen;", "run-time loading", "use of dlopen"},
       {"auto h = :: dlopen (\"x\", 1);", "run-time loading", "call of dlopen"},
   };
-  for (const Case& c : cases) {
-    EXPECT_TRUE(FindsOne(c.source + "\n", 1, c.library, c.what));
-  }
+  ExpectEachFindsOne(cases);
 }
 
 TEST(ScreenIdentifierTest, LinkerAndSymbolTricks) {
@@ -361,9 +363,7 @@ TEST(ScreenIdentifierTest, LinkerAndSymbolTricks) {
       // An identifier spliced across lines is one identifier.
       {"cub\\\nlasCreate(&h);", "cuBLAS", "call of cublasCreate"},
   };
-  for (const Case& c : cases) {
-    EXPECT_TRUE(FindsOne(c.source + "\n", 1, c.library, c.what));
-  }
+  ExpectEachFindsOne(cases);
 }
 
 TEST(ScreenIdentifierTest, PrefixDecisions) {

@@ -27,24 +27,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-testing::PostgresServer* g_postgres = nullptr;
-std::string g_postgres_why_not;
-
-class PostgresEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    server_ = testing::PostgresServer::Start(&g_postgres_why_not);
-    g_postgres = server_.get();
-  }
-  void TearDown() override {
-    g_postgres = nullptr;
-    server_.reset();
-  }
-
- private:
-  std::unique_ptr<testing::PostgresServer> server_;
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new testing::PostgresEnvironment);
 
 json Request(int i) {
   return {{"task", "gemm_n128_k2048"},
@@ -62,16 +45,8 @@ class JobQueueTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "postgres") {
-#ifndef PTXBENCH_HAVE_POSTGRES
-      GTEST_SKIP() << "built without libpq";
-#endif
-      if (!g_postgres) {
-        // CI installs PostgreSQL (scripts/setup.sh): there a server that cannot start fails.
-        if (testing::PostgresRequired())
-          FAIL() << "PostgreSQL (required in CI): " << g_postgres_why_not;
-        GTEST_SKIP() << "PostgreSQL: " << g_postgres_why_not;
-      }
-      where_ = g_postgres->NewDatabaseUrl();
+      where_ = testing::PostgresDatabaseOrSkip();
+      if (where_.empty()) return;
     } else {
 #ifndef PTXBENCH_HAVE_SQLITE
       GTEST_SKIP() << "built without SQLite";
@@ -263,49 +238,51 @@ TEST(JobQueueSecrets, PasswordsAreRedactedFromEveryFormOfConnectionString) {
 }
 
 #ifdef PTXBENCH_HAVE_SQLITE
-TEST(JobQueueSqlite, TheQueueFileIsReadableByItsOwnerOnly) {
-  ScratchDir dir("job-queue-test");
-  std::string path = dir.File("queue.db");
-  auto q = OpenJobQueue(path);
-  q->Submit(Request(1));
+// A SQLite queue in a scratch folder.
+class JobQueueSqlite : public ::testing::Test {
+ protected:
+  ScratchDir dir_{"job-queue-test"};
+  std::string path_ = dir_.File("queue.db");
+  std::unique_ptr<JobQueue> q_ = OpenJobQueue(path_);
+};
+
+TEST_F(JobQueueSqlite, TheQueueFileIsReadableByItsOwnerOnly) {
+  q_->Submit(Request(1));
   struct stat st {};
-  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   for (const char* side : {"-wal", "-shm"})
-    if (::stat((path + side).c_str(), &st) == 0) EXPECT_EQ(st.st_mode & 0777, 0600u) << side;
+    if (::stat((path_ + side).c_str(), &st) == 0) EXPECT_EQ(st.st_mode & 0777, 0600u) << side;
   // An older queue that others could read is made private when opened.
-  std::string old = dir.File("old.db");
+  std::string old = dir_.File("old.db");
   { OpenJobQueue(old); }
   ASSERT_EQ(::chmod(old.c_str(), 0644), 0);
   { OpenJobQueue(old); }
   ASSERT_EQ(::stat(old.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // A symbolic link in its place is refused.
-  std::string link = dir.File("link.db");
+  std::string link = dir_.File("link.db");
   ASSERT_EQ(::symlink(old.c_str(), link.c_str()), 0);
   EXPECT_THROW(OpenJobQueue(link), std::exception);
 }
 
 // A row whose request is not JSON (written by hand, or damaged) must not fail every claim:
 // it is claimed like any job, with no request, for its worker to report.
-TEST(JobQueueSqlite, ARowThatDoesNotParseIsClaimedNotThrown) {
-  ScratchDir dir("job-queue-test");
-  std::string path = dir.File("queue.db");
-  auto q = OpenJobQueue(path);
+TEST_F(JobQueueSqlite, ARowThatDoesNotParseIsClaimedNotThrown) {
   sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
                          "INSERT INTO jobs (id, state, request_json, submitted_at) VALUES "
                          "('poison', 'queued', '{not json', 1)",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
-  std::string good = q->Submit(Request(2));
-  auto job = q->Claim(Worker("a"), 30s);
+  std::string good = q_->Submit(Request(2));
+  auto job = q_->Claim(Worker("a"), 30s);
   ASSERT_TRUE(job);
   EXPECT_EQ(job->id, "poison");
   EXPECT_TRUE(job->request.is_null());
-  auto next = q->Claim(Worker("a"), 30s);
+  auto next = q_->Claim(Worker("a"), 30s);
   ASSERT_TRUE(next);
   EXPECT_EQ(next->id, good);
   // And when it loses its worker twice, the worker_lost record is still written.
@@ -314,22 +291,19 @@ TEST(JobQueueSqlite, ARowThatDoesNotParseIsClaimedNotThrown) {
 
 // Health's write probe fails, naming the cause, while another connection holds the write
 // lock (a database nobody can write to), and succeeds again once it is released.
-TEST(JobQueueSqlite, TheWriteProbeFailsWhileTheDatabaseCannotBeWritten) {
-  ScratchDir dir("job-queue-test");
-  std::string path = dir.File("queue.db");
-  auto q = OpenJobQueue(path);
+TEST_F(JobQueueSqlite, TheWriteProbeFailsWhileTheDatabaseCannotBeWritten) {
   sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
   auto t0 = std::chrono::steady_clock::now();
-  std::optional<std::string> problem = q->ProbeWrite(300ms);
+  std::optional<std::string> problem = q_->ProbeWrite(300ms);
   auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(problem);
   EXPECT_NE(problem->find("locked"), std::string::npos) << *problem;
   EXPECT_LT(took, 3s) << "the probe waited past its timeout";
   sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(db);
-  EXPECT_EQ(q->ProbeWrite(2000ms), std::nullopt);
+  EXPECT_EQ(q_->ProbeWrite(2000ms), std::nullopt);
 }
 #endif
 

@@ -122,4 +122,30 @@ std::string PostgresServer::NewDatabaseUrl() {
          "&user=postgres";
 }
 
+namespace {
+std::unique_ptr<PostgresServer> g_server;
+std::string g_why_not;
+}  // namespace
+
+void PostgresEnvironment::SetUp() { g_server = PostgresServer::Start(&g_why_not); }
+void PostgresEnvironment::TearDown() { g_server.reset(); }
+PostgresServer* PostgresEnvironment::Server() { return g_server.get(); }
+const std::string& PostgresEnvironment::WhyNoServer() { return g_why_not; }
+
+std::string PostgresDatabaseOrSkip() {
+  std::string url;
+  [&] {  // GTEST_SKIP and FAIL return from this lambda; the test's SetUp sees the empty url
+#ifndef PTXBENCH_HAVE_POSTGRES
+    GTEST_SKIP() << "this build has no libpq (PTXBENCH_WITH_LIBPQ=OFF or no headers)";
+#endif
+    if (!g_server) {
+      // CI installs PostgreSQL (scripts/setup.sh): there a server that cannot start fails.
+      if (PostgresRequired()) FAIL() << "PostgreSQL (required in CI): " << g_why_not;
+      GTEST_SKIP() << "PostgreSQL: " << g_why_not;
+    }
+    url = g_server->NewDatabaseUrl();
+  }();
+  return url;
+}
+
 }  // namespace ptxbench::testing

@@ -3,6 +3,8 @@
 // run as root, so under root (CI containers) it runs as the unprivileged user `nobody`.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,5 +33,22 @@ class PostgresServer {
   int port_ = 0, databases_ = 0;
   bool started_ = false;
 };
+
+// The one server of a test binary: started before its first test, stopped after its last.
+// A binary that wants it registers it once:
+//   ::testing::AddGlobalTestEnvironment(new testing::PostgresEnvironment);
+class PostgresEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override;
+  void TearDown() override;
+  // The server, nullptr where it could not start (WhyNoServer() says why).
+  static PostgresServer* Server();
+  static const std::string& WhyNoServer();
+};
+
+// For a test's SetUp: a fresh database on the binary's server. Where this build has no libpq or
+// the server could not start, "" with the test skipped (failed where PostgresRequired()); the
+// caller returns.
+std::string PostgresDatabaseOrSkip();
 
 }  // namespace ptxbench::testing

@@ -60,21 +60,15 @@ bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-testing::PostgresServer* g_postgres = nullptr;
-std::string g_postgres_why_not;
-class PostgresEnvironment : public ::testing::Environment {
+// curl's global state, then the binary's PostgreSQL server.
+class ServeEnvironment : public testing::PostgresEnvironment {
  public:
   void SetUp() override {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    server_ = testing::PostgresServer::Start(&g_postgres_why_not);
-    g_postgres = server_.get();
+    PostgresEnvironment::SetUp();
   }
-  void TearDown() override { server_.reset(); }
-
- private:
-  std::unique_ptr<testing::PostgresServer> server_;
 };
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new ServeEnvironment);
 
 struct Reply {
   long status = 0;
@@ -138,10 +132,10 @@ class Service {
       if (extra[i] == "--tls-cert") via_.cainfo = extra[i + 1];
     ProcessSpec spec;
     spec.argv = wrapper;
-    for (const std::string& a : {Bin(), std::string("serve"), std::string("--port"),
-                                 std::to_string(port_), std::string("--db"), db,
-                                 std::string("--gpus"), std::string("none"),
-                                 std::string("--cache-dir"), cache_.path()})
+    for (const std::string& a :
+         {Bin(), std::string("serve"), std::string("--port"), std::to_string(port_),
+          std::string("--db"), db, std::string("--gpus"), std::string("none"),
+          std::string("--cache-dir"), cache_.path()})
       spec.argv.push_back(a);
     spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
     spec.set_env = env;
@@ -246,8 +240,9 @@ std::string SingleServiceQueue(const ScratchDir& dir, std::string* why_not) {
   (void)why_not;
   return dir.File("store.db");
 #elif defined(PTXBENCH_HAVE_POSTGRES)
-  if (g_postgres) return g_postgres->NewDatabaseUrl();
-  *why_not = "this build has no SQLite and PostgreSQL could not start: " + g_postgres_why_not;
+  if (auto* server = testing::PostgresEnvironment::Server()) return server->NewDatabaseUrl();
+  *why_not = "this build has no SQLite and PostgreSQL could not start: " +
+             testing::PostgresEnvironment::WhyNoServer();
   return "";
 #else
   *why_not = "this build has neither SQLite nor libpq: `ptxbench serve` has no queue";
@@ -263,16 +258,8 @@ class ServeBackends : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "postgres") {
-#ifndef PTXBENCH_HAVE_POSTGRES
-      GTEST_SKIP() << "this build has no libpq (PTXBENCH_WITH_LIBPQ=OFF or no headers)";
-#endif
-      if (!g_postgres) {
-        // CI installs PostgreSQL (scripts/setup.sh): there a server that cannot start fails.
-        if (testing::PostgresRequired())
-          FAIL() << "PostgreSQL (required in CI): " << g_postgres_why_not;
-        GTEST_SKIP() << "PostgreSQL: " << g_postgres_why_not;
-      }
-      db_ = g_postgres->NewDatabaseUrl();
+      db_ = testing::PostgresDatabaseOrSkip();
+      if (db_.empty()) return;
     } else {
 #ifndef PTXBENCH_HAVE_SQLITE
       GTEST_SKIP() << "this build has no SQLite (PTXBENCH_WITH_SQLITE=OFF or no headers)";
@@ -763,7 +750,8 @@ TEST(Serve, AFullDiskIsRefusedByNameAndTheServiceStaysUp) {
   ScratchDir dir("serve-e2e");
   std::string disk = dir.File("disk");
   MakeDirs(disk);
-  const std::string mount = "mount -t tmpfs -o size=1m,mode=0700 ptxbench-full \"$0\" && exec \"$@\"";
+  const std::string mount =
+      "mount -t tmpfs -o size=1m,mode=0700 ptxbench-full \"$0\" && exec \"$@\"";
   CommandResult probe = RunCommand({"unshare", "-Urm", "sh", "-c", mount, disk, "true"}, 30s);
   if (probe.exit.kind != ExitKind::kExited || probe.exit.code != 0)
     GTEST_SKIP() << "no user and mount namespace here for a small tmpfs (" << Trim(probe.output)

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "compile/tvm_ffi.h"
+#include "child/child_support.h"
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "compile/tvm_ffi.h"
 #include "run/channel.h"
-#include "child/child_support.h"
 #include "task/abi.h"
 #include "task/family.h"
 #include "task/tvm_ffi_call.h"
@@ -46,25 +46,19 @@ TEST(CandidateAbi, DetectedFromTheSource) {
   const std::string upstream =
       "#include <tvm/ffi/tvm_ffi.h>\n"
       "void run(tvm::ffi::TensorView A, tvm::ffi::TensorView B, tvm::ffi::TensorView C) {}\n";
-  EXPECT_EQ(DetectCandidateAbi(upstream + "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);\n"),
-            CandidateAbi::kTvmFfi);
-  EXPECT_EQ(DetectCandidateAbi(upstream + "TVM_FFI_DLL_EXPORT_TYPED_FUNC (\n  run ,\n  run);\n"),
-            CandidateAbi::kTvmFfi);
-  EXPECT_EQ(DetectCandidateAbi(upstream + "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, [](int x) {});\n"),
-            CandidateAbi::kTvmFfi);
+  for (const char* exports : {"TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);\n",
+                              "TVM_FFI_DLL_EXPORT_TYPED_FUNC (\n  run ,\n  run);\n",
+                              "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, [](int x) {});\n"}) {
+    EXPECT_EQ(DetectCandidateAbi(upstream + exports), CandidateAbi::kTvmFfi) << exports;
+  }
   // Not an export of `run`, or only in a comment or a string: native.
-  EXPECT_EQ(DetectCandidateAbi(upstream), CandidateAbi::kNative);
-  EXPECT_EQ(DetectCandidateAbi(upstream + "TVM_FFI_DLL_EXPORT_TYPED_FUNC(runner, run);\n"),
-            CandidateAbi::kNative);
-  EXPECT_EQ(DetectCandidateAbi(upstream + "// TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);\n"),
-            CandidateAbi::kNative);
-  EXPECT_EQ(DetectCandidateAbi(upstream + "/* TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run); */\n"),
-            CandidateAbi::kNative);
-  EXPECT_EQ(
-      DetectCandidateAbi(upstream + "const char* s = \"TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run)\";"),
-      CandidateAbi::kNative);
-  EXPECT_EQ(DetectCandidateAbi(upstream + "MY_TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);\n"),
-            CandidateAbi::kNative);
+  for (const char* not_exporting : {"", "TVM_FFI_DLL_EXPORT_TYPED_FUNC(runner, run);\n",
+                                    "// TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);\n",
+                                    "/* TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run); */\n",
+                                    "const char* s = \"TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run)\";",
+                                    "MY_TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);\n"}) {
+    EXPECT_EQ(DetectCandidateAbi(upstream + not_exporting), CandidateAbi::kNative) << not_exporting;
+  }
   // A native entry point besides: the native ABI wins, in every spelling of extern "C".
   const std::string exported = upstream + "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);\n";
   for (const char* native :

@@ -1,0 +1,25 @@
+// For tests that watch processes they started: header only, nothing to link.
+#pragma once
+
+#include <sys/types.h>
+
+#include <exception>
+#include <string>
+
+#include "common/files.h"
+
+namespace ptxbench::testing {
+
+// True once the process has ended: gone from /proc, or a zombie (state Z) not yet reaped.
+inline bool ProcessEnded(pid_t pid) {
+  std::string stat;
+  try {
+    stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  } catch (const std::exception&) {
+    return true;
+  }
+  size_t close = stat.rfind(')');  // the state follows the name, which may hold anything
+  return close != std::string::npos && stat.compare(close + 1, 3, " Z ") == 0;
+}
+
+}  // namespace ptxbench::testing
