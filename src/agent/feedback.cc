@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/json_fields.h"
 #include "common/strings.h"
+#include "record/layers.h"
 #include "record/record.h"
 
 namespace ptxbench {
@@ -18,8 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-// The record is read through its typed API (record/record.h); the detail of its layers, which
-// the struct keeps as JSON, through the lenient accessors of common/json_fields.h.
+// The record is read through its typed API: the verdict through record/record.h, the detail
+// of its layers through the views of record/layers.h.
 
 // --- formatting ---
 
@@ -152,14 +152,12 @@ void Header(const EvaluationRecord& record, std::string* out) {
   *out += "## Evaluation of your kernel";
   if (turn > 0) *out += " (turn " + std::to_string(turn) + ")";
   *out += "\n";
-  const json& task = record.task;
-  std::string def = StrField(task, "definition");
-  if (!def.empty()) {
-    *out += "Task: " + def;
-    const json& axes = FieldOrNull(task, "axes");
-    if (axes.is_object() && !axes.empty()) {
+  const TaskDetail task = TaskDetailOf(record);
+  if (!task.definition.empty()) {
+    *out += "Task: " + task.definition;
+    if (!task.axes.empty()) {
       std::string list;
-      for (const auto& [k, v] : axes.items())
+      for (const auto& [k, v] : task.axes)
         list += (list.empty() ? "" : ", ") + k + "=" + JsonScalar(v);
       *out += " (" + list + ")";
     }
@@ -175,21 +173,18 @@ void Header(const EvaluationRecord& record, std::string* out) {
 }
 
 void Screening(const EvaluationRecord& record, std::string* out) {
-  const json& findings = ArrField(record.screening, "findings");
+  const std::vector<ScreeningFinding> findings = ScreeningFindingsOf(record);
   if (findings.empty()) return;
   *out += "\n## Screening\n";
   size_t shown = 0;
-  for (const auto& f : findings) {
+  for (const ScreeningFinding& f : findings) {
     if (shown == 10) break;
     ++shown;
     std::string line = "- ";
-    if (auto l = NumField(f, "line"))
-      line += "line " + std::to_string(static_cast<long long>(*l)) + ": ";
-    line += StrField(f, "what");
-    std::string lib = StrField(f, "library");
-    if (!lib.empty()) line += " (" + lib + ")";
-    std::string excerpt = StrField(f, "excerpt");
-    if (!excerpt.empty()) line += ": " + OneLine(excerpt, 200);
+    if (f.line) line += "line " + std::to_string(*f.line) + ": ";
+    line += f.what;
+    if (!f.library.empty()) line += " (" + f.library + ")";
+    if (!f.excerpt.empty()) line += ": " + OneLine(f.excerpt, 200);
     *out += OneLine(line, 400) + "\n";
   }
   if (findings.size() > shown)
@@ -199,9 +194,9 @@ void Screening(const EvaluationRecord& record, std::string* out) {
 // The compiler's first errors: each line mentioning an error, with the source and caret lines
 // nvcc prints under it; where no line mentions an error, the log's first lines.
 void CompilerErrors(const EvaluationRecord& record, const FeedbackOptions& o, std::string* out) {
-  const json& build = record.build;
-  std::string text = StrField(build, "errors");
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) text = StrField(build, "log");
+  const CompilerOutput compiler = CompilerOutputOf(record);
+  std::string text = compiler.errors;
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) text = compiler.log;
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return;
   std::vector<std::string> lines = SplitLinesOf(text);
   const size_t max_lines = static_cast<size_t>(std::max(1, o.max_compiler_lines));
@@ -234,69 +229,58 @@ void CompilerErrors(const EvaluationRecord& record, const FeedbackOptions& o, st
             " more error lines not shown; fix the first ones first]\n";
 }
 
-std::string OutputLine(const json& o) {
-  std::string summary = StrField(o, "summary");
-  if (!summary.empty()) return OneLine(summary, 400);
+std::string OutputLine(const OutputCheck& o) {
+  if (!o.summary.empty()) return OneLine(o.summary, 400);
   // The same facts, from the fields, when the record has no summary.
-  std::string name = StrField(o, "name");
-  std::string s = (name.empty() ? std::string("output") : name) + ": ";
-  std::string verdict = StrField(o, "verdict");
-  long long elements = static_cast<long long>(NumField(o, "elements").value_or(0));
-  auto n = [&](const char* key) {
-    return std::to_string(static_cast<long long>(NumField(o, key).value_or(0)));
-  };
-  std::string errors = "max abs " + G3(NumField(o, "max_abs_error").value_or(0)) + ", max rel " +
-                       G3(NumField(o, "max_rel_error").value_or(0));
-  if (verdict == "match")
-    return s + "all " + std::to_string(elements) + " elements within tolerance (" + errors + ")";
-  if (verdict == "unwritten")
-    s += n("unwritten") + " of " + std::to_string(elements) + " elements never written";
-  else if (verdict == "non_finite")
-    s += n("non_finite") + " of " + std::to_string(elements) + " elements NaN or Inf";
-  else if (verdict == "numerical")
-    s += n("mismatched") + " of " + std::to_string(elements) + " elements outside tolerance (" +
+  std::string s = (o.name.empty() ? std::string("output") : o.name) + ": ";
+  const std::string elements = std::to_string(o.elements);
+  std::string errors = "max abs " + G3(o.max_abs_error) + ", max rel " + G3(o.max_rel_error);
+  if (o.verdict == "match")
+    return s + "all " + elements + " elements within tolerance (" + errors + ")";
+  if (o.verdict == "unwritten")
+    s += std::to_string(o.unwritten) + " of " + elements + " elements never written";
+  else if (o.verdict == "non_finite")
+    s += std::to_string(o.non_finite) + " of " + elements + " elements NaN or Inf";
+  else if (o.verdict == "numerical")
+    s += std::to_string(o.mismatched) + " of " + elements + " elements outside tolerance (" +
          errors + ")";
   else
-    s += verdict.empty() ? "no verdict" : verdict;
-  const json& fb = FieldOrNull(o, "first_bad");
-  if (auto idx = NumField(fb, "index")) {
-    s += "; first at flat index " + std::to_string(static_cast<long long>(*idx));
-    const json& got = FieldOrNull(fb, "got");
-    if (got.is_number()) s += ": got " + G3(got.get<double>());
-    if (got.is_null() && fb.is_object() && fb.contains("got")) s += ": got NaN or Inf";
-    if (auto e = NumField(fb, "expected")) s += ", expected " + G3(*e);
+    s += o.verdict.empty() ? "no verdict" : o.verdict;
+  if (const auto& fb = o.first_bad) {
+    s += "; first at flat index " + std::to_string(fb->index);
+    if (fb->got) s += ": got " + G3(*fb->got);
+    if (fb->got_non_finite) s += ": got NaN or Inf";
+    if (fb->expected) s += ", expected " + G3(*fb->expected);
   }
   return s;
 }
 
 void Correctness(const EvaluationRecord& record, std::string* out) {
   const bool passed = record.status == Status::kPassed;
-  const json& c = record.correctness;
-  if (StrField(c, "state") != "ran") return;
-  const json& trials = ArrField(c, "trial_results");
+  const CorrectnessDetail c = CorrectnessDetailOf(record);
+  if (c.state != "ran") return;
+  const std::vector<Trial>& trials = c.trials;
   std::string section;
-  const json& tol = FieldOrNull(c, "tolerance");
-  if (tol.is_object() && !passed) {
-    section += "Tolerance: rule " + StrField(tol, "rule");
-    if (auto a = NumField(tol, "atol")) section += ", atol " + G3(*a);
-    if (auto r = NumField(tol, "rtol")) section += ", rtol " + G3(*r);
+  if (c.tolerance && !passed) {
+    section += "Tolerance: rule " + c.tolerance->rule;
+    if (auto a = c.tolerance->atol) section += ", atol " + G3(*a);
+    if (auto r = c.tolerance->rtol) section += ", rtol " + G3(*r);
     section += "\n";
   }
   if (passed) {
     // Per output, the largest errors over the trials.
     std::vector<std::string> names;
     std::vector<double> abs_err, rel_err;
-    for (const auto& t : trials)
-      for (const auto& o : ArrField(t, "outputs")) {
-        std::string name = StrField(o, "name");
-        size_t k = std::find(names.begin(), names.end(), name) - names.begin();
+    for (const Trial& t : trials)
+      for (const OutputCheck& o : t.outputs) {
+        size_t k = std::find(names.begin(), names.end(), o.name) - names.begin();
         if (k == names.size()) {
-          names.push_back(name);
+          names.push_back(o.name);
           abs_err.push_back(0);
           rel_err.push_back(0);
         }
-        abs_err[k] = std::max(abs_err[k], NumField(o, "max_abs_error").value_or(0));
-        rel_err[k] = std::max(rel_err[k], NumField(o, "max_rel_error").value_or(0));
+        abs_err[k] = std::max(abs_err[k], o.max_abs_error);
+        rel_err[k] = std::max(rel_err[k], o.max_rel_error);
       }
     for (size_t k = 0; k < names.size(); ++k)
       section += names[k] + ": correct on " + std::to_string(trials.size()) +
@@ -304,19 +288,16 @@ void Correctness(const EvaluationRecord& record, std::string* out) {
                  "\n";
   } else {
     size_t shown = 0, bad_trials = 0;
-    for (const auto& t : trials) {
-      bool bad = !BoolField(t, "inputs_unchanged").value_or(true);
-      for (const auto& o : ArrField(t, "outputs")) bad |= StrField(o, "verdict") != "match";
-      if (!bad) continue;
+    for (const Trial& t : trials) {
+      if (!t.Failed()) continue;
       ++bad_trials;
       if (shown == 4) continue;
       ++shown;
-      std::string seed =
-          FieldOrNull(t, "seed").is_number() ? JsonScalar(FieldOrNull(t, "seed")) : "?";
+      std::string seed = t.seed.is_number() ? JsonScalar(t.seed) : "?";
       section += "Trial (seed " + seed + "):\n";
-      if (!BoolField(t, "inputs_unchanged").value_or(true))
+      if (!t.inputs_unchanged)
         section += "  your kernel modified its inputs (they are read-only)\n";
-      for (const auto& o : ArrField(t, "outputs")) section += "  " + OutputLine(o) + "\n";
+      for (const OutputCheck& o : t.outputs) section += "  " + OutputLine(o) + "\n";
     }
     if (bad_trials > shown)
       section += "[" + std::to_string(bad_trials - shown) + " more failing trials not shown]\n";
@@ -326,10 +307,9 @@ void Correctness(const EvaluationRecord& record, std::string* out) {
                      : std::to_string(bad_trials) + " of " + std::to_string(trials.size()) +
                            " trials failed\n";
   }
-  const json& libs = ArrField(c, "new_vendor_libraries");
-  if (!libs.empty()) {
+  if (!c.new_vendor_libraries.empty()) {
     std::string list;
-    for (const auto& l : libs) list += (list.empty() ? "" : ", ") + JsonScalar(l);
+    for (const json& l : c.new_vendor_libraries) list += (list.empty() ? "" : ", ") + JsonScalar(l);
     section += "Loaded at run time (forbidden): " + list + "\n";
   }
   if (!section.empty()) *out += "\n## Correctness\n" + section;
@@ -338,14 +318,16 @@ void Correctness(const EvaluationRecord& record, std::string* out) {
 // How the process ended and what it printed last: for crashes, CUDA errors and hangs.
 void ProcessDetails(const EvaluationRecord& record, std::string* out) {
   std::string section;
-  for (const json* l_ptr : {&record.correctness, &record.performance}) {
-    const json& l = *l_ptr;
-    std::string exit = StrField(l, "child_exit");
+  const std::pair<const char*, ChildEnd> runs[] = {
+      {"correctness run", CorrectnessDetailOf(record).child},
+      {"timed run", PerformanceDetailOf(record).child}};
+  for (const auto& [what, child] : runs) {
+    std::string exit = child.exit;
     if (exit == "exit code 0") exit.clear();  // says nothing about the failure
-    std::string tail = StrField(l, "child_log_tail");
+    const std::string& tail = child.log_tail;
     if (exit.empty() && tail.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    std::string what = l_ptr == &record.correctness ? "correctness run" : "timed run";
-    if (!exit.empty()) section += "Process (" + what + "): " + OneLine(exit, 200) + "\n";
+    if (!exit.empty())
+      section += std::string("Process (") + what + "): " + OneLine(exit, 200) + "\n";
     std::vector<std::string> lines = SplitLinesOf(tail);
     while (!lines.empty() && lines.back().find_first_not_of(" \t") == std::string::npos)
       lines.pop_back();
@@ -359,11 +341,11 @@ void ProcessDetails(const EvaluationRecord& record, std::string* out) {
 }
 
 void Memcheck(const EvaluationRecord& record, std::string* out) {
-  const json& m = record.memcheck;
-  std::string state = StrField(m, "state");
+  const MemcheckDetail m = MemcheckDetailOf(record);
+  const std::string& state = m.state;
   if (state != "ran" && state != "timed_out" && state != "failed") return;
-  const json& errors = ArrField(m, "errors");
-  long long count = static_cast<long long>(NumField(m, "error_count").value_or(0));
+  const std::vector<MemcheckDetail::Error>& errors = m.errors;
+  const long long count = m.error_count;
   std::string section;
   if (state == "timed_out") section += "The memory check timed out; its report is incomplete.\n";
   if (state == "failed")
@@ -374,24 +356,20 @@ void Memcheck(const EvaluationRecord& record, std::string* out) {
     section += std::to_string(std::max<long long>(count, static_cast<long long>(errors.size()))) +
                " errors in all" + (errors.empty() ? "" : "; the first:") + "\n";
     size_t shown = 0;
-    for (const auto& e : errors) {
+    for (const MemcheckDetail::Error& e : errors) {
       if (shown == 5) break;
       ++shown;
-      std::string s = StrField(e, "summary");
+      std::string s = e.summary;
       if (s.empty()) {
-        for (const char* k : {"kind", "location", "thread", "address"}) {
-          std::string v = StrField(e, k);
-          if (!v.empty()) s += (s.empty() ? "" : "; ") + v;
-        }
+        for (const std::string* v : {&e.kind, &e.location, &e.thread, &e.address})
+          if (!v->empty()) s += (s.empty() ? "" : "; ") + *v;
       }
       section += "- " + OneLine(s, 400) + "\n";
     }
     if (errors.size() > shown)
       section += "[" + std::to_string(errors.size() - shown) + " more not shown]\n";
-    if (errors.empty()) {
-      std::string first = StrField(m, "first_error");
-      if (!first.empty()) section += "- " + OneLine(first, 400) + "\n";
-    }
+    if (errors.empty() && !m.first_error.empty())
+      section += "- " + OneLine(m.first_error, 400) + "\n";
   }
   if (section.empty()) return;
   if (record.status == Status::kPassed && section == "No memory error found.\n") {
@@ -415,46 +393,39 @@ std::string VerificationText(const InstructionsView& ins, const std::string& cre
 }
 
 void Instructions(const EvaluationRecord& record, std::string* out) {
-  const json& ins = record.instructions;
-  if (!ins.is_object() || ins.empty()) return;
+  if (!record.instructions.is_object() || record.instructions.empty()) return;
   const InstructionsView view = record.Instructions();
+  const InstructionDetail detail = InstructionDetailOf(record);
   const std::string tag = ArchTagOf(record), credit = CreditName(tag);
   std::string section;
   std::vector<std::string> required = view.required_families;
-  if (required.empty())
-    for (const auto& f : ArrField(record.task, "required_families"))
-      if (f.is_string()) required.push_back(f.get<std::string>());
+  if (required.empty()) required = TaskDetailOf(record).required_families;
   const std::string& arch = record.arch;
   if (!required.empty()) {
     std::string list;
     for (const auto& f : required) list += (list.empty() ? "" : ", ") + f;
     section += "Required for " + credit + (arch.empty() ? "" : " on " + arch) + ": " + list + "\n";
   }
-  const json& st = FieldOrNull(ins, "static");
-  const json& totals = FieldOrNull(st, "totals");
-  if (st.is_object()) {
-    if (StrField(st, "state") == "ran" && totals.is_object()) {
+  if (detail.has_static) {
+    if (detail.static_state == "ran" && detail.sass_totals) {
       std::string list;
-      for (const auto& [name, n] : totals.items()) {
-        double v = n.is_number() ? n.get<double>() : 0;
-        list += (list.empty() ? "" : ", ") + name + " " + (v > 0 ? Count(v) : "absent");
-      }
+      for (const InstructionDetail::FamilyCount& f : *detail.sass_totals)
+        list +=
+            (list.empty() ? "" : ", ") + f.family + " " + (f.count > 0 ? Count(f.count) : "absent");
       section +=
           "SASS of your shared object: " + (list.empty() ? "no instruction family" : list) + "\n";
     } else {
-      std::string why = StrField(st, "message");
+      const std::string& why = detail.static_message;
       section += "SASS: not inspected (" +
-                 (StrField(st, "state").empty() ? "?" : StrField(st, "state")) +
+                 (detail.static_state.empty() ? "?" : detail.static_state) +
                  (why.empty() ? "" : ": " + OneLine(why, 200)) + ")\n";
     }
   }
-  const json& dyn = FieldOrNull(FieldOrNull(ins, "dynamic"), "families");
-  if (dyn.is_object() && !dyn.empty()) {
+  if (detail.executed && !detail.executed->empty()) {
     std::string list;
-    for (const auto& [name, e] : dyn.items()) {
-      double v = NumField(e, "thread_executions_true").value_or(0);
-      list += (list.empty() ? "" : ", ") + name + " " + (v > 0 ? Count(v) : "not executed");
-    }
+    for (const InstructionDetail::FamilyCount& f : *detail.executed)
+      list += (list.empty() ? "" : ", ") + f.family + " " +
+              (f.count > 0 ? Count(f.count) : "not executed");
     section +=
         "Executed at run time (ncu, thread instructions with a true predicate): " + list + "\n";
   }
@@ -481,12 +452,9 @@ void Instructions(const EvaluationRecord& record, std::string* out) {
     if (record.status != Status::kPassed || verification == Verification::kNotCorrect)
       missing.push_back("a correct kernel");
     for (const auto& f : required) {
-      const json& n = FieldOrNull(totals, f.c_str());
-      bool in_sass = n.is_number() && n.get<double>() > 0;
-      const json& e = FieldOrNull(dyn, f.c_str());
-      if (totals.is_object() && !in_sass)
+      if (detail.sass_totals && InstructionDetail::CountOf(*detail.sass_totals, f) <= 0)
         missing.push_back(f + " (absent from the SASS)");
-      else if (dyn.is_object() && NumField(e, "thread_executions_true").value_or(0) <= 0)
+      else if (detail.executed && InstructionDetail::CountOf(*detail.executed, f) <= 0)
         missing.push_back(f + " (in the SASS, never executed)");
     }
     if (verification == Verification::kProfileError)
@@ -500,15 +468,12 @@ void Instructions(const EvaluationRecord& record, std::string* out) {
   if (!section.empty()) *out += "\n## Instructions\n" + section;
 }
 
-std::string Spread(const json& s) {
-  std::string out;
-  auto p10 = NumField(s, "p10"), p90 = NumField(s, "p90");
-  if (p10 && p90) out = "p10 " + Duration(*p10) + ", p90 " + Duration(*p90);
-  return out;
+std::string Spread(const TimeDistribution& t) {
+  if (t.p10 && t.p90) return "p10 " + Duration(*t.p10) + ", p90 " + Duration(*t.p90);
+  return "";
 }
 
 void Performance(const EvaluationRecord& record, std::string* out) {
-  const json& p = record.performance;
   const PerformanceView view = record.Performance();
   const std::string& state = view.state;
   std::string section;
@@ -517,51 +482,45 @@ void Performance(const EvaluationRecord& record, std::string* out) {
     section += "Not timed" + (state.empty() ? "" : " (" + state + ")") +
                (why.empty() ? "" : ": " + OneLine(why, 300)) + "\n";
   } else {
-    const json& c = FieldOrNull(p, "candidate");
-    if (auto med = NumField(c, "median")) {
-      std::string spread = Spread(c);
-      auto count = NumField(c, "count");
-      std::string extra = spread;
-      if (count)
-        extra += (extra.empty() ? "" : ", ") + std::to_string(static_cast<long long>(*count)) +
+    const PerformanceDetail p = PerformanceDetailOf(record);
+    const TimeDistribution& c = p.candidate;
+    if (c.median) {
+      std::string extra = Spread(c);
+      if (c.count)
+        extra += (extra.empty() ? "" : ", ") + std::to_string(static_cast<long long>(*c.count)) +
                  " timed calls";
-      section += "Your kernel: " + Duration(*med) + " median" +
+      section += "Your kernel: " + Duration(*c.median) + " median" +
                  (extra.empty() ? "" : " (" + extra + ")") + "\n";
     } else {
       section += "Your kernel: no time recorded\n";
     }
-    const json& b = FieldOrNull(p, "baseline");
-    std::string bname = StrField(b, "name");
-    if (bname.empty()) bname = "the baseline";
-    std::string bstate = StrField(b, "state");
-    if (bstate == "ran" && NumField(b, "median")) {
-      std::string spread = Spread(b);
-      section += "Baseline " + bname + ": " + Duration(*NumField(b, "median")) + " median" +
+    const PerformanceDetail::Baseline& b = p.baseline;
+    const std::string bname = b.name.empty() ? "the baseline" : b.name;
+    if (b.state == "ran" && b.time.median) {
+      std::string spread = Spread(b.time);
+      section += "Baseline " + bname + ": " + Duration(*b.time.median) + " median" +
                  (spread.empty() ? "" : " (" + spread + ")");
-      if (auto t = NumField(b, "tflops")) section += ", " + G3(*t) + " TFLOP/s";
+      if (b.tflops) section += ", " + G3(*b.tflops) + " TFLOP/s";
       section += "\n";
-      if (BoolField(b, "drift_flagged").value_or(false))
-        section += "Note: the baseline's time drifted by " +
-                   G3(100 * NumField(b, "drift").value_or(0)) +
+      if (b.drift_flagged)
+        section += "Note: the baseline's time drifted by " + G3(100 * b.drift) +
                    "% between before and after your kernel; the speedup is less certain.\n";
-    } else if (b.is_object()) {
-      std::string why = StrField(b, "reason");
-      section += "Baseline " + (StrField(b, "name").empty() ? std::string("") : bname + " ") +
-                 "not timed" + (bstate.empty() ? "" : " (" + bstate + ")") +
-                 (why.empty() ? "" : ": " + OneLine(why, 300)) + "; no speedup\n";
+    } else if (b.present) {
+      section += "Baseline " + (b.name.empty() ? std::string("") : bname + " ") + "not timed" +
+                 (b.state.empty() ? "" : " (" + b.state + ")") +
+                 (b.reason.empty() ? "" : ": " + OneLine(b.reason, 300)) + "; no speedup\n";
     }
     if (const auto& s = view.speedup) {
       section += "Speedup: " + G3(*s) + "x the baseline";
-      const json& r = FieldOrNull(p, "speedup_range");
-      if (r.is_array() && r.size() == 2 && r[0].is_number() && r[1].is_number())
-        section += " (range " + G3(r[0].get<double>()) + "x to " + G3(r[1].get<double>()) + "x)";
+      if (const auto& r = p.speedup_range)
+        section += " (range " + G3(r->first) + "x to " + G3(r->second) + "x)";
       section += "\n";
     }
     if (const auto& t = view.tflops) {
       section += "Throughput: " + G3(*t) + " TFLOP/s";
-      if (auto pct = NumField(p, "percent_of_peak")) {
-        section += ", " + G3(*pct) + "% of the GPU's bf16 dense peak";
-        if (auto peak = NumField(p, "peak_tflops")) section += " (" + G3(*peak) + " TFLOP/s)";
+      if (p.percent_of_peak) {
+        section += ", " + G3(*p.percent_of_peak) + "% of the GPU's bf16 dense peak";
+        if (p.peak_tflops) section += " (" + G3(*p.peak_tflops) + " TFLOP/s)";
       }
       section += "\n";
     }
@@ -671,9 +630,9 @@ std::string PassedDetail(const EvaluationRecord& record) {
 // The first failing output of an incorrect turn, without its detail after ';'.
 std::string IncorrectDetail(const EvaluationRecord& record) {
   std::string detail;
-  for (const auto& t : ArrField(record.correctness, "trial_results")) {
-    for (const auto& o : ArrField(t, "outputs"))
-      if (StrField(o, "verdict") != "match") {
+  for (const Trial& t : CorrectnessDetailOf(record).trials) {
+    for (const OutputCheck& o : t.outputs)
+      if (o.verdict != "match") {
         detail = OutputLine(o);
         break;
       }

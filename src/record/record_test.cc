@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "record/layers.h"
 #include "record/outcome.h"
 #include "record/record.h"
 #include "record/report_rows.h"
@@ -76,6 +77,143 @@ TEST(RecordContract, ReadingNeverThrows) {
     EXPECT_EQ(r.Instructions().verification, Verification::kNone) << j;
     EXPECT_FALSE(r.Performance().speedup) << j;
     EXPECT_EQ(JudgeTurn(r, Arch::kSm90a).outcome, TurnOutcome::kInfra) << j;
+  }
+}
+
+// The detail views read what the evaluator writes (compare/compare.cc's output JSON, the
+// timing layer's distributions), and every record file in the repository reads without a throw.
+TEST(RecordLayers, TheDetailViewsReadWhatTheEvaluatorWrites) {
+  json j = EvaluationRecord{}.ToJson();
+  j["task"] = {{"definition", "gemm_n128_k2048"},
+               {"axes", {{"M", 93}}},
+               {"required_families", {"gmma", "tma"}}};
+  j["screening"] = {{"findings",
+                     {{{"line", 23},
+                       {"what", "#include <cublas_v2.h>"},
+                       {"library", "cuBLAS"},
+                       {"excerpt", "x"}}}}};
+  j["build"] = {{"errors", "candidate.cu(3): error"}, {"log", "the log"}};
+  j["correctness"] = {
+      {"state", "ran"},
+      {"tolerance", {{"rule", "allclose"}, {"atol", 0.01}, {"rtol", 0.01}}},
+      {"trial_results",
+       {{{"seed", 20260001},
+         {"inputs_unchanged", false},
+         {"outputs",
+          {{{"name", "C"},
+            {"verdict", "numerical"},
+            {"elements", 100},
+            {"mismatched", 7},
+            {"max_abs_error", 2.5},
+            {"max_rel_error", 0.5},
+            {"first_bad", {{"index", 4}, {"got", nullptr}, {"expected", 1.5}}}}}}}}},
+      {"new_vendor_libraries", {"libcublasLt.so.13"}},
+      {"child_exit", "killed by signal 9"}};
+  j["memcheck"] = {{"state", "ran"},
+                   {"error_count", 3},
+                   {"errors", {{{"kind", "Invalid __global__ read"}, {"thread", "(0,0,0)"}}}}};
+  j["instructions"] = {{"static", {{"state", "ran"}, {"totals", {{"gmma", 12}, {"tma", 0}}}}},
+                       {"dynamic", {{"families", {{"gmma", {{"thread_executions_true", 4096}}}}}}}};
+  j["performance"] = {
+      {"state", "ran"},
+      {"candidate", {{"median", 2e-3}, {"p10", 1e-3}, {"p90", 3e-3}, {"count", 50}}},
+      {"baseline",
+       {{"name", "cuBLASLt"},
+        {"state", "ran"},
+        {"median", 1e-3},
+        {"drift_flagged", true},
+        {"drift", 0.04}}},
+      {"speedup_range", {0.4, 0.6}},
+      {"child_log_tail", "last words"}};
+  const EvaluationRecord r = FromJson(j);
+
+  const TaskDetail task = TaskDetailOf(r);
+  EXPECT_EQ(task.definition, "gemm_n128_k2048");
+  ASSERT_EQ(task.axes.size(), 1u);
+  EXPECT_EQ(task.axes[0].first, "M");
+  EXPECT_EQ(task.required_families, (std::vector<std::string>{"gmma", "tma"}));
+
+  const auto findings = ScreeningFindingsOf(r);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].line, 23);
+  EXPECT_EQ(findings[0].library, "cuBLAS");
+  EXPECT_EQ(CompilerOutputOf(r).errors, "candidate.cu(3): error");
+
+  const CorrectnessDetail c = CorrectnessDetailOf(r);
+  EXPECT_EQ(c.state, "ran");
+  ASSERT_TRUE(c.tolerance);
+  EXPECT_EQ(c.tolerance->atol, 0.01);
+  ASSERT_EQ(c.trials.size(), 1u);
+  EXPECT_TRUE(c.trials[0].Failed());
+  EXPECT_EQ(c.trials[0].seed, 20260001);
+  const OutputCheck& o = c.trials[0].outputs.at(0);
+  EXPECT_EQ(o.mismatched, 7);
+  EXPECT_EQ(o.max_abs_error, 2.5);
+  ASSERT_TRUE(o.first_bad);
+  EXPECT_EQ(o.first_bad->index, 4);
+  EXPECT_FALSE(o.first_bad->got);
+  EXPECT_TRUE(o.first_bad->got_non_finite);
+  EXPECT_EQ(o.first_bad->expected, 1.5);
+  EXPECT_EQ(c.new_vendor_libraries.size(), 1u);
+  EXPECT_EQ(c.child.exit, "killed by signal 9");
+
+  const MemcheckDetail m = MemcheckDetailOf(r);
+  EXPECT_EQ(m.error_count, 3);
+  ASSERT_EQ(m.errors.size(), 1u);
+  EXPECT_EQ(m.errors[0].thread, "(0,0,0)");
+
+  const InstructionDetail ins = InstructionDetailOf(r);
+  EXPECT_TRUE(ins.has_static);
+  ASSERT_TRUE(ins.sass_totals && ins.executed);
+  EXPECT_EQ(InstructionDetail::CountOf(*ins.sass_totals, "gmma"), 12);
+  EXPECT_EQ(InstructionDetail::CountOf(*ins.sass_totals, "tma"), 0);
+  EXPECT_EQ(InstructionDetail::CountOf(*ins.executed, "gmma"), 4096);
+  EXPECT_EQ(InstructionDetail::CountOf(*ins.executed, "tma"), 0);  // not listed
+
+  const PerformanceDetail p = PerformanceDetailOf(r);
+  EXPECT_EQ(p.candidate.count, 50);
+  EXPECT_EQ(p.candidate.p90, 3e-3);
+  EXPECT_TRUE(p.baseline.present);
+  EXPECT_TRUE(p.baseline.drift_flagged);
+  EXPECT_EQ(p.baseline.time.median, 1e-3);
+  ASSERT_TRUE(p.speedup_range);
+  EXPECT_EQ(p.speedup_range->second, 0.6);
+  EXPECT_EQ(p.child.log_tail, "last words");
+}
+
+TEST(RecordLayers, FieldsOfAnotherTypeReadAsAbsent) {
+  json j = EvaluationRecord{}.ToJson();
+  j["correctness"] = {{"state", 3},
+                      {"tolerance", "loose"},
+                      {"trial_results",
+                       {{{"outputs", {{{"elements", "many"}, {"first_bad", {{"index", "x"}}}}}}}}}};
+  j["instructions"] = {{"static", "ran"}, {"dynamic", {{"families", {1, 2}}}}};
+  j["performance"] = {{"baseline", "cuBLASLt"}, {"speedup_range", {1}}};
+  const EvaluationRecord r = FromJson(j);
+  const CorrectnessDetail c = CorrectnessDetailOf(r);
+  EXPECT_EQ(c.state, "");
+  EXPECT_FALSE(c.tolerance);
+  ASSERT_EQ(c.trials.size(), 1u);
+  EXPECT_TRUE(c.trials[0].inputs_unchanged);
+  EXPECT_EQ(c.trials[0].outputs.at(0).elements, 0);
+  EXPECT_FALSE(c.trials[0].outputs.at(0).first_bad);
+  const InstructionDetail ins = InstructionDetailOf(r);
+  EXPECT_FALSE(ins.has_static);
+  EXPECT_FALSE(ins.sass_totals);
+  EXPECT_FALSE(ins.executed);
+  const PerformanceDetail p = PerformanceDetailOf(r);
+  EXPECT_FALSE(p.baseline.present);
+  EXPECT_FALSE(p.speedup_range);
+  for (const fs::path& f : RecordFiles()) {  // every stored record reads
+    const EvaluationRecord stored = FromJson(json::parse(Slurp(f), nullptr, false));
+    EXPECT_NO_THROW({
+      CorrectnessDetailOf(stored);
+      MemcheckDetailOf(stored);
+      InstructionDetailOf(stored);
+      PerformanceDetailOf(stored);
+      ScreeningFindingsOf(stored);
+      TaskDetailOf(stored);
+    }) << f;
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/json_fields.h"
+#include "record/layers.h"
 #include "record/record.h"
 
 namespace ptxbench {
@@ -13,14 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-// Objects are read with ObjField: a record's layers are null when they were not reached (a
-// REJECTED record has no toolchain), and value() throws on null.
-
-double Median(const json& stats) {
-  return stats.is_object() && stats.value("median", json()).is_number()
-             ? stats["median"].get<double>()
-             : NAN;
-}
+double MedianOr(const TimeDistribution& t) { return t.median.value_or(NAN); }
 
 }  // namespace
 
@@ -36,49 +30,40 @@ json FlashInferTrace(const json& json_record, const std::vector<std::string>& va
   if (status.empty())
     throw InputError("a record with status " + ToString(record.status) +
                      " is no verdict on the solution: no trace");
-  const json task = record.task.is_object() ? record.task : json::object();
+  const TaskDetail task = TaskDetailOf(record);
   json axes = json::object();
-  const json all_axes = ObjField(task, "axes");
   for (const std::string& a : variable_axes)
-    if (all_axes.contains(a)) axes[a] = all_axes[a];
+    if (!task.Axis(a).is_null()) axes[a] = task.Axis(a);
   json inputs = json::object();
   for (const std::string& n : input_names) inputs[n] = {{"type", "random"}};
 
-  const json& toolchain = record.toolchain;
-  const json& gpu = ObjField(toolchain, "gpu");
-  json evaluation = {
-      {"status", status},
-      {"environment",
-       {{"hardware", StrField(gpu, "name").empty() ? "unknown" : StrField(gpu, "name")},
-        {"libs",
-         {{"ptxbench", record.ptxbench_version},
-          {"ptxbench_commit", record.ptxbench_commit},
-          {"nvcc", StrField(toolchain, "nvcc")}}}}},
-      {"timestamp", record.created_at},
-      {"log", record.message}};
+  const ToolchainDetail toolchain = ToolchainDetailOf(record);
+  json evaluation = {{"status", status},
+                     {"environment",
+                      {{"hardware", toolchain.gpu_name.empty() ? "unknown" : toolchain.gpu_name},
+                       {"libs",
+                        {{"ptxbench", record.ptxbench_version},
+                         {"ptxbench_commit", record.ptxbench_commit},
+                         {"nvcc", toolchain.nvcc}}}}},
+                     {"timestamp", record.created_at},
+                     {"log", record.message}};
 
   if (status == "PASSED" || status == "INCORRECT_NUMERICAL") {
     // The worst error over every trial and output, as their harness reports one pair.
     double max_abs = 0, max_rel = 0;
-    const json& trials = FieldOrNull(record.correctness, "trial_results");
-    for (const json& t : trials.is_array() ? trials : json::array())
-      for (const json& o : t.is_object() ? t.value("outputs", json::array()) : json::array()) {
-        if (!o.is_object()) continue;
-        if (o.value("max_abs_error", json()).is_number())
-          max_abs = std::max(max_abs, o["max_abs_error"].get<double>());
-        if (o.value("max_rel_error", json()).is_number())
-          max_rel = std::max(max_rel, o["max_rel_error"].get<double>());
+    for (const Trial& t : CorrectnessDetailOf(record).trials)
+      for (const OutputCheck& o : t.outputs) {
+        max_abs = std::max(max_abs, o.max_abs_error);
+        max_rel = std::max(max_rel, o.max_rel_error);
       }
     evaluation["correctness"] = {{"max_relative_error", max_rel}, {"max_absolute_error", max_abs}};
   }
-  const json& perf = record.performance;
   const std::optional<double> speedup = record.Performance().speedup;
   if (status == "PASSED" && speedup) {
-    const double candidate = Median(FieldOrNull(perf, "candidate"));
-    const json& baseline = ObjField(perf, "baseline");
+    const PerformanceDetail perf = PerformanceDetailOf(record);
+    const double candidate = MedianOr(perf.candidate);
     // The baseline ran before and after the candidate; its latency is the mean of both medians.
-    const double before = Median(baseline.value("before", json())),
-                 after = Median(baseline.value("after", json()));
+    const double before = MedianOr(perf.baseline.before), after = MedianOr(perf.baseline.after);
     const double reference = std::isnan(after)    ? before
                              : std::isnan(before) ? after
                                                   : (before + after) / 2;
@@ -89,17 +74,15 @@ json FlashInferTrace(const json& json_record, const std::vector<std::string>& va
   }
   // A task read from a FlashInfer-Bench trace set: their definition name and their workload
   // (uuid, axes under their names, inputs as their file gives them), verbatim.
-  const json& fib = ObjField(task, "flashinfer_bench");
-  if (fib.is_object() && fib.value("workload", json()).is_object())
-    return {{"definition", StrField(fib, "definition")},
-            {"workload", fib["workload"]},
+  if (task.flashinfer_workload.is_object())
+    return {{"definition", task.flashinfer_definition},
+            {"workload", task.flashinfer_workload},
             {"solution", solution_name},
             {"evaluation", evaluation}};
-  return {
-      {"definition", StrField(task, "definition")},
-      {"workload", {{"uuid", StrField(task, "workload_id")}, {"axes", axes}, {"inputs", inputs}}},
-      {"solution", solution_name},
-      {"evaluation", evaluation}};
+  return {{"definition", task.definition},
+          {"workload", {{"uuid", task.workload_id}, {"axes", axes}, {"inputs", inputs}}},
+          {"solution", solution_name},
+          {"evaluation", evaluation}};
 }
 
 FlashInferSolution ReadFlashInferSolution(const json& solution) {

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/layers.h"
 #include "report/tables.h"
 
 #include "common/files.h"
-#include "common/json_fields.h"
 #include "common/strings.h"
 #include "record/record.h"
 
@@ -441,66 +441,53 @@ void Page::Evidence(const std::string& gid, const std::vector<const TrajectoryRo
 }
 
 void Page::Sass(const EvaluationRecord& record) {
-  const json& ins = record.instructions;
-  const json& st = FieldOrNull(ins, "static");
+  const InstructionDetail d = InstructionDetailOf(record);
   out_ += "<div class=\"sass\">";
-  if (!st.is_object()) {
+  if (!d.has_static) {
     out_ += "<p>No SASS inspection in the record.</p></div>\n";
     return;
   }
-  out_ += "<p>SASS inspection: " + HtmlEscape(JsonText(FieldOrNull(st, "state"))) +
-          (FieldOrNull(st, "message").is_string() &&
-                   !FieldOrNull(st, "message").get<std::string>().empty()
-               ? " — " + HtmlEscape(JsonText(FieldOrNull(st, "message")))
-               : "") +
-          (FieldOrNull(ins, "required_families").is_array()
-               ? "; required: " + HtmlEscape(JsonText(FieldOrNull(ins, "required_families")))
-               : "") +
+  const std::vector<std::string> required = record.Instructions().required_families;
+  out_ += "<p>SASS inspection: " + HtmlEscape(d.static_state) +
+          (d.static_message.empty() ? "" : " — " + HtmlEscape(d.static_message)) +
+          (required.empty() ? "" : "; required: " + HtmlEscape(JsonText(json(required)))) +
           "</p>\n";
-  const json& totals = FieldOrNull(st, "totals");
-  if (totals.is_object()) {
+  if (d.sass_totals) {
     out_ +=
         "<table class=\"families\"><thead><tr><th>family</th><th>static count</th>"
         "<th>executed (true predicate)</th></tr></thead><tbody>\n";
-    const json& dyn = FieldOrNull(FieldOrNull(ins, "dynamic"), "families");
-    for (const auto& [name, n] : totals.items()) {
-      const json& e = FieldOrNull(dyn, name.c_str());
-      out_ +=
-          "<tr" + Attr("data-family", name) + "><td>" + HtmlEscape(name) +
-          "</td><td data-field=\"static\"" + Attr("data-value", JsonText(n)) + ">" +
-          HtmlEscape(JsonText(n)) + "</td><td>" +
-          (e.is_object() ? HtmlEscape(JsonText(FieldOrNull(e, "thread_executions_true"))) : "—") +
-          "</td></tr>\n";
+    for (const InstructionDetail::FamilyCount& n : *d.sass_totals) {
+      const InstructionDetail::FamilyCount* e =
+          d.executed ? InstructionDetail::Find(*d.executed, n.family) : nullptr;
+      out_ += "<tr" + Attr("data-family", n.family) + "><td>" + HtmlEscape(n.family) +
+              "</td><td data-field=\"static\"" + Attr("data-value", JsonText(n.written)) + ">" +
+              HtmlEscape(JsonText(n.written)) + "</td><td>" +
+              (e ? HtmlEscape(JsonText(e->written)) : "—") + "</td></tr>\n";
     }
     out_ += "</tbody></table>\n";
   }
-  const json& fns = FieldOrNull(st, "functions");
-  if (fns.is_array())
-    for (const json& f : fns) {
-      out_ += "<p class=\"function\">" + HtmlEscape(JsonText(FieldOrNull(f, "demangled"))) + " (" +
-              HtmlEscape(JsonText(FieldOrNull(f, "instructions"))) + " instructions";
-      if (FieldOrNull(f, "families").is_object())
-        for (const auto& [name, n] : FieldOrNull(f, "families").items())
-          out_ += ", " + HtmlEscape(name) + " " + HtmlEscape(JsonText(n));
-      out_ += ")</p>\n";
-      const json& ev = FieldOrNull(f, "evidence");
-      if (ev.is_array() && !ev.empty()) {
-        out_ += "<pre class=\"evidence-lines\">";
-        size_t shown = 0;
-        for (const json& line : ev) {
-          if (shown++ == opt_.max_evidence_lines) {
-            out_ += "… " + std::to_string(ev.size() - opt_.max_evidence_lines) + " more\n";
-            break;
-          }
-          out_ += HtmlEscape(JsonText(line)) + "\n";
+  for (const InstructionDetail::SassFunction& f : d.functions) {
+    out_ += "<p class=\"function\">" + HtmlEscape(f.demangled) + " (" +
+            HtmlEscape(JsonText(f.instructions)) + " instructions";
+    for (const InstructionDetail::FamilyCount& n : f.families)
+      out_ += ", " + HtmlEscape(n.family) + " " + HtmlEscape(JsonText(n.written));
+    out_ += ")</p>\n";
+    if (!f.evidence.empty()) {
+      out_ += "<pre class=\"evidence-lines\">";
+      size_t shown = 0;
+      for (const std::string& line : f.evidence) {
+        if (shown++ == opt_.max_evidence_lines) {
+          out_ += "… " + std::to_string(f.evidence.size() - opt_.max_evidence_lines) + " more\n";
+          break;
         }
-        out_ += "</pre>\n";
+        out_ += HtmlEscape(line) + "\n";
       }
+      out_ += "</pre>\n";
     }
-  const json& dev = FieldOrNull(FieldOrNull(ins, "dynamic"), "evidence");
-  if (dev.is_array() && !dev.empty()) {
+  }
+  if (!d.run_time_evidence.empty()) {
     out_ += "<p>Run-time evidence:</p><pre class=\"evidence-lines\">";
-    for (const json& line : dev) out_ += HtmlEscape(JsonText(line)) + "\n";
+    for (const std::string& line : d.run_time_evidence) out_ += HtmlEscape(line) + "\n";
     out_ += "</pre>\n";
   }
   out_ += "</div>\n";

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/json_fields.h"
 #include "common/sha256.h"
+#include "record/layers.h"
 #include "record/record.h"
 #include "record/report_rows.h"
 #include "store/sqlite_util.h"
@@ -264,8 +265,9 @@ EvaluationColumns ReadEvaluation(const json& r, const std::string& id) {
   if (!c.schema.empty() && c.schema.rfind("ptxbench.evaluation/", 0) != 0)
     throw InputError(what + ": schema \"" + c.schema + "\" is not ptxbench.evaluation/N");
   const EvaluationRecord record = FromJson(r);
-  c.task = StrField(record.task, "definition");
-  c.workload_id = StrField(record.task, "workload_id");
+  const TaskDetail task = TaskDetailOf(record);
+  c.task = task.definition;
+  c.workload_id = task.workload_id;
   c.arch = record.arch;
   c.reason = record.reason;  // null when there is none
   const InstructionsView ins = record.Instructions();
@@ -275,11 +277,11 @@ EvaluationColumns ReadEvaluation(const json& r, const std::string& id) {
   const PerformanceView perf = record.Performance();
   c.speedup = perf.speedup;
   c.tflops = perf.tflops;
-  c.sha256 = StrField(record.candidate, "sha256");
+  c.sha256 = CandidateDetailOf(record).sha256;
   c.created_at = record.created_at;
-  const json& tc = record.toolchain;
-  c.gpu_name = StrField(ObjField(tc, "gpu"), "name");
-  if (tc.is_object() && !tc.empty()) c.toolchain = Dump(tc);
+  const ToolchainDetail toolchain = ToolchainDetailOf(record);
+  c.gpu_name = toolchain.gpu_name;
+  if (toolchain.present) c.toolchain = Dump(record.toolchain);  // kept whole, as written
   return c;
 }
 

@@ -1,0 +1,221 @@
+#include "record/layers.h"
+
+#include "common/json_fields.h"
+
+namespace ptxbench {
+
+using nlohmann::json;
+
+namespace {
+
+long long WholeField(const json& j, const char* key) {
+  return static_cast<long long>(NumField(j, key).value_or(0));
+}
+
+ChildEnd ChildEndOf(const json& layer) {
+  return {StrField(layer, "child_exit"), StrField(layer, "child_log_tail")};
+}
+
+TimeDistribution TimeDistributionOf(const json& j) {
+  return {NumField(j, "median"), NumField(j, "p10"), NumField(j, "p90"), NumField(j, "count")};
+}
+
+OutputCheck OutputCheckOf(const json& o) {
+  OutputCheck c;
+  c.name = StrField(o, "name");
+  c.verdict = StrField(o, "verdict");
+  c.summary = StrField(o, "summary");
+  c.elements = WholeField(o, "elements");
+  c.mismatched = WholeField(o, "mismatched");
+  c.unwritten = WholeField(o, "unwritten");
+  c.non_finite = WholeField(o, "non_finite");
+  c.max_abs_error = NumField(o, "max_abs_error").value_or(0);
+  c.max_rel_error = NumField(o, "max_rel_error").value_or(0);
+  const json& fb = FieldOrNull(o, "first_bad");
+  if (auto index = NumField(fb, "index")) {
+    OutputCheck::FirstBad f;
+    f.index = static_cast<long long>(*index);
+    f.got = NumField(fb, "got");
+    const json* got = FindField(fb, "got");
+    f.got_non_finite = got && got->is_null();
+    f.expected = NumField(fb, "expected");
+    c.first_bad = f;
+  }
+  return c;
+}
+
+// Each family of a {"family": value} object; with `key_inside`, the value is an object and the
+// count is its field of that name (entries that are not objects are left out).
+std::vector<InstructionDetail::FamilyCount> FamilyCountsOf(const json& object,
+                                                           const char* key_inside) {
+  std::vector<InstructionDetail::FamilyCount> out;
+  if (!object.is_object()) return out;
+  for (const auto& [family, value] : object.items()) {
+    if (!key_inside) {
+      out.push_back({family, value.is_number() ? value.get<double>() : 0, value});
+    } else if (value.is_object()) {
+      out.push_back(
+          {family, NumField(value, key_inside).value_or(0), FieldOrNull(value, key_inside)});
+    }
+  }
+  return out;
+}
+
+// Strings as they are; anything else as its JSON text.
+std::vector<std::string> LinesOf(const json& array) {
+  std::vector<std::string> out;
+  if (!array.is_array()) return out;
+  for (const json& line : array)
+    out.push_back(line.is_string() ? line.get<std::string>()
+                                   : line.dump(-1, ' ', false, json::error_handler_t::replace));
+  return out;
+}
+
+}  // namespace
+
+TaskDetail TaskDetailOf(const EvaluationRecord& record) {
+  TaskDetail t;
+  t.definition = StrField(record.task, "definition");
+  t.workload_id = StrField(record.task, "workload_id");
+  const json& fib = FieldOrNull(record.task, "flashinfer_bench");
+  t.flashinfer_definition = StrField(fib, "definition");
+  if (const json& w = FieldOrNull(fib, "workload"); w.is_object()) t.flashinfer_workload = w;
+  const json& axes = FieldOrNull(record.task, "axes");
+  if (axes.is_object())
+    for (const auto& [name, value] : axes.items()) t.axes.emplace_back(name, value);
+  for (const json& f : ArrField(record.task, "required_families"))
+    if (f.is_string()) t.required_families.push_back(f.get<std::string>());
+  return t;
+}
+
+const json& TaskDetail::Axis(const std::string& name) const {
+  static const json kNull;
+  for (const auto& [axis, value] : axes)
+    if (axis == name) return value;
+  return kNull;
+}
+
+CandidateDetail CandidateDetailOf(const EvaluationRecord& record) {
+  return {StrField(record.candidate, "sha256"), StrField(record.candidate, "abi")};
+}
+
+ToolchainDetail ToolchainDetailOf(const EvaluationRecord& record) {
+  const json& tc = record.toolchain;
+  return {StrField(ObjField(tc, "gpu"), "name"), StrField(tc, "nvcc"),
+          tc.is_object() && !tc.empty()};
+}
+
+std::vector<ScreeningFinding> ScreeningFindingsOf(const EvaluationRecord& record) {
+  std::vector<ScreeningFinding> out;
+  for (const json& f : ArrField(record.screening, "findings")) {
+    ScreeningFinding s;
+    if (auto line = NumField(f, "line")) s.line = static_cast<long long>(*line);
+    s.what = StrField(f, "what");
+    s.library = StrField(f, "library");
+    s.excerpt = StrField(f, "excerpt");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+CompilerOutput CompilerOutputOf(const EvaluationRecord& record) {
+  return {StrField(record.build, "errors"), StrField(record.build, "log")};
+}
+
+bool Trial::Failed() const {
+  if (!inputs_unchanged) return true;
+  for (const OutputCheck& o : outputs)
+    if (o.verdict != "match") return true;
+  return false;
+}
+
+CorrectnessDetail CorrectnessDetailOf(const EvaluationRecord& record) {
+  const json& c = record.correctness;
+  CorrectnessDetail d;
+  d.state = StrField(c, "state");
+  const json& tol = FieldOrNull(c, "tolerance");
+  if (tol.is_object())
+    d.tolerance = CorrectnessDetail::Tolerance{StrField(tol, "rule"), NumField(tol, "atol"),
+                                               NumField(tol, "rtol")};
+  for (const json& t : ArrField(c, "trial_results")) {
+    Trial trial;
+    trial.seed = FieldOrNull(t, "seed");
+    trial.inputs_unchanged = BoolField(t, "inputs_unchanged").value_or(true);
+    for (const json& o : ArrField(t, "outputs")) trial.outputs.push_back(OutputCheckOf(o));
+    d.trials.push_back(std::move(trial));
+  }
+  for (const json& l : ArrField(c, "new_vendor_libraries")) d.new_vendor_libraries.push_back(l);
+  d.child = ChildEndOf(c);
+  return d;
+}
+
+MemcheckDetail MemcheckDetailOf(const EvaluationRecord& record) {
+  const json& m = record.memcheck;
+  MemcheckDetail d;
+  d.state = StrField(m, "state");
+  d.error_count = WholeField(m, "error_count");
+  for (const json& e : ArrField(m, "errors"))
+    d.errors.push_back({StrField(e, "summary"), StrField(e, "kind"), StrField(e, "location"),
+                        StrField(e, "thread"), StrField(e, "address")});
+  d.first_error = StrField(m, "first_error");
+  return d;
+}
+
+double InstructionDetail::CountOf(const std::vector<FamilyCount>& counts,
+                                  const std::string& family) {
+  for (const FamilyCount& c : counts)
+    if (c.family == family) return c.count;
+  return 0;
+}
+
+const InstructionDetail::FamilyCount* InstructionDetail::Find(
+    const std::vector<FamilyCount>& counts, const std::string& family) {
+  for (const FamilyCount& c : counts)
+    if (c.family == family) return &c;
+  return nullptr;
+}
+
+InstructionDetail InstructionDetailOf(const EvaluationRecord& record) {
+  InstructionDetail d;
+  const json& st = FieldOrNull(record.instructions, "static");
+  d.has_static = st.is_object();
+  d.static_state = StrField(st, "state");
+  d.static_message = StrField(st, "message");
+  const json& totals = FieldOrNull(st, "totals");
+  if (totals.is_object()) d.sass_totals = FamilyCountsOf(totals, nullptr);
+  for (const json& f : ArrField(st, "functions"))
+    d.functions.push_back({StrField(f, "demangled"), FieldOrNull(f, "instructions"),
+                           FamilyCountsOf(FieldOrNull(f, "families"), nullptr),
+                           LinesOf(FieldOrNull(f, "evidence"))});
+  const json& dynamic = FieldOrNull(record.instructions, "dynamic");
+  const json& dyn = FieldOrNull(dynamic, "families");
+  if (dyn.is_object()) d.executed = FamilyCountsOf(dyn, "thread_executions_true");
+  d.run_time_evidence = LinesOf(FieldOrNull(dynamic, "evidence"));
+  return d;
+}
+
+PerformanceDetail PerformanceDetailOf(const EvaluationRecord& record) {
+  const json& p = record.performance;
+  PerformanceDetail d;
+  d.candidate = TimeDistributionOf(FieldOrNull(p, "candidate"));
+  const json& b = FieldOrNull(p, "baseline");
+  d.baseline.present = b.is_object();
+  d.baseline.name = StrField(b, "name");
+  d.baseline.state = StrField(b, "state");
+  d.baseline.reason = StrField(b, "reason");
+  d.baseline.time = TimeDistributionOf(b);
+  d.baseline.before = TimeDistributionOf(FieldOrNull(b, "before"));
+  d.baseline.after = TimeDistributionOf(FieldOrNull(b, "after"));
+  d.baseline.tflops = NumField(b, "tflops");
+  d.baseline.drift_flagged = BoolField(b, "drift_flagged").value_or(false);
+  d.baseline.drift = NumField(b, "drift").value_or(0);
+  const json& r = FieldOrNull(p, "speedup_range");
+  if (r.is_array() && r.size() == 2 && r[0].is_number() && r[1].is_number())
+    d.speedup_range = std::make_pair(r[0].get<double>(), r[1].get<double>());
+  d.percent_of_peak = NumField(p, "percent_of_peak");
+  d.peak_tflops = NumField(p, "peak_tflops");
+  d.child = ChildEndOf(p);
+  return d;
+}
+
+}  // namespace ptxbench

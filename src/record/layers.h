@@ -1,0 +1,159 @@
+// Typed views of the detail inside the record's layers: what the feedback to a model shows
+// (screening findings, the compiler's output, every trial's outputs, memory errors, instruction
+// counts, the timing distributions). The record keeps these layers as JSON as the evaluator
+// wrote them; consumers read them through these views, never by key. Every reader is lenient:
+// a field that is missing or of another type reads as absent, so that records of older
+// versions (and hand-made fixtures) still read.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "record/record.h"
+
+namespace ptxbench {
+
+// The task as the record names it.
+struct TaskDetail {
+  std::string definition, workload_id;
+  std::vector<std::pair<std::string, nlohmann::json>> axes;  // name and value, in key order
+  std::vector<std::string> required_families;
+  // A task read from a FlashInfer-Bench trace set: their definition name and their workload
+  // object, verbatim, to be given back in traces; empty and null for our own tasks.
+  std::string flashinfer_definition;
+  nlohmann::json flashinfer_workload;
+  // The value of axis `name`, or null.
+  const nlohmann::json& Axis(const std::string& name) const;
+};
+TaskDetail TaskDetailOf(const EvaluationRecord& record);
+
+// The candidate as judged: the SHA-256 of its source and the ABI it was called through.
+struct CandidateDetail {
+  std::string sha256, abi;
+};
+CandidateDetail CandidateDetailOf(const EvaluationRecord& record);
+
+// What the record says of the machine that judged it.
+struct ToolchainDetail {
+  std::string gpu_name, nvcc;
+  bool present = false;  // the toolchain layer was written (a REJECTED record has none)
+};
+ToolchainDetail ToolchainDetailOf(const EvaluationRecord& record);
+
+// screening.findings
+struct ScreeningFinding {
+  std::optional<long long> line;
+  std::string what, library, excerpt;
+};
+std::vector<ScreeningFinding> ScreeningFindingsOf(const EvaluationRecord& record);
+
+// build.errors and build.log, as nvcc printed them.
+struct CompilerOutput {
+  std::string errors, log;
+};
+CompilerOutput CompilerOutputOf(const EvaluationRecord& record);
+
+// How a child process ended and what it printed last (correctness and performance layers).
+struct ChildEnd {
+  std::string exit;      // "exit code 0", "killed by signal 9", ...
+  std::string log_tail;  // its last output
+};
+
+// One output of one trial (compare/compare.h writes it).
+struct OutputCheck {
+  std::string name, verdict, summary;
+  long long elements = 0, mismatched = 0, unwritten = 0, non_finite = 0;
+  double max_abs_error = 0, max_rel_error = 0;
+  struct FirstBad {
+    long long index = 0;
+    std::optional<double> got, expected;
+    bool got_non_finite = false;  // "got" written as null: the element was NaN or Inf
+  };
+  std::optional<FirstBad> first_bad;
+};
+
+struct Trial {
+  nlohmann::json seed;  // as written (a number, or absent: null)
+  bool inputs_unchanged = true;
+  std::vector<OutputCheck> outputs;
+  // Modified its inputs, or an output that is not a match.
+  bool Failed() const;
+};
+
+struct CorrectnessDetail {
+  std::string state;
+  struct Tolerance {
+    std::string rule;
+    std::optional<double> atol, rtol;
+  };
+  std::optional<Tolerance> tolerance;
+  std::vector<Trial> trials;
+  std::vector<nlohmann::json> new_vendor_libraries;  // as written
+  ChildEnd child;
+};
+CorrectnessDetail CorrectnessDetailOf(const EvaluationRecord& record);
+
+struct MemcheckDetail {
+  std::string state;  // ran, timed_out, failed, skipped, ...
+  long long error_count = 0;
+  struct Error {
+    std::string summary, kind, location, thread, address;
+  };
+  std::vector<Error> errors;
+  std::string first_error;
+};
+MemcheckDetail MemcheckDetailOf(const EvaluationRecord& record);
+
+// instructions.static and instructions.dynamic: counts per instruction family.
+struct InstructionDetail {
+  struct FamilyCount {
+    std::string family;
+    double count = 0;        // a value that is not a number reads as 0
+    nlohmann::json written;  // the value as written, for reports that show it verbatim
+  };
+  // A function of the candidate's SASS, with its matched lines as evidence.
+  struct SassFunction {
+    std::string demangled;
+    nlohmann::json instructions;  // its instruction count, as written
+    std::vector<FamilyCount> families;
+    std::vector<std::string> evidence;
+  };
+  bool has_static = false;  // instructions.static is an object
+  std::string static_state, static_message;
+  std::optional<std::vector<FamilyCount>> sass_totals;  // static.totals, when an object
+  std::vector<SassFunction> functions;                  // static.functions
+  // dynamic.families[f].thread_executions_true, when dynamic.families is an object; a family
+  // whose entry is not an object is left out.
+  std::optional<std::vector<FamilyCount>> executed;
+  std::vector<std::string> run_time_evidence;  // dynamic.evidence
+  // The count of `family` in a list; 0 when it is not there.
+  static double CountOf(const std::vector<FamilyCount>& counts, const std::string& family);
+  // The entry of `family`, or nullptr.
+  static const FamilyCount* Find(const std::vector<FamilyCount>& counts, const std::string& family);
+};
+InstructionDetail InstructionDetailOf(const EvaluationRecord& record);
+
+struct TimeDistribution {
+  std::optional<double> median, p10, p90, count;
+};
+
+struct PerformanceDetail {
+  TimeDistribution candidate;
+  struct Baseline {
+    bool present = false;  // performance.baseline is an object
+    std::string name, state, reason;
+    TimeDistribution time;
+    TimeDistribution before, after;  // the runs before and after the candidate's
+    std::optional<double> tflops;
+    bool drift_flagged = false;
+    double drift = 0;
+  } baseline;
+  std::optional<std::pair<double, double>> speedup_range;
+  std::optional<double> percent_of_peak, peak_tflops;
+  ChildEnd child;
+};
+PerformanceDetail PerformanceDetailOf(const EvaluationRecord& record);
+
+}  // namespace ptxbench
