@@ -1,8 +1,8 @@
 #include "fixit/keep.h"
 
 #include "common/error.h"
-#include "common/json_fields.h"
 #include "common/strings.h"
+#include "record/layers.h"
 #include "record/outcome.h"
 
 namespace ptxbench {
@@ -59,15 +59,12 @@ RepairJudgement JudgeRepair(const json& json_record, const std::string& arch,
 std::map<std::string, std::string> LayerStates(const json& json_record) {
   const EvaluationRecord record = FromJson(json_record);
   std::map<std::string, std::string> out;
-  for (const auto& [name, layer] : record.Layers()) {
-    if (!layer->is_object() || layer->empty()) {
+  for (const auto& [name, layer] : LayerStatusesOf(record)) {
+    if (!layer.present)
       out[name] = "absent";
-      continue;
-    }
-    std::string state = StrField(*layer, "state");
-    if (state.empty()) state = "ran";  // layers that always run carry no state field
-    std::string reason = StrField(*layer, "reason");
-    out[name] = reason.empty() || state == "ran" ? state : state + ": " + reason;
+    else
+      out[name] = layer.reason.empty() || layer.state == "ran" ? layer.state
+                                                               : layer.state + ": " + layer.reason;
   }
   return out;
 }

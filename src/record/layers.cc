@@ -73,6 +73,21 @@ std::vector<std::string> LinesOf(const json& array) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, LayerStatus>> LayerStatusesOf(const EvaluationRecord& record) {
+  std::vector<std::pair<std::string, LayerStatus>> out;
+  for (const auto& [name, layer] : record.Layers()) {
+    LayerStatus status;
+    status.present = layer->is_object() && !layer->empty();
+    if (status.present) {
+      status.state = StrField(*layer, "state");
+      if (status.state.empty()) status.state = "ran";
+      status.reason = StrField(*layer, "reason");
+    }
+    out.emplace_back(name, std::move(status));
+  }
+  return out;
+}
+
 TaskDetail TaskDetailOf(const EvaluationRecord& record) {
   TaskDetail t;
   t.definition = StrField(record.task, "definition");

@@ -15,6 +15,15 @@
 
 namespace ptxbench {
 
+// A layer's state ("ran", "skipped", "not_reached", ...) and why; a layer without a state field
+// ran (those layers always run). `present` is false for a layer the record lacks.
+struct LayerStatus {
+  bool present = false;
+  std::string state, reason;
+};
+// Each layer of the pipeline in order, by name (EvaluationRecord::Layers).
+std::vector<std::pair<std::string, LayerStatus>> LayerStatusesOf(const EvaluationRecord& record);
+
 // The task as the record names it.
 struct TaskDetail {
   std::string definition, workload_id;

@@ -7,7 +7,9 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/json_fields.h"
 #include "common/sha256.h"
+#include "record/record.h"
 
 namespace ptxbench {
 
@@ -18,12 +20,6 @@ namespace {
 
 // Folders nested deeper than this are not searched: a link loop must not recurse forever.
 constexpr int kMaxDepth = 16;
-
-// A string field, "" when it is absent or of another type (json::value would throw).
-std::string StrField(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 class Importer {
  public:
@@ -171,7 +167,7 @@ class Importer {
       return Problem(p, "a run description away from its run folder (only run.json is read)",
                      false);
     if (j->is_object() && j->contains("status")) {
-      std::string id = StrField(*j, "evaluation_id");
+      std::string id = FromJson(*j).evaluation_id;
       if (id.empty()) id = Sha256Hex(text);
       try {
         store_.PutEvaluation(*j, id);

@@ -561,9 +561,9 @@ void ResultsStore::PutTrajectory(const std::string& run_id, const json& traj,
   for (const StoredEvaluation& e : evaluations) {
     UpsertEvaluation(upsert, e.record, e.id, run_id);
     if (gpu.empty()) {
-      const json& tc = ObjField(e.record, "toolchain");
-      gpu = StrField(ObjField(tc, "gpu"), "name");
-      if (!gpu.empty()) toolchain = Dump(tc);
+      const EvaluationRecord record = FromJson(e.record);
+      gpu = ToolchainDetailOf(record).gpu_name;
+      if (!gpu.empty()) toolchain = Dump(record.toolchain);
     }
   }
   if (!gpu.empty()) {  // a run.json does not say which GPU ran it; its records do
