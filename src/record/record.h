@@ -1,8 +1,9 @@
 // The evaluation record (schema `ptxbench.evaluation/1`, DESIGN.md section 3) and its
 // statuses. Every writer (terminal, JSON, SQLite, HTML) and every reader (the agent's feedback,
 // trajectories, Fixit, the store, the reports) goes through this one structure: ToJson writes
-// it, FromJson reads it back, and the typed views below are what consumers read of its layers,
-// never the JSON by key.
+// it, FromJson reads it back, and the typed views below (the verdict's fields) and in
+// record/layers.h (the detail inside each layer) are what consumers read of it, never the JSON
+// by key.
 #pragma once
 
 #include <map>
