@@ -8,10 +8,6 @@ using nlohmann::json;
 
 namespace {
 
-long long WholeField(const json& j, const char* key) {
-  return static_cast<long long>(NumField(j, key).value_or(0));
-}
-
 ChildEnd ChildEndOf(const json& layer) {
   return {StrField(layer, "child_exit"), StrField(layer, "child_log_tail")};
 }
@@ -25,10 +21,10 @@ OutputCheck OutputCheckOf(const json& o) {
   c.name = StrField(o, "name");
   c.verdict = StrField(o, "verdict");
   c.summary = StrField(o, "summary");
-  c.elements = WholeField(o, "elements");
-  c.mismatched = WholeField(o, "mismatched");
-  c.unwritten = WholeField(o, "unwritten");
-  c.non_finite = WholeField(o, "non_finite");
+  c.elements = IntField(o, "elements");
+  c.mismatched = IntField(o, "mismatched");
+  c.unwritten = IntField(o, "unwritten");
+  c.non_finite = IntField(o, "non_finite");
   c.max_abs_error = NumField(o, "max_abs_error").value_or(0);
   c.max_rel_error = NumField(o, "max_rel_error").value_or(0);
   const json& fb = FieldOrNull(o, "first_bad");
@@ -168,7 +164,7 @@ MemcheckDetail MemcheckDetailOf(const EvaluationRecord& record) {
   const json& m = record.memcheck;
   MemcheckDetail d;
   d.state = StrField(m, "state");
-  d.error_count = WholeField(m, "error_count");
+  d.error_count = IntField(m, "error_count");
   for (const json& e : ArrField(m, "errors"))
     d.errors.push_back({StrField(e, "summary"), StrField(e, "kind"), StrField(e, "location"),
                         StrField(e, "thread"), StrField(e, "address")});

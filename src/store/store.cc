@@ -304,8 +304,9 @@ std::string UpsertEvaluationSql() {
          "ingested_at=excluded.ingested_at, record_json=excluded.record_json";
 }
 
-void UpsertEvaluation(Stmt& s, const json& record, const std::string& id,
-                      const std::string& run_id) {
+// Returns the columns read, whose GPU and toolchain the run's row takes when it has none.
+EvaluationColumns UpsertEvaluation(Stmt& s, const json& record, const std::string& id,
+                                   const std::string& run_id) {
   if (id.empty()) throw InputError("an evaluation record needs an id");
   EvaluationColumns c = ReadEvaluation(record, id);
   s.Text(1, id);
@@ -325,6 +326,7 @@ void UpsertEvaluation(Stmt& s, const json& record, const std::string& id,
   s.Text(15, Dump(record));
   s.Text(16, c.upstream_arch_tag);
   s.Run();
+  return c;
 }
 
 std::string Placeholders(size_t n) {
@@ -559,11 +561,10 @@ void ResultsStore::PutTrajectory(const std::string& run_id, const json& traj,
   std::string gpu, toolchain;
   Stmt upsert(writer_, path_, UpsertEvaluationSql());
   for (const StoredEvaluation& e : evaluations) {
-    UpsertEvaluation(upsert, e.record, e.id, run_id);
-    if (gpu.empty()) {
-      const EvaluationRecord record = FromJson(e.record);
-      gpu = ToolchainDetailOf(record).gpu_name;
-      if (!gpu.empty()) toolchain = Dump(record.toolchain);
+    const EvaluationColumns c = UpsertEvaluation(upsert, e.record, e.id, run_id);
+    if (gpu.empty() && !c.gpu_name.empty()) {
+      gpu = c.gpu_name;
+      toolchain = c.toolchain;
     }
   }
   if (!gpu.empty()) {  // a run.json does not say which GPU ran it; its records do
