@@ -105,6 +105,14 @@ TEST_F(EvaluateTest, EachMisbehaviourGetsItsPreciseStatus) {
       {"timing_baseline_error", Status::kInfraError, "", "cuBLASLt"},
       {"timing_no_cupti", Status::kPassed, "", "correct on 3 trials"},
       {"loads_cublas", Status::kRuleViolation, "forbidden_library", "libcublasLt.so.13"},
+      // Fail closed (issue 34): what a candidate's process says after its load is its own.
+      {"no_gpu_after_load", Status::kRuntimeError, "", "probe of the GPU right after found it"},
+      {"no_gpu_after_load_unhealthy", Status::kInfraError, "", "fell off the bus"},
+      {"timing_harness_error_after_load", Status::kRuntimeError, "", "found it healthy"},
+      {"timing_deferred", Status::kRuleViolation, "call_history", "done in another call"},
+      {"timing_kept_zero", Status::kRuleViolation, "channel_tampered", "0 of the 3 timed"},
+      {"timing_impossible", Status::kRuleViolation, "impossible_speed", "no kernel does that"},
+      {"timing_claims_peak", Status::kPassed, "", "2x the baseline"},
   };
   for (const Case& c : cases) {
     EvaluationRecord r = Eval(c.mode);

@@ -86,30 +86,58 @@ int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, si
     out.Send({{"event", "done"}});
     return 0;
   }
-  // The candidate's child: every timed call keeps its output; the parent says which to write
-  // only after the loop, on the control descriptor.
+  // The candidate's child: the first `kept_outputs` timed calls keep their outputs, each
+  // digested when its call ends; the parent says which to write only after the loop, on the
+  // control descriptor.
+  const int kept = spec.at("kept_outputs");
+  const uint64_t key = spec.at("digest_key");
+  auto output_of = [&](int i) {
+    uint64_t seed = seed_base + static_cast<uint64_t>(i);
+    std::vector<uint16_t> c(n);
+    for (size_t e = 0; e < n; ++e) c[e] = Bf16(Expected(seed, e));
+    if (mode == "timing_stale") c[7] = Bf16(Expected(seed, 7) + 3.0f);
+    return c;
+  };
+  out.Send({{"event", "loading"}});
+  if (mode == "timing_claims_peak") {
+    // Lines only a baseline child sends, from the candidate's process: a peak of almost 0 (it
+    // would make every later speed look impossible) and a baseline failure (INFRA_ERROR).
+    out.Send(sample("peak", 0, 1e12, json::object()));
+    out.Send({{"event", "peak_done"}, {"n", 8192}, {"ok", true}});
+    out.Send({{"event", "baseline_error"}, {"phase", "baseline_after"}, {"message", "forged"}});
+  }
   out.Send({{"event", "call_started"}, {"phase", "candidate"}});
+  if (mode == "timing_harness_error_after_load") {
+    out.Send({{"event", "error"}, {"stage", "harness"}, {"message", "forged: no GPU left"}});
+    out.Send({{"event", "done"}});
+    return 0;
+  }
   for (int i = 0; i < total; ++i) {
     if (mode == "timing_hang" && i == 3) std::this_thread::sleep_for(std::chrono::hours(1));
     json k = mode == "timing_foreign" ? json{{"nvjet_fake", 1}} : json::object();
-    json m = sample("candidate", i, 1e6, k);
+    json m = sample("candidate", i, mode == "timing_impossible" ? 1.0 : 1e6, k);
     if (mode == "timing_private_stream") {
       m["activity"]["outlived"] = 1;
       m["activity"]["outlived_by_ns"] = 9e5;
       m["activity"]["outlived_names"] = {"_Z4gemmv"};
     }
-    if (i >= warmup) m["kept"] = i - warmup;
+    if (i >= warmup && i - warmup < kept) {
+      m["kept"] = i - warmup;
+      // Deferred work: the output is completed only later, so the digest taken when this call
+      // ended is of the poison.
+      std::vector<uint16_t> c = output_of(i);
+      if (mode == "timing_deferred") c.assign(n, kPoisonBf16);
+      m["digests"] = json::array({HostDigest(c.data(), n * 2, key)});
+    }
     out.Send(m);
   }
-  out.Send({{"event", "timed_loop_done"}, {"kept", iterations}});
+  // A forged count of kept outputs: the parent keeps to its own.
+  out.Send({{"event", "timed_loop_done"}, {"kept", mode == "timing_kept_zero" ? 0 : kept}});
   json plan = json::parse(ReadControlLine(4, 30000), nullptr, false);
   if (plan.is_object())
     for (int k : plan.value("check", std::vector<int>{})) {
-      int i = warmup + k;
-      uint64_t seed = seed_base + static_cast<uint64_t>(i);
-      std::vector<uint16_t> c(n);
-      for (size_t e = 0; e < n; ++e) c[e] = Bf16(Expected(seed, e));
-      if (mode == "timing_stale") c[7] = Bf16(Expected(seed, 7) + 3.0f);
+      if (mode == "timing_kept_zero") continue;  // "there is nothing to check"
+      std::vector<uint16_t> c = output_of(warmup + k);
       std::string file = dir + "/timed" + std::to_string(k) + "_C.out";
       Write(file, c.data(), n * 2);
       out.Send({{"event", "timed_output"},
@@ -138,7 +166,19 @@ int main(int argc, char** argv) {
     out.Send({{"event", "done"}});
     return 0;
   }
-  out.Send({{"event", "device"}, {"name", "Fake GPU"}, {"sm_count", 1}});
+  if (mode == "no_gpu_after_load_unhealthy" && spec["role"] == "probe") {
+    out.Send({{"event", "no_gpu"}, {"message", "fake: the GPU fell off the bus"}});
+    out.Send({{"event", "done"}});
+    return 0;
+  }
+  out.Send({{"event", "device"},
+            {"name", "Fake GPU"},
+            {"sm_count", 1},
+            {"compute_capability", "9.0"}});
+  if (spec["role"] == "probe") {
+    out.Send({{"event", "done"}});
+    return 0;
+  }
   const Family* family = FindFamily(spec["family"].get<std::string>());
   Axes axes = spec["axes"].get<Axes>();
   std::string dir = spec["out_dir"];
@@ -159,7 +199,14 @@ int main(int argc, char** argv) {
                 {"outputs", json::array({{{"name", "C"}, {"file", file}, {"elements", n}}})}});
       continue;
     }
+    out.Send({{"event", "loading"}});
     out.Send({{"event", "call_started"}, {"seed", seed}});
+    if (mode == "no_gpu_after_load" || mode == "no_gpu_after_load_unhealthy") {
+      // A candidate whose answer would be wrong says "no GPU" instead.
+      out.Send({{"event", "no_gpu"}, {"message", "forged: no device"}});
+      out.Send({{"event", "done"}});
+      return 0;
+    }
     if (mode == "crash") raise(SIGSEGV);
     if (mode == "crash_binary_log") {
       // Bytes that are not UTF-8 in the child's log (a stray 0xFF, an overlong '/', a

@@ -20,6 +20,7 @@
 #include "measure/activity_timer.h"
 #include "measure/loaded_objects.h"
 #include "run/channel.h"
+#include "run/protocol.h"
 #include "task/device_ops.h"
 #include "task/family.h"
 
@@ -163,6 +164,7 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
     }
   }
   std::set<std::string> objects_before = LoadedObjects();
+  out.Send({{"event", kLoadingEvent}});
   CandidateEntry run = LoadCandidateRun(spec, out);
   if (!run) return;
 
@@ -275,6 +277,7 @@ int ChildMain(int argc, char** argv) {
     // links (the tvm-ffi runtime's copy beside it), load in a confined child. For tests: a
     // machine without a GPU checks the confinement of loading this way.
     if (role == "load_check") {
+      out.Send({{"event", kLoadingEvent}});
       CandidateEntry entry = LoadCandidateRun(spec, out);
       if (entry) out.Send({{"event", "loaded"}, {"abi", ToString(entry.abi)}});
       out.Send({{"event", "done"}});

@@ -6,6 +6,8 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "measure/loaded_objects.h"
 #include "measure/nvml_clocks.h"
 #include "run/channel.h"
+#include "run/protocol.h"
 #include "task/device_ops.h"
 
 namespace ptxbench {
@@ -37,6 +40,10 @@ struct PhaseOptions {
   // Timed call k (after the warm-ups) writes its outputs to kept[k] when there is one: the
   // parent chooses which to check after the loop, so no call can know it will be checked.
   std::vector<Buffers>* kept = nullptr;
+  // Each kept output is digested right after its call, in stream order, before the next call
+  // runs: a call whose output is completed later (work deferred to another call) is caught
+  // when the parent compares the output it asks for with this digest.
+  uint64_t digest_key = 0;
 };
 
 // One candidate or baseline call; returns run()'s result. May throw.
@@ -69,19 +76,14 @@ class TimingSession {
     cudaFree(flush_);
   }
 
-  // Allocates up to `wanted` buffer sets, fewer when they would take more than half of the
-  // free device memory. Returns how many.
-  // A family that derives timed inputs (Family::MakeTimedInputs) gets a base per set too,
-  // made here from set_seed0 + set, once for every phase.
-  int AllocateSets(int wanted, uint64_t set_seed0) {
+  // Allocates exactly `n` buffer sets (the parent's number: an allocation that fails throws,
+  // and the parent hears why). A family that derives timed inputs (Family::MakeTimedInputs)
+  // gets a base per set too, made here from set_seed0 + set, once for every phase.
+  int AllocateSets(int n, uint64_t set_seed0) {
     const bool derived = family_.DerivesTimedInputs();
-    size_t free_bytes = 0, total = 0;
-    PTXBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
     size_t per_set = 0;
     for (const auto& t : family_.Tensors(axes_))
       per_set += t.Bytes() * (derived && t.role == TensorRole::kInput ? 2 : 1);
-    size_t fit = per_set ? free_bytes / 2 / per_set : wanted;
-    int n = static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, fit)));
     for (int i = 0; i < n; ++i) {
       Buffers b;
       Allocate(family_, axes_, &b);
@@ -117,9 +119,10 @@ class TimingSession {
       for (const auto& t : tensors)
         if (t.spec.role == TensorRole::kOutput)
           FillPoison(t.data, t.spec.dtype, static_cast<size_t>(t.spec.Elements()), hstream_);
+      // The checksums read the inputs, so they come before the flush: the call starts cold.
+      std::vector<uint64_t> before = InputChecksums(b, hstream_);  // synchronizes hstream
       // Cold L2: write twice its size, so that no input or output of this call is cached.
       FillPoison(flush_, DType::kBF16, flush_bytes_ / 2, hstream_);
-      std::vector<uint64_t> before = InputChecksums(b, hstream_);  // synchronizes hstream
       PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
 
       CallWindow w;
@@ -157,10 +160,18 @@ class TimingSession {
           return false;
         }
       std::vector<uint64_t> after = InputChecksums(b, hstream_);
+      json digests = json::array();
+      if (keep)
+        for (const auto& t : (*o.kept)[k].tensors)
+          if (t.spec.role == TensorRole::kOutput)
+            digests.push_back(DeviceDigest(t.data, t.spec.Bytes(), o.digest_key, hstream_));
       json sample = {
           {"event", "timing_sample"}, {"phase", o.phase},   {"index", i},
           {"warmup", i < o.warmup},   {"host_ns", host_ns}, {"inputs_unchanged", before == after}};
-      if (keep) sample["kept"] = k;
+      if (keep) {
+        sample["kept"] = k;
+        sample["digests"] = digests;
+      }
       if (o.write_outputs_of.count(i)) {
         sample["seed"] = seed;
         sample["set"] = i % n_sets;
@@ -191,15 +202,9 @@ class TimingSession {
   const Axes& axes() const { return axes_; }
   const std::string& out_dir() const { return out_dir_; }
 
-  // Output buffers for up to `wanted` timed calls, fewer when they would take more than a
-  // third of the free device memory.
-  std::vector<Buffers> AllocateKept(int wanted) {
-    size_t free_bytes = 0, total = 0;
-    PTXBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-    size_t per = 0;
-    for (const auto& t : family_.Tensors(axes_))
-      if (t.role == TensorRole::kOutput) per += t.Bytes();
-    int n = per ? static_cast<int>(std::min<size_t>(wanted, free_bytes / 3 / per)) : 0;
+  // Output buffers for exactly `n` timed calls (the parent's number), made before the
+  // candidate is loaded so that nothing it does at load time can shrink them.
+  std::vector<Buffers> AllocateKept(int n) {
     std::vector<Buffers> kept;
     for (int i = 0; i < n; ++i) {
       Buffers b;
@@ -263,52 +268,45 @@ bool MeasurePeak(TimingSession& session, ChannelWriter& out, int n) {
 
 // After the candidate's timed loop: the parent's instructions arrive on the control
 // descriptor only now, so nothing in the candidate's reach could know them in advance.
-//  1. {"check": [k, ...], "witness": {"calls": W, "rounds": R, "seed0": S}}: the outputs of
-//     the kept timed calls k are written out; then W fresh input sets are made (seeds S + j).
-//  2. "go" (the parent has started its out-of-process witness): R rounds of the W calls run
-//     back to back, with no harness work between them, then the device is synchronized.
+//  1. {"check": [k, ...], "witness": {"seed0": S, "key": K}}: the outputs of the kept timed
+//     calls k are written out; then the W witness input sets (allocated before the candidate
+//     was loaded; W is the parent's number from the spec) are filled from seeds S + j.
+//  2. "go" (the parent has started its out-of-process witness): the W calls run back to
+//     back, once each on inputs of their own (nothing repeats, so nothing can be recognised
+//     and skipped), with no harness work between them; then the device is synchronized.
 //  3. witness_done carries a keyed digest of every witness output (made while the parent's
 //     window is open); then {"check": [j, ...]}: the outputs of witness calls j are written
 //     out, and the parent holds them to those digests.
-bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call& call,
-                  ChannelWriter& out) {
+bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept,
+                  std::vector<Buffers>& witness_inputs, const Call& call, ChannelWriter& out) {
   // The parent answers within milliseconds; a candidate that holds back the channel (a relay
   // over the result descriptor) stalls the parent's answer, and should cost little time.
   const int control_timeout_ms = 30000;
   out.Send({{"event", "timed_loop_done"}, {"kept", kept.size()}});
-  json plan = json::parse(ReadControlLine(kControlFd, control_timeout_ms), nullptr, false);
-  if (!plan.is_object()) {
+  std::optional<AfterLoopPlan> plan =
+      ParseAfterLoopPlan(ReadControlLine(kControlFd, control_timeout_ms));
+  if (!plan) {
     out.Send(
         {{"event", "error"},
-         {"stage", "harness"},
+         {"stage", "timing"},
+         {"phase", "candidate"},
          {"message",
           "no plan from the parent after the timed loop (was the result channel held back?)"}});
     return false;
   }
   Stream hs = session.harness_stream();
-  for (int k : plan.value("check", std::vector<int>{})) {
+  for (int k : plan->check) {
     if (k < 0 || k >= static_cast<int>(kept.size())) continue;
     json outputs = WriteOutputs(kept[k], session.out_dir(), "timed" + std::to_string(k), hs);
     out.Send({{"event", "timed_output"}, {"kept", k}, {"outputs", outputs}});
   }
-  json w = plan.value("witness", json());
-  if (!w.is_object()) return true;
-  int calls = std::min<int>(w.value("calls", 0), static_cast<int>(kept.size()));
-  int rounds = std::max(1, w.value("rounds", 1));
-  uint64_t seed0 = w.value("seed0", uint64_t{0});
+  if (!plan->witness) return true;
+  const int calls = static_cast<int>(witness_inputs.size());
   const Family& family = session.family();
   const bool derived = !session.bases().empty();
-  std::vector<Buffers> inputs;
   for (int j = 0; j < calls; ++j) {
-    size_t free_bytes = 0, total = 0;
-    PTXBENCH_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-    size_t need = 0;
-    for (const auto& t : family.Tensors(session.axes()))
-      if (t.role == TensorRole::kInput) need += t.Bytes();
-    if (need * 4 > free_bytes) break;  // keep room for the candidate's own workspace
-    Buffers b;
-    AllocateInputs(family, session.axes(), &b);
-    uint64_t seed = seed0 + static_cast<uint64_t>(j);
+    Buffers& b = witness_inputs[j];
+    uint64_t seed = plan->witness_seed0 + static_cast<uint64_t>(j);
     if (derived)
       family.MakeTimedInputs(session.bases().at(j % session.bases().size()).tensors, b.tensors,
                              session.axes(), seed, hs);
@@ -317,30 +315,30 @@ bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call
     for (const auto& t : kept[j].tensors)
       if (t.spec.role == TensorRole::kOutput)
         FillPoison(t.data, t.spec.dtype, static_cast<size_t>(t.spec.Elements()), hs);
-    inputs.push_back(std::move(b));
   }
-  calls = static_cast<int>(inputs.size());
   PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
-  out.Send({{"event", "witness_ready"}, {"calls", calls}, {"rounds", rounds}});
+  out.Send({{"event", "witness_ready"}, {"calls", calls}});
   if (ReadControlLine(kControlFd, control_timeout_ms) != "go") {
-    out.Send({{"event", "error"}, {"stage", "harness"}, {"message", "no go for the witness"}});
+    out.Send({{"event", "error"},
+              {"stage", "timing"},
+              {"phase", "witness"},
+              {"message", "no go for the witness (was the result channel held back?)"}});
     return false;
   }
   auto t0 = Clock::now();
   Stream cs = session.candidate_stream();
-  for (int r = 0; r < rounds; ++r)
-    for (int j = 0; j < calls; ++j) {
-      int rc = 0;
-      try {
-        rc = call(Combine(inputs[j], kept[j]), cs);
-      } catch (const std::exception& e) {
-        rc = -1;
-      }
-      if (rc != 0) {
-        out.Send({{"event", "refused"}, {"phase", "witness"}, {"index", j}, {"rc", rc}});
-        return false;
-      }
+  for (int j = 0; j < calls; ++j) {
+    int rc = 0;
+    try {
+      rc = call(Combine(witness_inputs[j], kept[j]), cs);
+    } catch (const std::exception& e) {
+      rc = -1;
     }
+    if (rc != 0) {
+      out.Send({{"event", "refused"}, {"phase", "witness"}, {"index", j}, {"rc", rc}});
+      return false;
+    }
+  }
   cudaError_t e_stream = cudaStreamSynchronize(cs);
   cudaError_t e_device = cudaDeviceSynchronize();
   double host_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -353,24 +351,21 @@ bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call
                 {"message", CudaRuntimeStatus{}.Describe(e)}});
       return false;
     }
-  // A commitment to every witness output while the parent's window is still open: the one it
+  // A commitment to every witness output while the parent's window is still open: the ones it
   // asks for afterwards must still be what these calls wrote, not work done after the window.
-  const uint64_t key = w.value("key", uint64_t{0});
   json digests = json::array();
   for (int j = 0; j < calls; ++j) {
     json per_output = json::array();
     for (const auto& t : kept[j].tensors)
       if (t.spec.role == TensorRole::kOutput)
-        per_output.push_back(DeviceDigest(t.data, t.spec.Bytes(), key, hs));
+        per_output.push_back(DeviceDigest(t.data, t.spec.Bytes(), plan->witness_key, hs));
     digests.push_back(per_output);
   }
-  out.Send({{"event", "witness_done"},
-            {"calls", calls * rounds},
-            {"host_s", host_s},
-            {"digests", digests}});
-  json check = json::parse(ReadControlLine(kControlFd, control_timeout_ms), nullptr, false);
-  if (check.is_object())
-    for (int j : check.value("check", std::vector<int>{})) {
+  out.Send({{"event", "witness_done"}, {"calls", calls}, {"host_s", host_s}, {"digests", digests}});
+  std::optional<AfterLoopPlan> check =
+      ParseAfterLoopPlan(ReadControlLine(kControlFd, control_timeout_ms));
+  if (check)
+    for (int j : check->check) {
       if (j < 0 || j >= calls) continue;
       json outputs = WriteOutputs(kept[j], session.out_dir(), "witness" + std::to_string(j), hs);
       out.Send({{"event", "witness_output"}, {"index", j}, {"outputs", outputs}});
@@ -380,28 +375,29 @@ bool AfterTheLoop(TimingSession& session, std::vector<Buffers>& kept, const Call
 
 }  // namespace
 
-void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
-  const Family* family = FindFamily(spec.at("family").get<std::string>());
-  Axes axes = spec.at("axes").get<Axes>();
-  int warmup = spec.value("warmup", 10), iterations = spec.value("iterations", 50);
-  uint64_t seed_base = spec.at("seed_base");
-  TimingSession session(timer, out, *family, axes, spec.at("out_dir"));
-  session.AllocateSets(spec.value("buffer_sets", 3), spec.value("set_seed_base", seed_base ^ 1));
+void RunTiming(const json& spec_json, ActivityTimer& timer, ChannelWriter& out) {
+  const TimingSpec spec = ParseTimingSpec(spec_json);
+  const Family* family = FindFamily(spec.family);
+  if (!family) throw std::invalid_argument("timing spec: unknown family " + spec.family);
+  Axes axes = spec.axes.get<Axes>();
+  const int warmup = spec.warmup, iterations = spec.iterations;
+  TimingSession session(timer, out, *family, axes, spec.out_dir);
+  session.AllocateSets(spec.buffer_sets, spec.set_seed_base);
 
   std::unique_ptr<NvmlClocks> nvml;
   std::string nvml_why;
-  nvml = NvmlClocks::Open(spec.value("pci_bus_id", ""), &nvml_why);
+  nvml = NvmlClocks::Open(spec.pci_bus_id, &nvml_why);
   auto clock_sample = [&]() -> json {
     return nvml ? ToJson(nvml->Sample()) : json{{"state", "unavailable"}, {"reason", nvml_why}};
   };
 
   // --- a baseline child: the vendor library alone, in a process no candidate ever enters ---
-  if (spec.value("baseline_only", false)) {
+  if (spec.baseline_only) {
     std::unique_ptr<Baseline> baseline;
     std::string why;
-    std::string phase = spec.value("baseline_phase", "baseline_before");
+    const std::string& phase = spec.baseline_phase;
     try {
-      baseline = MakeBaseline(*family, axes, spec.value("baseline_options", json::object()), &why);
+      baseline = MakeBaseline(*family, axes, spec.baseline_options, &why);
     } catch (const BaselineUnsupported& e) {
       out.Send({{"event", "baseline_unsupported"}, {"message", e.what()}});
     } catch (const BaselineError& e) {
@@ -409,12 +405,11 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
     }
     if (!baseline && !why.empty()) out.Send({{"event", "baseline_none"}, {"reason", why}});
     if (baseline) {
-      PhaseOptions o{phase,      warmup,
-                     iterations, seed_base + spec.value("baseline_seed_offset", 1000000),
-                     true,       {}};
+      PhaseOptions o{phase, warmup, iterations, spec.seed_base + spec.baseline_seed_offset, true,
+                     {}};
       session.Loop(o, session.sets(), BaselineCall(baseline.get()));
     }
-    if (int n = spec.value("peak_n", 0); n > 0) MeasurePeak(session, out, n);
+    if (spec.peak_n > 0) MeasurePeak(session, out, spec.peak_n);
     out.Send({{"event", "timing_done"},
               {"protocol", session.Protocol()},
               {"clocks", {{"after", clock_sample()}}},
@@ -422,21 +417,26 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
               {"baseline", baseline ? baseline->Describe() : json(nullptr)},
               // Which library was asked for, where there is a choice (the attention forward):
               // a shape it cannot run has no baseline_name, and still says which it was.
-              {"baseline_choice",
-               family->Name() == "mha_fwd"
-                   ? ToString(AttentionBaselineOf(spec.value("baseline_options", json::object())))
-                   : ""},
+              {"baseline_choice", family->Name() == "mha_fwd"
+                                      ? ToString(AttentionBaselineOf(spec.baseline_options))
+                                      : ""},
               {"new_vendor_libraries", json::array()}});
     return;
   }
 
   // --- the candidate, in a process that holds no vendor library ---
+  // Everything the protocol needs exists before the candidate is loaded, in the numbers the
+  // parent decided: a constructor that takes the device's memory cannot shrink them, it can
+  // only make its own calls fail.
+  std::vector<Buffers> kept = session.AllocateKept(spec.kept_outputs);
+  std::vector<Buffers> witness_inputs(static_cast<size_t>(spec.witness_calls));
+  for (auto& b : witness_inputs) AllocateInputs(*family, axes, &b);
+  PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
   std::set<std::string> objects_before = LoadedObjects();
-  CandidateEntry run = LoadCandidateRun(spec, out);
+  out.Send({{"event", kLoadingEvent}});
+  CandidateEntry run = LoadCandidateRun(spec_json, out);
   if (!run) return;
   json clocks = {{"before", clock_sample()}};
-  std::vector<Buffers> kept =
-      spec.value("control", false) ? session.AllocateKept(iterations) : std::vector<Buffers>{};
   // Polled on its own thread through the timed calls: a throttled clock explains a slow run.
   ClockSampler sampler(nvml.get(), nvml_why);
   sampler.Start();
@@ -444,15 +444,17 @@ void RunTiming(const json& spec, ActivityTimer& timer, ChannelWriter& out) {
   Call candidate_call = [&](const std::vector<DeviceTensor>& t, Stream s) {
     return family->Call(run, t, axes, s);
   };
-  PhaseOptions o{"candidate", warmup, iterations, seed_base, true, {}, nullptr, &kept};
+  PhaseOptions o{"candidate", warmup, iterations, spec.seed_base, true, {}, nullptr, &kept,
+                 spec.digest_key};
   bool ok = session.Loop(o, session.sets(), candidate_call);
   clocks["during"] = ToJson(sampler.Stop());
   clocks["after"] = clock_sample();
   if (!ok) return;
   std::vector<std::string> new_vendor = NewVendorLibraries(objects_before, LoadedObjects());
-  if (spec.value("control", false) && !AfterTheLoop(session, kept, candidate_call, out)) return;
+  if (!AfterTheLoop(session, kept, witness_inputs, candidate_call, out)) return;
   json protocol = session.Protocol();
   protocol["kept_outputs"] = kept.size();
+  protocol["witness_calls"] = witness_inputs.size();
   out.Send({{"event", "timing_done"},
             {"protocol", protocol},
             {"clocks", clocks},

@@ -102,6 +102,10 @@ void AddEvalOnlyOptions(CLI::App* cmd, EvaluationOptions* o, DeclaredEvaluationO
   AddSecondsOption(cmd, "--timing-timeout", &o->timing_timeout,
                    "Seconds for the timing child (baselines and the candidate's calls)", 86400)
       ->default_str(std::to_string(o->timing_timeout.count()));
+  AddSecondsOption(cmd, "--gpu-lock-timeout", &o->gpu_lock_timeout,
+                   "Seconds to wait for the GPU's lock when another evaluation is timing on it",
+                   86400)
+      ->default_str(std::to_string(o->gpu_lock_timeout.count()));
   cmd->add_option("--drift-threshold", o->drift_threshold,
                   "Flag a baseline whose median moved by more than this fraction during the run")
       ->check(GreaterThanZero())

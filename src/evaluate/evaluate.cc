@@ -32,6 +32,8 @@
 #include "measure/baseline.h"
 #include "measure/gpm.h"
 #include "run/children.h"
+#include "run/gpu_lock.h"
+#include "run/protocol.h"
 #include "run/reference_cache.h"
 #include "screen/screen.h"
 #include "task/device_ops.h"
@@ -170,6 +172,10 @@ struct Verdict {
   std::string reason;
   std::string message;
   bool decided = false;
+  // The candidate's process said "the harness failed" (no GPU, a harness error) after the
+  // candidate was loaded: the verdict is the candidate's unless a candidate-free probe of the
+  // GPU right after finds it unhealthy (ConfirmCandidateFailure).
+  bool claimed_infra = false;
   void Set(Status s, std::string r, std::string m) {
     status = s;
     reason = std::move(r);
@@ -183,11 +189,21 @@ std::string TrialName(const json& m) {
   return m.contains("seed") ? " (seed " + std::to_string(m["seed"].get<uint64_t>()) + ")" : "";
 }
 
+// The first message with this event that the child sent before it loaded a candidate: the
+// harness's own word. After the load, the same line may be the candidate's forgery.
+const json* BeforeLoading(const ChildOutcome& c, const std::string& event) {
+  const size_t end = LoadingIndex(c.messages);
+  for (size_t i = 0; i < end; ++i)
+    if (c.messages[i].value("event", "") == event) return &c.messages[i];
+  return nullptr;
+}
+
 // Reads what the candidate child told us into a verdict for its run; leaves `v` undecided
-// when it finished every trial. A harness failure before the candidate was called is
-// INFRA_ERROR; anything after the call started is the candidate's.
+// when it finished every trial. A harness failure before the candidate was loaded is
+// INFRA_ERROR; anything after its load is the candidate's (its process may say anything).
 void JudgeCandidateChild(const ChildOutcome& c, const std::chrono::seconds timeout, Verdict* v) {
-  bool called = c.First("call_started") != nullptr;
+  const bool loaded = LoadingIndex(c.messages) < c.messages.size();
+  bool called = loaded || c.First("call_started") != nullptr;
   if (c.messages.empty() && c.exit.kind == ExitKind::kExited &&
       (c.exit.code == 126 || c.exit.code == 127)) {
     // The child never started (its confinement or its exec failed): ours, not the candidate's.
@@ -209,9 +225,10 @@ void JudgeCandidateChild(const ChildOutcome& c, const std::chrono::seconds timeo
     std::string msg = e->value("message", "");
     if (stage == "load") {
       v->Set(Status::kRuntimeError, "", "cannot load the shared object: " + msg);
-    } else if (stage == "harness" && !called) {
+    } else if ((stage == "harness" || stage == "setup") && !called) {
       v->Set(Status::kInfraError, "", "the candidate child failed before the call: " + msg);
     } else {
+      v->claimed_infra = stage == "harness" || stage == "setup";
       v->Set(Status::kRuntimeError, "", msg + during);
     }
     return;
@@ -255,6 +272,8 @@ std::string Count(double v) { return HumanCount(v); }
 
 // The share of the task's FLOPs that tensor-core instructions must have done for the tag.
 constexpr double kMinTensorWorkFraction = 0.5;
+// Calls in the profiled process (each on a seed of its own).
+constexpr int kProfiledCalls = 3;
 
 std::string FormatPercent(double fraction) {
   char buf[32];
@@ -296,10 +315,14 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
     set("profile_error", "ncu (Nsight Compute) not found: the dynamic check cannot run");
     return;
   }
-  // One call on fresh inputs (a seed no trial used), the candidate's kernels only.
+  // Several calls on fresh inputs (seeds no trial used), the candidate's kernels only: the
+  // work fraction is their average, so a kernel that takes its tensor-core path only on a
+  // process's first call earns a fraction of the credit, not all of it.
   ChildRequest pc = candidate;
   pc.name = "profile";
-  pc.spec["seeds"] = json::array({profile_seed});
+  json seeds = json::array();
+  for (int i = 0; i < kProfiledCalls; ++i) seeds.push_back(profile_seed + static_cast<uint64_t>(i));
+  pc.spec["seeds"] = seeds;
   pc.spec["write_outputs"] = true;  // compared with the reference like the trials
   // The profiler runs inside the child's confinement (its report is written in the child's
   // folder) and talks to its target over the namespace's own loopback.
@@ -324,11 +347,19 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
       RunCommand(NcuImportCommand(*ncu, report + ".ncu-rep"), std::chrono::seconds(120));
   size_t bad_rows = 0;
   std::vector<ProfiledKernel> kernels = ParseNcuSourceCsv(imp.output, &bad_rows);
+  const int calls = static_cast<int>(po.All("trial").size());
   ins["profile"] = {{"tool", *ncu},
+                    {"calls", calls},
                     {"kernels", kernels.size()},
                     {"bad_rows", bad_rows},
                     {"exit", po.exit.Describe()},
                     {"seed", profile_seed}};
+  if (calls != kProfiledCalls) {
+    set("profile_error", "the profiled process completed " + std::to_string(calls) + " of its " +
+                             std::to_string(kProfiledCalls) + " calls (" + po.exit.Describe() +
+                             ")");
+    return;
+  }
   if (kernels.empty()) {
     set("profile_error", "ncu reported no kernel of the candidate (" + imp.exit.Describe() + "): " +
                              Truncate(Trim(TailLines(imp.output + "\n" + po.log_tail, 6)), 400));
@@ -341,8 +372,9 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
     if (dyn.families[f].thread_executions_true <= 0) not_run.push_back(f);
   double nominal = def.Flops(wl);
   const FamilyExecution& g = dyn.families["gmma"];
+  // Only bf16 GMMA counts (the tasks' type; ncu.cc JoinProfile), averaged over the calls.
   ins["tensor_core_work_fraction"] =
-      g.static_count > 0 && nominal > 0 ? json(g.gmma_flops / nominal) : json(nullptr);
+      g.static_count > 0 && nominal > 0 ? json(g.gmma_flops / (nominal * calls)) : json(nullptr);
   if (!not_run.empty()) {
     std::string list = Join(not_run);
     set("dynamic_not_executed", list + " is in the SASS but never executed with a true predicate");
@@ -382,7 +414,8 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
   if (g.static_count > 0) {
     char buf[64];
     // Three significant digits, so that a token wgmma shows as 0.00977%, not 0.0%.
-    std::snprintf(buf, sizeof buf, " GMMA %.3g%% of FLOPs", 100.0 * g.gmma_flops / nominal);
+    std::snprintf(buf, sizeof buf, " bf16 GMMA %.3g%% of FLOPs",
+                  100.0 * g.gmma_flops / (nominal * calls));
     msg += buf;
   }
   for (const auto& [name, e] : dyn.families)
@@ -421,19 +454,53 @@ constexpr uint64_t kMemcheckSeedSalt = 0x6d656d636865636bull;
 constexpr uint64_t kProfileSeedSalt = 0x70726f66696c65ull;
 constexpr uint64_t kSetSeedSalt = 0x73657462617365ull;
 
-// The bf16 dense peak of a GPU, measured once (by the timing child) and cached per device.
+// The bf16 dense peak of a GPU, measured once (by a baseline child, which never loads a
+// candidate) and cached per device by the parent alone.
 std::string PeakCachePath(const std::string& cache_root, const json& gpu) {
   return cache_root + "/peak/" + gpu.value("uuid", "unknown") + ".json";
 }
 
+// What a GPU of this compute capability can do at most in dense bf16 tensor-core work (FLOP/s),
+// from the vendors' data sheets with headroom: a measured peak or a timed speed above it is
+// not a measurement. 0 when the capability is unknown (then no ceiling applies).
+double ModelBf16Ceiling(const json& gpu) {
+  const std::string cc = gpu.value("compute_capability", std::string());
+  if (cc.rfind("9.", 0) == 0) return 1.1e15;   // H100/H200: 989 TFLOP/s dense
+  if (cc.rfind("10.", 0) == 0) return 2.6e15;  // B200: 2.25 PFLOP/s dense
+  if (cc.rfind("8.", 0) == 0) return 0.36e15;  // A100: 312 TFLOP/s dense
+  return 0;
+}
+
+// A peak is believed only inside what the GPU model can do: above a tenth of its ceiling (a
+// forged or broken measurement of 0 makes every later speed look impossible or the witness
+// unusable) and not above it.
+bool PlausiblePeak(double flops_per_second, const json& gpu) {
+  const double ceiling = ModelBf16Ceiling(gpu);
+  if (!(flops_per_second > 0) || !std::isfinite(flops_per_second)) return false;
+  return ceiling <= 0 || (flops_per_second >= 0.1 * ceiling && flops_per_second <= ceiling);
+}
+
+// The cache entry, verified on read: its own digest, the same GPU and driver, a plausible value.
 std::optional<double> CachedPeak(const std::string& path, const json& gpu) {
   try {
     json p = json::parse(ReadFile(path));
+    std::string digest = p.value("sha256", "");
+    p.erase("sha256");
+    if (digest != Sha256Hex(p.dump())) return std::nullopt;
     if (p.value("driver_version", -1) != gpu.value("driver_version", -2)) return std::nullopt;
-    return p.at("flops_per_second").get<double>();
+    if (p.value("uuid", std::string()) != gpu.value("uuid", std::string("?"))) return std::nullopt;
+    double peak = p.at("flops_per_second").get<double>();
+    if (!PlausiblePeak(peak, gpu)) return std::nullopt;
+    return peak;
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+void StorePeak(const std::string& cache_root, const std::string& path, json p) {
+  p["sha256"] = Sha256Hex(p.dump());
+  MakeDirs(cache_root + "/peak");
+  WriteFileAtomic(path, p.dump(2) + "\n");
 }
 
 // The out-of-process witness: how long the phase of back-to-back calls runs (at least), and
@@ -449,77 +516,112 @@ constexpr double kWitnessMinWindowSeconds = 0.4;
 // long run can still add up to the task's tensor FLOPs; a real bf16 GEMM reads ~0.97 (0.23
 // at K=64).
 constexpr double kMinTensorShareOfSm = 0.15;
-constexpr int kWitnessMaxRounds = 16;
-// Timed calls checked again after the loop, drawn by the parent once the loop is over.
+// Timed calls checked again after the loop, and witness calls checked after the window,
+// drawn by the parent once the loop (the window) is over.
 constexpr int kTimedChecks = 3;
+constexpr int kWitnessChecks = 3;
+// How much of the GPU's memory the protocol's own buffers may take, decided by the parent
+// from the GPU's size (a candidate-free child's report): the kept outputs of the timed calls,
+// and the witness's fresh input sets. The candidate keeps the rest.
+constexpr double kKeptOutputsShareOfMemory = 0.2;
+constexpr double kWitnessInputsShareOfMemory = 0.25;
+// A timed speed above the measured peak by more than this factor is not a measurement: no
+// kernel beats the vendor library's best square GEMM by a quarter.
+constexpr double kImpossibleOverPeak = 1.25;
+
+// The protocol's numbers for the candidate's timing child, all the parent's.
+struct TimingNumbers {
+  int kept_outputs = 0;
+  int witness_calls = 0;  // 0: no witness (no GPM on this GPU, established by the parent)
+  uint64_t digest_key = 0;
+};
+
+TimingNumbers PlanTimingNumbers(const Family& family, const Axes& axes, int iterations,
+                                double est_call_s, bool witness, const json& gpu,
+                                std::mt19937_64& rng) {
+  double memory = gpu.value("global_memory_bytes", 0.0);
+  if (!(memory > 0)) memory = 16.0 * (1ull << 30);  // an unknown GPU: a size every one has
+  double out_bytes = 0, in_bytes = 0;
+  for (const auto& t : family.Tensors(axes))
+    (t.role == TensorRole::kOutput ? out_bytes : in_bytes) += static_cast<double>(t.Bytes());
+  TimingNumbers n;
+  n.digest_key = rng();
+  n.kept_outputs = iterations;
+  if (out_bytes > 0)
+    n.kept_outputs = static_cast<int>(
+        std::min<double>(iterations, std::floor(kKeptOutputsShareOfMemory * memory / out_bytes)));
+  n.kept_outputs = std::max(1, n.kept_outputs);
+  if (!witness) return n;
+  // Enough calls to keep the GPU busy for the window's work time, by the trials' fastest call
+  // (the candidate's own word: a lie only changes how many calls it must make, each on inputs
+  // of its own), never more than there are kept outputs or memory for their inputs.
+  double est = std::max(est_call_s, 1e-6);
+  int calls = est_call_s > 0 ? static_cast<int>(std::ceil(kWitnessWorkSeconds / est)) : 1 << 20;
+  calls = std::min(calls, n.kept_outputs);
+  if (in_bytes > 0)
+    calls = std::min<int>(
+        calls, static_cast<int>(std::floor(kWitnessInputsShareOfMemory * memory / in_bytes)));
+  n.witness_calls = std::max(0, std::min(std::max(calls, 2), n.kept_outputs));
+  return n;
+}
 
 // What the parent does while the candidate's timing child runs: it draws the calls to check
-// when the loop is over, and frames the witness phase with its own GPM samples.
+// when the loop is over, and frames the witness phase with its own GPM samples. Every number
+// it acts on is its own; the child's messages only say when.
 struct TimingConversation {
   GpmWitness* gpm = nullptr;
   std::mt19937_64 rng;
-  double fallback_call_s = 0;  // the trials' fastest call
-  std::vector<double> spans;   // the candidate's timed spans so far (its own word)
-  int kept = 0;
+  TimingNumbers numbers;
   std::vector<int> timed_checks;
-  int calls = 0, rounds = 0;
+  int witness_calls_reported = -1;  // what witness_ready said; the parent's number is planned
   uint64_t witness_seed0 = 0, witness_key = 0;
   json witness_digests;  // the child's commitment: digests[j][output], made in the window
   std::vector<int> witness_checks;
   std::optional<WitnessWindow> window;
   Clock::time_point window_begun;
   std::string gpm_error;
+  bool witness_done = false;
+
+  std::vector<int> Draw(int among, int count) {
+    std::set<int> drawn;
+    for (int tries = 0;
+         among > 0 && static_cast<int>(drawn.size()) < std::min(count, among) && tries < 1000;
+         ++tries)
+      drawn.insert(static_cast<int>(rng() % static_cast<uint64_t>(among)));
+    return {drawn.begin(), drawn.end()};
+  }
 
   void OnMessage(const json& m, const ChildRequest::Reply& reply) {
     std::string ev = m.value("event", "");
-    if (ev == "timing_sample" && m.value("phase", "") == "candidate" && !m.value("warmup", true)) {
-      spans.push_back(m.value("activity", json::object()).value("span_ns", 0.0) * 1e-9);
-    } else if (ev == "timed_loop_done") {
-      kept = m.value("kept", 0);
-      std::set<int> drawn;
-      for (int tries = 0;
-           kept > 0 && static_cast<int>(drawn.size()) < std::min(kTimedChecks, kept) &&
-           tries < 1000;
-           ++tries)
-        drawn.insert(static_cast<int>(rng() % static_cast<uint64_t>(kept)));
-      timed_checks.assign(drawn.begin(), drawn.end());
-      json plan = {{"check", timed_checks}};
-      if (gpm && kept > 0) {
-        // Sized from the candidate's own timings (it may lie: a lie only lengthens the phase,
-        // which the rounds' cap bounds).
-        std::vector<double> sorted = spans;
-        std::sort(sorted.begin(), sorted.end());
-        double est = sorted.empty() ? fallback_call_s : sorted[sorted.size() / 2];
-        est = std::max(est, 1e-6);
-        calls = kept;
-        if (est * calls > kWitnessWorkSeconds)
-          calls = std::max(2, static_cast<int>(std::ceil(kWitnessWorkSeconds / est)));
-        calls = std::min(calls, kept);
-        rounds = std::clamp(static_cast<int>(std::ceil(kWitnessWorkSeconds / (est * calls))), 1,
-                            kWitnessMaxRounds);
-        witness_seed0 = rng();
-        witness_key = rng();
-        plan["witness"] = {
-            {"calls", calls}, {"rounds", rounds}, {"seed0", witness_seed0}, {"key", witness_key}};
+    if (ev == "timed_loop_done") {
+      // The parent's count of kept outputs, whatever the message says.
+      timed_checks = Draw(numbers.kept_outputs, kTimedChecks);
+      AfterLoopPlan plan;
+      plan.check = timed_checks;
+      if (gpm && numbers.witness_calls > 0) {
+        plan.witness = true;
+        plan.witness_seed0 = witness_seed0 = rng();
+        plan.witness_key = witness_key = rng();
       }
-      reply(plan.dump());
-    } else if (ev == "witness_ready" && gpm) {
-      calls = std::min(calls, m.value("calls", 0));
+      reply(ToJson(plan).dump());
+    } else if (ev == "witness_ready" && gpm && numbers.witness_calls > 0) {
+      witness_calls_reported = m.value("calls", -1);
       std::this_thread::sleep_for(std::chrono::duration<double>(kWitnessSettleSeconds));
       std::string why;
       if (!gpm->Begin(&why)) gpm_error = why;
       window_begun = Clock::now();
       reply("go");
-    } else if (ev == "witness_done" && gpm) {
+    } else if (ev == "witness_done" && gpm && numbers.witness_calls > 0 && !witness_done) {
+      witness_done = true;
       witness_digests = m.value("digests", json());
       // Idle after the work, and a window no shorter than the judge needs: a fast kernel's
-      // rounds take milliseconds, and a window under the minimum says nothing.
+      // calls take milliseconds, and a window under the minimum says nothing.
       double open_s = std::chrono::duration<double>(Clock::now() - window_begun).count();
       double settle = std::max(kWitnessSettleSeconds, kWitnessMinWindowSeconds + 0.05 - open_s);
       std::this_thread::sleep_for(std::chrono::duration<double>(settle));
       if (gpm_error.empty()) window = gpm->End();
-      if (calls > 0) witness_checks = {static_cast<int>(rng() % static_cast<uint64_t>(calls))};
-      reply(json{{"check", witness_checks}}.dump());
+      witness_checks = Draw(numbers.witness_calls, kWitnessChecks);
+      reply(ToJson(AfterLoopPlan{witness_checks, false, 0, 0}).dump());
     }
   }
 };
@@ -538,28 +640,100 @@ ChildOutcome RunBaselineChild(const EvalRequest& req, const Family& family, cons
   bc.timeout = req.options.timing_timeout;
   std::string out_dir = scratch.File(phase + ".out");
   MakeDirs(out_dir);
-  bc.spec = {{"role", "timing"},
-             {"family", family.Name()},
-             {"axes", axes},
-             {"out_dir", out_dir},
-             {"warmup", warmup},
-             {"iterations", iterations},
-             {"buffer_sets", sets},
-             {"seed_base", seed_base},
-             {"set_seed_base", set_seed_base},
-             {"baseline_only", true},
-             {"baseline_phase", phase},
-             {"baseline_seed_offset", seed_offset},
-             {"peak_n", peak_n},
-             {"baseline_options", baseline_options},
-             {"pci_bus_id", gpu.value("pci_bus_id", "")}};
+  TimingSpec spec;
+  spec.family = family.Name();
+  spec.axes = axes;
+  spec.out_dir = out_dir;
+  spec.warmup = warmup;
+  spec.iterations = iterations;
+  spec.buffer_sets = sets;
+  spec.seed_base = seed_base;
+  spec.set_seed_base = set_seed_base;
+  spec.baseline_only = true;
+  spec.baseline_phase = phase;
+  spec.baseline_seed_offset = seed_offset;
+  spec.peak_n = peak_n;
+  spec.baseline_options = baseline_options;
+  spec.pci_bus_id = gpu.value("pci_bus_id", "");
+  bc.spec = ToJson(spec);
   return RunChild(bc);
+}
+
+// A candidate-free child on the evaluation's GPU, right after a candidate's process said the
+// harness failed: nullopt when the GPU answers as it should (so the failure was the
+// candidate's), else why it does not.
+std::optional<std::string> ProbeGpuUnhealthy(const EvalRequest& req, const ScratchDir& scratch) {
+  ChildRequest pr;
+  pr.spec = {{"role", "probe"}};
+  pr.work_dir = scratch.path();
+  pr.name = "health-probe";
+  pr.timeout = std::chrono::seconds(60);
+  pr.executable = req.executable;
+  ChildOutcome o = RunChild(pr);
+  if (o.First("device") && o.First("done") && !o.First("no_gpu") && !o.First("error"))
+    return std::nullopt;
+  if (const json* ng = o.First("no_gpu")) return "no GPU: " + ng->value("message", "");
+  if (const json* e = o.First("error")) return e->value("message", "");
+  return "the probe " + o.exit.Describe();
+}
+
+// A verdict that rests on a harness failure the candidate's own process reported stays the
+// candidate's (RUNTIME_ERROR) unless a candidate-free probe finds the GPU unhealthy: then it
+// is INFRA_ERROR, with the probe's evidence.
+void ConfirmCandidateFailure(const EvalRequest& req, const ScratchDir& scratch,
+                             EvaluationRecord* rec, Verdict* v) {
+  if (!v->decided || !v->claimed_infra) return;
+  std::optional<std::string> unhealthy = ProbeGpuUnhealthy(req, scratch);
+  rec->sandbox["health_probe"] = unhealthy ? json{{"healthy", false}, {"why", *unhealthy}}
+                                           : json{{"healthy", true}};
+  if (unhealthy) {
+    v->Set(Status::kInfraError, "",
+           "the GPU failed a candidate-free probe right after the candidate's process reported a "
+           "harness failure (" +
+               *unhealthy + "); that process said: " + v->message);
+  } else if (v->status != Status::kRuntimeError) {
+    v->Set(Status::kRuntimeError, "",
+           v->message + " (reported by the candidate's own process; a candidate-free probe of "
+                        "the GPU right after found it healthy)");
+  } else {
+    v->message += " (a candidate-free probe of the GPU right after found it healthy)";
+  }
+  v->claimed_infra = false;
+}
+
+// The candidate child's messages for the judge: tagged with where they came from (the parent's
+// tag, whatever the child wrote), and without the harness claims it made after its load (a
+// baseline's samples, a peak, "CUPTI is unavailable"): a candidate's process has no baseline,
+// measures no peak, and earns nothing by saying a defense could not run.
+std::vector<json> CandidateMessagesForTheJudge(const ChildOutcome& o, size_t* dropped) {
+  std::vector<json> out;
+  const size_t loaded_at = LoadingIndex(o.messages);
+  for (size_t i = 0; i < o.messages.size(); ++i) {
+    const json& m = o.messages[i];
+    const std::string ev = m.value("event", "");
+    if (ev == "done" || ev == "device" || ev == "timing_done") continue;
+    const bool after_load = i >= loaded_at;
+    const bool baseline_or_peak =
+        ev == "baseline_error" || ev == "baseline_none" || ev == "baseline_unsupported" ||
+        ev == "peak_done" || (ev == "timing_sample" && m.value("phase", "") != "candidate");
+    if (baseline_or_peak || (after_load && IsHarnessClaim(m) && ev != "error")) {
+      ++*dropped;
+      continue;
+    }
+    json t = m;
+    t["_child"] = "candidate";
+    t["_after_load"] = after_load;
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 // The third layer: GPU time of the candidate and of the vendor baseline side by side (the
 // baseline in processes of its own, before and after the candidate's), the re-validation of
 // timed outputs the parent draws after the loop, and the out-of-process witness.
-// Runs only for a candidate that is correct so far; may decide the verdict.
+// Runs only for a candidate that is correct so far; may decide the verdict. Fails closed:
+// where the parent found GPM, a witness that did not run, ran short or did not agree credits
+// no speed; a re-check that did not come back is the candidate's.
 void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition& def,
                    const Workload& wl, const Family& family, const Axes& axes,
                    const ChildRequest& candidate, const StaticInspection& sass,
@@ -596,31 +770,37 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
                                          peak ? 0 : kPeakGemmSize, gpu, baseline_options);
   rec->stage_seconds["timing_baseline"] = SecondsSince(t);
 
-  // The parent's witness of what the GPU did, read outside every child.
+  // The parent's witness of what the GPU did, read outside every child. Whether this GPU has
+  // one is the parent's finding, made here before the candidate's timing child exists.
   std::string gpm_why;
   std::unique_ptr<GpmWitness> gpm = GpmWitness::Open(gpu.value("pci_bus_id", ""), &gpm_why);
   TimingConversation talk;
   talk.gpm = gpm.get();
   talk.rng.seed(seed_base ^ 0x636865636bull ^ static_cast<uint64_t>(std::random_device{}()));
-  talk.fallback_call_s = est_call_s;
+  talk.numbers = PlanTimingNumbers(family, axes, iterations, est_call_s, gpm != nullptr, gpu,
+                                   talk.rng);
 
   t = Clock::now();
   ChildRequest tc = candidate;
   tc.name = "timing";
   tc.confine = true;
   tc.wrapper.clear();
-  tc.spec = {{"role", "timing"},
-             {"family", family.Name()},
-             {"axes", axes},
-             {"shared_object", candidate.spec.at("shared_object")},
-             {"abi", candidate.spec.value("abi", std::string("native"))},
-             {"warmup", warmup},
-             {"iterations", iterations},
-             {"buffer_sets", sets},
-             {"seed_base", seed_base},
-             {"set_seed_base", set_seed_base},
-             {"control", true},
-             {"pci_bus_id", gpu.value("pci_bus_id", "")}};
+  TimingSpec spec;
+  spec.family = family.Name();
+  spec.axes = axes;
+  spec.out_dir = scratch.path();  // RunChild puts a confined child's own folder here
+  spec.shared_object = candidate.spec.at("shared_object");
+  spec.abi = candidate.spec.value("abi", std::string("native"));
+  spec.warmup = warmup;
+  spec.iterations = iterations;
+  spec.buffer_sets = sets;
+  spec.seed_base = seed_base;
+  spec.set_seed_base = set_seed_base;
+  spec.kept_outputs = talk.numbers.kept_outputs;
+  spec.witness_calls = talk.numbers.witness_calls;
+  spec.digest_key = talk.numbers.digest_key;
+  spec.pci_bus_id = gpu.value("pci_bus_id", "");
+  tc.spec = ToJson(spec);
   tc.timeout = req.options.timing_timeout;
   tc.on_message = [&talk](const json& m, const ChildRequest::Reply& reply) {
     talk.OnMessage(m, reply);
@@ -638,21 +818,26 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   rec->stage_seconds["timing_baseline"] += SecondsSince(t);
 
   // One conversation for the judge: the baseline's phases from its own processes, the
-  // candidate's from its child; the library named by the baseline's child.
+  // candidate's from its child (its claims after the load dropped); the library named by the
+  // baseline's child.
   std::vector<json> messages;
   const json* baseline_done = before.Last("timing_done");
-  auto take = [&](const ChildOutcome& o, bool keep_done) {
+  auto take_baseline = [&](const ChildOutcome& o) {
     for (const auto& m : o.messages) {
       std::string ev = m.value("event", "");
-      if (ev == "done" || ev == "device" || (ev == "timing_done" && !keep_done)) continue;
-      messages.push_back(m);
+      if (ev == "done" || ev == "device" || ev == "timing_done") continue;
+      json tagged = m;
+      tagged["_child"] = "baseline";
+      messages.push_back(std::move(tagged));
     }
   };
-  take(before, false);
-  take(to, false);
-  take(after, false);
+  size_t dropped_claims = 0;
+  take_baseline(before);
+  for (json& m : CandidateMessagesForTheJudge(to, &dropped_claims)) messages.push_back(std::move(m));
+  take_baseline(after);
   if (const json* done = to.Last("timing_done")) {
     json d = *done;
+    d["_child"] = "candidate";
     if (baseline_done) {
       d["baseline_name"] = baseline_done->value("baseline_name", "");
       d["baseline_choice"] = baseline_done->value("baseline_choice", "");
@@ -664,6 +849,9 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   TimingContext ctx;
   ctx.flops = def.Flops(wl);
   ctx.peak_flops = peak;
+  ctx.model_ceiling_flops = ModelBf16Ceiling(gpu);
+  ctx.impossible_over_peak = kImpossibleOverPeak;
+  ctx.candidate_loaded = LoadingIndex(to.messages) < to.messages.size();
   ctx.allowed_known = sass.state == "ran";
   for (const auto& f : sass.functions) ctx.allowed_kernels.push_back(f.mangled);
   ctx.drift_threshold = req.options.drift_threshold;
@@ -674,12 +862,20 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   rec->performance = j.performance;
   rec->performance["timing_seed_base"] = seed_base;
   rec->performance["sandbox"] = to.sandbox;
+  if (dropped_claims > 0) rec->performance["candidate_claims_ignored"] = dropped_claims;
+  rec->performance["protocol"]["parent_decided"] = {
+      {"kept_outputs", talk.numbers.kept_outputs},
+      {"witness_calls", talk.numbers.witness_calls},
+      {"witness_rounds", 1},
+      {"timed_checks", kTimedChecks},
+      {"witness_checks", kWitnessChecks}};
+  // Every kernel that started inside a timed call is the candidate's, whatever its name: the
+  // harness launches nothing during a call.
   std::set<std::string> launched;
   for (const json* m : to.All("timing_sample")) {
     if (m->value("phase", "") != "candidate") continue;
     const json kernels = m->value("activity", json::object()).value("kernels", json::object());
-    for (const auto& [name, count] : kernels.items())
-      if (name.find("ptxbench_") == std::string::npos) launched.insert(name);
+    for (const auto& [name, count] : kernels.items()) launched.insert(name);
   }
   rec->performance["kernels_launched"] = launched;
   if (const json* c = to.First("confinement")) rec->performance["confinement"] = *c;
@@ -690,20 +886,30 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
            "the candidate's process flooded the result channel while being timed");
   if (j.verdict) {  // never PASSED: the judge only ever finds fault
     rec->performance["child_log_tail"] = ValidUtf8(to.log_tail);
-    if (!v->decided) v->Set(j.verdict->status, j.verdict->reason, j.verdict->message);
+    if (!v->decided) {
+      v->Set(j.verdict->status, j.verdict->reason, j.verdict->message);
+      v->claimed_infra = j.verdict->claimed_infra;
+    }
   }
   if (j.peak_measured) {
-    json p = {{"flops_per_second", *j.peak_measured},
-              {"gpu", gpu.value("name", "")},
-              {"uuid", gpu.value("uuid", "")},
-              {"driver_version", gpu.value("driver_version", 0)},
-              {"shape", j.peak_detail.value("n", 0)},
-              {"library", j.peak_detail.value("baseline", json())},
-              {"measured_at", NowUtcIso8601()}};
-    MakeDirs(cache_root + "/peak");
-    WriteFileAtomic(peak_path, p.dump(2) + "\n");
-    rec->performance["peak_source"] = "measured now (cached in " + peak_path + ")";
-    peak = *j.peak_measured;
+    if (PlausiblePeak(*j.peak_measured, gpu)) {
+      StorePeak(cache_root, peak_path,
+                {{"flops_per_second", *j.peak_measured},
+                 {"gpu", gpu.value("name", "")},
+                 {"uuid", gpu.value("uuid", "")},
+                 {"driver_version", gpu.value("driver_version", 0)},
+                 {"shape", j.peak_detail.value("n", 0)},
+                 {"library", j.peak_detail.value("baseline", json())},
+                 {"measured_at", NowUtcIso8601()}});
+      rec->performance["peak_source"] =
+          "measured now by a baseline child (cached in " + peak_path + ")";
+      peak = *j.peak_measured;
+    } else {
+      rec->performance["peak_source"] =
+          "measured now but implausible for this GPU (" + Count(*j.peak_measured) +
+          " FLOP/s): not used, not cached";
+      peak.reset();
+    }
   } else if (peak) {
     rec->performance["peak_source"] = "cached: " + peak_path;
   }
@@ -714,25 +920,38 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     std::string what;  // "timed call 17", "witness call 3"
     uint64_t seed = 0, set_seed = 0;
     json files;
-    json digests;  // a witness call's: what the child committed to inside the window
+    json digests;  // what the harness digested when the call ended (timed) or in the window
+    uint64_t key = 0;
+    bool witness = false;
   };
+  std::map<int, json> kept_digests;  // kept index → the digests taken right after that call
+  for (const json* m : to.All("timing_sample"))
+    if (m->value("phase", "") == "candidate" && m->contains("kept"))
+      kept_digests[m->value("kept", -1)] = m->value("digests", json());
   std::vector<Check> checks;
+  std::set<int> timed_seen;
   for (const json* m : to.All("timed_output")) {
     int k = m->value("kept", -1);
-    if (std::find(talk.timed_checks.begin(), talk.timed_checks.end(), k) == talk.timed_checks.end())
-      continue;  // not a call we asked for: ignore, never trust
+    if (std::find(talk.timed_checks.begin(), talk.timed_checks.end(), k) ==
+            talk.timed_checks.end() ||
+        !timed_seen.insert(k).second)
+      continue;  // not a call we asked for, or asked for once: ignore, never trust
     int index = warmup + k;
     checks.push_back({"timed call " + std::to_string(index) + " (buffer set " +
                           std::to_string(index % sets) + ", fresh inputs)",
                       seed_base + static_cast<uint64_t>(index),
-                      set_seed_base + static_cast<uint64_t>(index % sets), m->at("outputs")});
+                      set_seed_base + static_cast<uint64_t>(index % sets), m->at("outputs"),
+                      kept_digests.count(k) ? kept_digests[k] : json::array(),
+                      talk.numbers.digest_key, false});
   }
   const size_t timed_expected = talk.timed_checks.size();
   size_t timed_got = checks.size();
+  std::set<int> witness_seen;
   for (const json* m : to.All("witness_output")) {
     int jx = m->value("index", -1);
     if (std::find(talk.witness_checks.begin(), talk.witness_checks.end(), jx) ==
-        talk.witness_checks.end())
+            talk.witness_checks.end() ||
+        !witness_seen.insert(jx).second)
       continue;
     json committed =
         talk.witness_digests.is_array() && jx < static_cast<int>(talk.witness_digests.size())
@@ -741,8 +960,10 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     checks.push_back({"witness call " + std::to_string(jx),
                       talk.witness_seed0 + static_cast<uint64_t>(jx),
                       set_seed_base + static_cast<uint64_t>(jx % sets), m->at("outputs"),
-                      committed.is_array() ? committed : json::array()});
+                      committed.is_array() ? committed : json::array(), talk.witness_key, true});
   }
+  const size_t witness_expected = talk.witness_checks.size();
+  const size_t witness_got = checks.size() - timed_got;
   std::vector<uint64_t> check_seeds, check_set_seeds;
   for (const auto& c : checks) {
     check_seeds.push_back(c.seed);
@@ -762,7 +983,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
       refs[e.seed] = e;
     }
     rec->stage_seconds["timing_reference"] = SecondsSince(t);
-    if (refs.size() != check_seeds.size() && !v->decided) {
+    if (refs.size() != std::set<uint64_t>(check_seeds.begin(), check_seeds.end()).size() &&
+        !v->decided) {
       v->Set(Status::kInfraError, "",
              "the reference for the timed calls failed: " + ReferenceFailure(ro));
       rec->performance["revalidation"] = {{"state", "not_reached"},
@@ -781,17 +1003,18 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
       size_t k = 0;
       for (const auto& spec : tensors) {
         if (spec.role != TensorRole::kOutput) continue;
-        // A witness output must be what the witness calls wrote: the digest the child sent
-        // while the window was open. Work deferred past the window (the output computed only
-        // once asked for) changes it.
-        if (c.digests.is_array() && c.what.rfind("witness", 0) == 0) {
-          std::string file = c.files.at(k).at("file");
-          std::string committed = k < c.digests.size() && c.digests[k].is_string()
-                                      ? c.digests[k].get<std::string>()
-                                      : "";
-          std::string now = WitnessOutputDigest(file, to.folder, talk.witness_key);
-          cj[spec.name + "_digest"] = {{"committed", committed}, {"handed_over", now}};
-          if (now != committed && !v->decided)
+        // The output handed over must be what the call wrote: the digest the harness took
+        // right after a timed call (in stream order, before the next call ran) or, for a
+        // witness call, inside the GPM window. Work deferred to another call, or past the
+        // window, changes it.
+        std::string file = c.files.at(k).at("file");
+        std::string committed = k < c.digests.size() && c.digests[k].is_string()
+                                    ? c.digests[k].get<std::string>()
+                                    : "";
+        std::string now = WitnessOutputDigest(file, to.folder, c.key);
+        cj[spec.name + "_digest"] = {{"committed", committed}, {"handed_over", now}};
+        if (now != committed && !v->decided) {
+          if (c.witness)
             v->Set(Status::kRuleViolation, "witness_disagrees",
                    committed.empty()
                        ? "the witness phase ended without the digest of " + c.what + "'s " +
@@ -801,9 +1024,19 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
                              "in the window wrote (digest " +
                              committed.substr(0, 12) + " then, " + now.substr(0, 12) +
                              " after): work was done outside the witnessed window");
+          else
+            v->Set(Status::kRuleViolation, "call_history",
+                   committed.empty()
+                       ? "no digest of " + c.what + "'s " + spec.name +
+                             " was taken when the call ended"
+                       : "the output of " + c.what + " (" + spec.name +
+                             ") handed over after the loop differs from what it held when the "
+                             "call ended (digest " +
+                             committed.substr(0, 12) + " then, " + now.substr(0, 12) +
+                             " after): its work was done in another call");
         }
-        OutputComparison cmp = CompareOutputFile(spec, it->second.output_files.at(k),
-                                                 c.files.at(k).at("file"), to.folder, tol);
+        OutputComparison cmp = CompareOutputFile(spec, it->second.output_files.at(k), file,
+                                                 to.folder, tol);
         long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;
         cj[spec.name] = {{"verdict", ToString(cmp.verdict)},
                          {"max_abs_error", cmp.max_abs_error},
@@ -820,10 +1053,10 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   }
   rec->performance["revalidation"] = {{"state", checked.empty() ? "not_reached" : "ran"},
                                       {"drawn_after_the_loop", true},
-                                      {"kept_outputs", talk.kept},
+                                      {"kept_outputs", talk.numbers.kept_outputs},
                                       {"calls", checked}};
-  if (!v->decided && !j.verdict && timed_got != timed_expected &&
-      rec->performance.value("state", "") == "ran")
+  const bool timing_ran = rec->performance.value("state", "") == "ran";
+  if (!v->decided && timing_ran && timed_got != timed_expected)
     v->Set(Status::kRuleViolation, "channel_tampered",
            "the timing child returned " + std::to_string(timed_got) + " of the " +
                std::to_string(timed_expected) + " timed outputs the parent asked for");
@@ -831,15 +1064,33 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
 
   // --- the witness: what the GPU itself was seen doing, against what the child reported ---
   json witness;
+  const bool witness_planned = gpm && talk.numbers.witness_calls > 0;
   if (!gpm) {
-    witness = {{"state", "unavailable"}, {"reason", gpm_why}};
+    // The parent's own finding, before any candidate ran: allowed to be unavailable.
+    witness = {{"state", "unavailable"}, {"reason", gpm_why}, {"established_by", "parent"}};
   } else if (!talk.window) {
-    witness = {
-        {"state", "unavailable"},
-        {"reason", !talk.gpm_error.empty() ? talk.gpm_error : "the witness phase did not run"}};
+    std::string why = !talk.gpm_error.empty() ? "GPM failed in the parent: " + talk.gpm_error
+                                              : "the witness phase did not run";
+    witness = {{"state", "missing"}, {"reason", why}};
+    if (witness_planned && !v->decided && timing_ran) {
+      // Fail closed: GPM worked when the parent opened it. If it works again now, whatever
+      // stopped the window happened while the candidate ran: its verdict. Else the GPU's.
+      std::string again;
+      std::unique_ptr<GpmWitness> probe = GpmWitness::Open(gpu.value("pci_bus_id", ""), &again);
+      bool gpm_works = probe && probe->Begin(&again);
+      if (probe && gpm_works) probe->End();
+      if (!talk.gpm_error.empty() && !gpm_works)
+        v->Set(Status::kInfraError, "",
+               "the GPM witness failed in the parent and fails again (" + again +
+                   "): no speed can be credited");
+      else
+        v->Set(Status::kRuleViolation, "witness_missing",
+               "the out-of-process witness did not run (" + why +
+                   "): without it no timing is believed");
+    }
   } else {
     WitnessExpectation x;
-    x.calls = talk.calls * std::max(1, talk.rounds);
+    x.calls = talk.numbers.witness_calls;
     x.timed_median_seconds =
         rec->performance.value("candidate", json::object()).value("median", 0.0);
     x.flops_per_call = def.Flops(wl);
@@ -848,26 +1099,52 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     WitnessJudgement wj = JudgeWitness(*talk.window, x, kWitnessMinWindowSeconds);
     witness = wj.ToJson();
     witness["window"] = talk.window->ToJson();
-    witness["calls"] = talk.calls;
-    witness["rounds"] = talk.rounds;
+    witness["calls"] = talk.numbers.witness_calls;
+    witness["calls_reported"] = talk.witness_calls_reported;
+    witness["rounds"] = 1;
     witness["timing_factor"] = x.timing_factor;
     witness["tensor_factor"] = x.tensor_factor;
-    double share = talk.window->any_tensor_util_pct / talk.window->sm_util_pct;
+    // The HMMA pipe (fp16/bf16 MMAs) where GPM reads it: an int8 or one-bit MMA on junk keeps
+    // the tensor pipes busy without doing any of a bf16 task's work.
+    const double tensor_pct = std::isfinite(talk.window->hmma_tensor_util_pct)
+                                  ? talk.window->hmma_tensor_util_pct
+                                  : talk.window->any_tensor_util_pct;
+    double share = tensor_pct / talk.window->sm_util_pct;
     witness["tensor_share_of_sm"] = std::isfinite(share) ? json(share) : json(nullptr);
+    if (std::isfinite(wj.per_call_busy_seconds) && x.timed_median_seconds > 0)
+      witness["busy_over_timed"] = wj.per_call_busy_seconds / x.timed_median_seconds;
     if (wj.tensor_ok && !(share >= kMinTensorShareOfSm)) {
       witness["tensor_ok"] = false;
       witness["message"] = wj.message + "; but the tensor pipes were busy only " +
                            FormatPercent(share) + " of the SM-busy time (under " +
                            FormatPercent(kMinTensorShareOfSm) + ")";
     }
-    if (wj.state == "timing_disagrees" && !v->decided &&
-        rec->performance.value("state", "") == "ran")
-      v->Set(Status::kRuleViolation, "witness_disagrees",
-             "the timing the candidate's process reported disagrees with what the GPU was seen "
-             "doing: " +
-                 wj.message);
+    if (!v->decided && timing_ran) {
+      if (talk.witness_calls_reported != talk.numbers.witness_calls)
+        v->Set(Status::kRuleViolation, "witness_missing",
+               "the timing child ran " + std::to_string(talk.witness_calls_reported) +
+                   " witness calls where the parent asked for " +
+                   std::to_string(talk.numbers.witness_calls));
+      else if (witness_got != witness_expected)
+        v->Set(Status::kRuleViolation, "witness_missing",
+               "the timing child returned " + std::to_string(witness_got) + " of the " +
+                   std::to_string(witness_expected) + " witness outputs the parent asked for");
+      else if (wj.state == "window_too_short" || wj.state == "unavailable")
+        // The parent's own evidence (its GPM read, its window): ours, but no speed either.
+        v->Set(Status::kInfraError, "",
+               "the GPM witness could not judge its window (" + wj.message +
+                   "): no speed can be credited");
+      else if (wj.state == "timing_disagrees")
+        v->Set(Status::kRuleViolation, "witness_disagrees",
+               "the timing the candidate's process reported disagrees with what the GPU was "
+               "seen doing: " +
+                   wj.message);
+    }
   }
   rec->performance["witness"] = witness;
+  // No speed is credited without a witness that ran and agreed, where there is one.
+  if (witness_planned && v->decided && v->status == Status::kRuleViolation)
+    rec->performance.erase("speedup");
 }
 
 // The candidate's kernels a child reported over its trials; nullopt when it could not say.
@@ -1311,7 +1588,8 @@ void NoteCandidateSandbox(const ChildOutcome& co, EvaluationRecord* rec) {
 // (screening, build, static inspection) stands. True when so (the verdict decided).
 bool ArchUnavailable(const EvalContext& c, const ChildOutcome& co, EvaluationRecord* rec,
                      Verdict* v) {
-  const json* au = co.First("arch_unavailable");
+  // Sent before the candidate is mapped; the same line after its load is its own forgery.
+  const json* au = BeforeLoading(co, "arch_unavailable");
   if (!au) return false;
   rec->correctness = SkippedLayer("arch_unavailable");
   rec->memcheck = SkippedLayer("arch_unavailable");
@@ -1371,10 +1649,14 @@ json CompareStage(const EvalContext& c, const ChildOutcome& co, const ExpectedOu
       auto before = m->at("input_checksums_before").get<std::vector<uint64_t>>();
       auto after = m->at("input_checksums_after").get<std::vector<uint64_t>>();
       tj["inputs_unchanged"] = before == after;
-      if (before != x.entries[idx].input_checksums && !v->decided)
-        v->Set(Status::kInfraError, "",
+      if (before != x.entries[idx].input_checksums && !v->decided) {
+        // Reported by the candidate's process after its load: its word, unless a
+        // candidate-free probe finds the GPU unhealthy.
+        v->Set(Status::kRuntimeError, "",
                "the candidate child's inputs differ from the reference's for seed " +
                    std::to_string(seed));
+        v->claimed_infra = true;
+      }
       if (before != after && !v->decided)
         v->Set(Status::kRuleViolation, "inputs_modified",
                "the candidate modified its inputs" + TrialName(*m) +
@@ -1402,10 +1684,12 @@ json CompareStage(const EvalContext& c, const ChildOutcome& co, const ExpectedOu
       v->Set(Status::kRuleViolation, "channel_tampered", e.what());
   }
   rec->stage_seconds["compare"] = SecondsSince(t);
-  if (!v->decided && trials.size() != x.seeds.size())
-    v->Set(Status::kInfraError, "",
+  if (!v->decided && trials.size() != x.seeds.size()) {
+    v->Set(Status::kRuntimeError, "",
            "the candidate child reported " + std::to_string(trials.size()) + " of " +
                std::to_string(x.seeds.size()) + " trials");
+    v->claimed_infra = true;  // a candidate-free probe decides whether the GPU was to blame
+  }
   return trials;
 }
 
@@ -1487,6 +1771,18 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
       v->Set(Status::kInfraError, "",
              "compute-sanitizer did not produce a report (" + mo.exit.Describe() + ")");
   }
+  // A clean report says nothing about a call that never finished: the checked call must have
+  // completed and reported its outputs, or the memory check did not certify anything.
+  const json* trial = mo.First("trial");
+  const bool call_done = trial && trial->value("seed", uint64_t{0}) == seed;
+  mj["call_completed"] = call_done;
+  if (!call_done && !run_failed && mo.exit.kind != ExitKind::kTimedOut) {
+    if (mj.value("state", "") == "ran") mj["state"] = "incomplete";
+    if (!v->decided || v->status == Status::kInfraError)
+      v->Set(Status::kRuntimeError, "",
+             "under the memory checker the candidate's process ended (" + mo.exit.Describe() +
+                 ") without completing its call");
+  }
   rec->memcheck = mj;
   return memcheck_child;
 }
@@ -1560,6 +1856,71 @@ void CrossCheckStage(const EvalContext& c, const ScratchDir& scratch, const Chil
   rec->stage_seconds["cross_check"] = SecondsSince(t);
 }
 
+// Every string in `j` longer than `limit` bytes, cut to it (valid UTF-8, with a note of what
+// was left out). Returns how many were cut.
+size_t CutLongStrings(json& j, size_t limit) {
+  size_t cut = 0;
+  if (j.is_string()) {
+    const std::string& str = j.get_ref<const std::string&>();
+    if (str.size() > limit) {
+      j = ValidUtf8(Truncate(str, limit)) + " [" + std::to_string(str.size() - limit) +
+          " bytes left out: the record's size is capped]";
+      ++cut;
+    }
+  } else if (j.is_array() || j.is_object()) {
+    for (auto& e : j) cut += CutLongStrings(e, limit);
+  }
+  return cut;
+}
+
+// A record is bounded whatever the candidate printed or launched: logs and names are cut until
+// the record fits kMaxRecordBytes (helpers' tails are bounded already; this is the last word).
+constexpr size_t kMaxRecordBytes = 1 << 20;
+void CapRecordSize(EvaluationRecord* rec) {
+  json* layers[] = {&rec->build,        &rec->correctness, &rec->memcheck, &rec->instructions,
+                    &rec->performance,  &rec->sandbox,     &rec->toolchain};
+  size_t cut = 0;
+  for (size_t limit : {size_t{64} << 10, size_t{8} << 10, size_t{1} << 10, size_t{256}}) {
+    if (rec->ToJson().dump().size() <= kMaxRecordBytes) break;
+    for (json* l : layers) cut += CutLongStrings(*l, limit);
+  }
+  if (cut > 0) rec->sandbox["record_strings_cut"] = cut;
+}
+
+// The GPU's lock for the stages that must have it alone (timing, the witness, the baselines,
+// the profiler). Says when it waits; false (the verdict decided) when it was not free in time.
+bool TakeGpuLock(const EvalContext& c, EvaluationRecord& rec, std::optional<GpuLock>* lock,
+                 Verdict* v) {
+  const json gpu = rec.toolchain.value("gpu", json::object());
+  const std::string id = gpu.value("uuid", gpu.value("pci_bus_id", std::string()));
+  const std::string path = GpuLockPath(id);
+  static const std::atomic<bool> never{false};
+  auto t = Clock::now();
+  try {
+    lock->emplace(path, std::chrono::milliseconds(0), never);
+    if ((*lock)->outcome() != GpuLock::Outcome::kHeld) {
+      c.Stage("gpu-lock", "waiting for " + path + " (another evaluation is timing on this GPU)");
+      lock->reset();
+      lock->emplace(path, std::chrono::duration_cast<std::chrono::milliseconds>(
+                              c.req.options.gpu_lock_timeout),
+                    never);
+    }
+  } catch (const Error& e) {
+    v->Set(Status::kInfraError, "", std::string("cannot take the GPU lock: ") + e.what());
+    return false;
+  }
+  rec.stage_seconds["gpu_lock_wait"] = SecondsSince(t);
+  rec.sandbox["gpu_lock"] = path;
+  if ((*lock)->outcome() != GpuLock::Outcome::kHeld) {
+    v->Set(Status::kInfraError, "",
+           "the GPU lock " + path + " was not free within " +
+               std::to_string(c.req.options.gpu_lock_timeout.count()) +
+               " s: another evaluation holds this GPU");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 EvaluationRecord Evaluate(const EvalRequest& req) {
@@ -1570,8 +1931,9 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   auto finish = [&]() {
     rec.status = v.status;
     rec.reason = v.reason;
-    rec.message = v.message;
+    rec.message = Truncate(v.message, 4096);
     rec.stage_seconds["total"] = SecondsSince(started);
+    CapRecordSize(&rec);
     return rec;
   };
 
@@ -1598,25 +1960,37 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   // The correctness layer: the trials, then the memory check.
   const CandidateRun run =
       RunCandidateStage(c, build->shared_object, abi, expected->seeds, scratch, &rec);
-  if (const json* ng = run.outcome.First("no_gpu")) {
+  if (const json* ng = BeforeLoading(run.outcome, "no_gpu")) {
     SkipGpuLayers(ng->value("message", ""), &rec, &v);
     return finish();
   }
   NoteCandidateSandbox(run.outcome, &rec);
   if (ArchUnavailable(c, run.outcome, &rec, &v)) return finish();
   json correctness = JudgeCandidateRun(c, run.outcome, *expected, &v);
+  // "No GPU", "this arch cannot run" after the load: the candidate's process talking.
+  for (const char* claim : {"no_gpu", "arch_unavailable", "object_mismatch"})
+    if (run.outcome.First(claim) && !BeforeLoading(run.outcome, claim)) {
+      correctness["candidate_claims"].push_back(claim);
+      if (!v.decided || v.status == Status::kRuntimeError) v.claimed_infra = true;
+    }
   const json trials = CompareStage(c, run.outcome, *expected, &rec, &v);
   correctness["trial_results"] = trials;
   rec.correctness = correctness;
+  ConfirmCandidateFailure(req, scratch, &rec, &v);
   const ChildOutcome memcheck = MemcheckStage(c, run.request, scratch, &rec, &v);
 
+  // The stages that must have the GPU alone take its lock, whoever started the evaluation.
+  std::optional<GpuLock> lock;
+  if (!v.decided && !TakeGpuLock(c, rec, &lock, &v)) return finish();
   // The timing layer, then the instruction layer's dynamic check, for a correct candidate.
   TimingStage(c, run.request, *inspected, scratch, &rec, &v);
+  ConfirmCandidateFailure(req, scratch, &rec, &v);
   if (!v.decided) {
     DeclarePassed(c, trials, rec, &v);
     const ChildOutcome profiled = ProfileStage(c, run.request, *inspected, scratch, &rec);
     CrossCheckStage(c, scratch, run.outcome, memcheck, profiled, &rec, &v);
   }
+  lock.reset();
   return finish();
 }
 

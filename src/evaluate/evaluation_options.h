@@ -38,6 +38,9 @@ struct EvaluationOptions {
   bool timing = true;                          // the timing layer (correct candidates only)
   int warmup = 10, iterations = 50, buffer_sets = 3;
   std::chrono::seconds timing_timeout{180};  // the timing child: baselines, peak, candidate
+  // How long an evaluation waits for the GPU's lock (run/gpu_lock.h) before its GPU-alone
+  // stages (timing, witness, baselines, profiler): another evaluation is using the GPU.
+  std::chrono::seconds gpu_lock_timeout{3600};
   double timing_budget_s = 8;     // candidate time for the timed calls; fewer calls beyond it
   double drift_threshold = 0.05;  // baseline before vs after
   // The attention forward's baseline library (the backward's is always cuDNN, GEMM's cuBLASLt).

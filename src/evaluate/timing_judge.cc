@@ -41,6 +41,10 @@ std::string Ms(double s) {
   return buf;
 }
 
+std::string Tflops(double flops_per_second) {
+  return FormatNumber("%.0f", flops_per_second * 1e-12) + " TFLOP/s";
+}
+
 }  // namespace
 
 bool HostTimeExceedsGpu(double host_median_s, double gpu_median_s) {
@@ -75,8 +79,10 @@ json ToJson(const TimedCallPlan& p) {
 TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& exit,
                             const TimingContext& ctx) {
   TimingJudgement j;
-  auto verdict = [&](Status s, std::string reason, std::string message) {
-    if (!j.verdict) j.verdict = TimingVerdict{s, std::move(reason), std::move(message)};
+  auto verdict = [&](Status s, std::string reason, std::string message,
+                     bool claimed_infra = false) {
+    if (!j.verdict)
+      j.verdict = TimingVerdict{s, std::move(reason), std::move(message), claimed_infra};
   };
   std::map<std::string, Phase> phases;
   const json* done = nullptr;
@@ -128,6 +134,9 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       done = &m;
     } else if (ev == "error" && !error) {
       error = &m;
+    } else if (ev == "error" && error->value("_child", "") == "baseline" &&
+               m.value("_child", "") == "candidate") {
+      error = &m;  // the candidate's own failure explains more than a baseline's
     } else if (ev == "refused" && !refused) {
       refused = &m;
     } else if (ev == "baseline_error") {
@@ -177,7 +186,7 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   // --- how the child ended ---
   if (exit.kind == ExitKind::kTimedOut) {
     perf["state"] = "timed_out";
-    if (last_phase == "candidate")
+    if (last_phase == "candidate" || ctx.candidate_loaded)
       verdict(Status::kTimeout, "",
               "the candidate did not finish its " + std::to_string(total) + " timed calls within " +
                   std::to_string(ctx.timeout.count()) + " s (" + std::to_string(c.calls) +
@@ -196,10 +205,14 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
     std::string at = error->contains("index")
                          ? " (call " + std::to_string(error->value("index", 0)) + ")"
                          : std::string();
-    if (stage == "load" || (stage == "timing" && phase == "candidate"))
+    const bool from_candidate = error->value("_child", "candidate") == "candidate";
+    if (stage == "load" || (stage == "timing" && (phase == "candidate" || phase == "witness")))
       verdict(Status::kRuntimeError, "", msg + " while being timed" + at);
-    else if (stage == "harness" && candidate_started && !done)
-      verdict(Status::kRuntimeError, "", msg + " while being timed");
+    else if (from_candidate && (ctx.candidate_loaded || candidate_started))
+      // Whatever stage it names: the process had loaded the candidate, so the failure is the
+      // candidate's unless a candidate-free probe finds the GPU unhealthy.
+      verdict(Status::kRuntimeError, "", msg + " while being timed (" + stage + " " + phase + ")",
+              stage == "harness" || stage == "setup");
     else
       verdict(Status::kInfraError, "",
               "the timing child failed (" + stage + " " + phase + "): " + msg);
@@ -209,6 +222,7 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
             "run returned " + std::to_string(refused->value("rc", 0)) + " on timed call " +
                 std::to_string(refused->value("index", 0)) + " after accepting the shape");
   if (!done && !j.verdict) {
+    if (ctx.candidate_loaded) candidate_started = true;
     if (exit.kind == ExitKind::kSignaled && candidate_started)
       verdict(Status::kRuntimeError, "",
               "the candidate process was " + exit.Describe() + " while being timed");
@@ -338,6 +352,18 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
     if (peak) {
       perf["peak_tflops"] = *peak * 1e-12;
       perf["percent_of_peak"] = 100 * flops_s / *peak;
+    }
+    // A speed the GPU cannot reach is a forged time, never a speedup.
+    const double limit = peak ? *peak * ctx.impossible_over_peak : ctx.model_ceiling_flops;
+    if (limit > 0 && flops_s > limit) {
+      verdict(Status::kRuleViolation, "impossible_speed",
+              "the timed median claims " + Tflops(flops_s) + " for the task's FLOPs, above " +
+                  (peak ? "the measured peak's " + Tflops(*peak) + " by more than " +
+                              FormatNumber("%.2g", ctx.impossible_over_peak) + "x"
+                        : "this GPU model's " + Tflops(limit)) +
+                  ": no kernel does that");
+      perf.erase("speedup");
+      perf.erase("speedup_range");
     }
   }
   return j;

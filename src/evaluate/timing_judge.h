@@ -24,12 +24,22 @@ struct TimingContext {
   double drift_threshold = 0.05;             // |after/before − 1| above this is flagged
   std::chrono::seconds timeout{180};
   int warmup = 10, iterations = 50;
+  // The candidate's timing child sent its `loading` marker: from then on every failure of that
+  // child (a timeout, an error of any stage, an early end) is the candidate's.
+  bool candidate_loaded = false;
+  // Dense bf16 ceiling of the GPU model (FLOP/s; 0: unknown) and the factor over the measured
+  // peak above which a timed speed is impossible (a forged time).
+  double model_ceiling_flops = 0;
+  double impossible_over_peak = 1.25;
 };
 
 struct TimingVerdict {
   Status status;
   std::string reason;
   std::string message;
+  // The candidate's own process said the harness failed (after the load): the parent asks a
+  // candidate-free probe before it believes that (evaluate.cc ConfirmCandidateFailure).
+  bool claimed_infra = false;
 };
 
 // One output file of a timed call to check against the reference.

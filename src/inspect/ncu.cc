@@ -213,7 +213,9 @@ DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
       FamilyExecution& e = d.families[*fam];
       e.warp_executions += p.inst_executed;
       e.thread_executions_true += p.thread_inst_executed_true;
-      if (*fam == "gmma")
+      // Work counts only in the tasks' own type: bf16 inputs (HGMMA….BF16). A one-bit BGMMA
+      // or an int8 IGMMA on junk has a bigger shape per instruction and does none of the work.
+      if (*fam == "gmma" && IsBf16Gmma(it->second->opcode))
         if (auto flops = GmmaFlops(it->second->opcode))
           e.gmma_flops += *flops * p.inst_executed / 4.0;
       if (d.evidence.size() < 32)

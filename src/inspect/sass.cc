@@ -79,6 +79,16 @@ std::vector<std::string> InstructionFamilies() {
   return {"gmma", "tma", "tcgen05", "tmem", "mma_sync"};
 }
 
+bool IsBf16Gmma(std::string_view opcode) {
+  if (opcode.rfind("HGMMA.", 0) != 0) return false;
+  for (size_t at = opcode.find(".BF16"); at != std::string_view::npos;
+       at = opcode.find(".BF16", at + 1)) {
+    size_t end = at + 5;
+    if (end == opcode.size() || opcode[end] == '.') return true;
+  }
+  return false;
+}
+
 std::optional<double> GmmaFlops(std::string_view opcode) {
   static const std::regex shape(R"(\.(\d+)x(\d+)x(\d+))");
   std::string s(opcode);

@@ -42,6 +42,9 @@ std::vector<SassFunction> ParseCuobjdumpSass(std::string_view text);
 std::optional<std::string> FamilyOf(std::string_view opcode);
 std::vector<std::string> InstructionFamilies();
 
+// Whether a GMMA opcode multiplies bf16 inputs ("HGMMA.64x128x16.F32.BF16"): the only kind
+// that counts toward a bf16 task's tensor-core work.
+bool IsBf16Gmma(std::string_view opcode);
 // FLOPs of one warpgroup-level GMMA from its shape ("HGMMA.64x128x16.F32.BF16" → 2·64·128·16);
 // nullopt when the opcode carries no shape.
 std::optional<double> GmmaFlops(std::string_view opcode);

@@ -21,12 +21,11 @@ struct CallWindow {
   uint64_t begin = 0, end = 0;
 };
 
-// How to recognise the harness's own work between calls: it runs on its own stream and its
-// kernels' names contain a fixed mark (reserved: candidates may not use it).
+// How to recognise the harness's own work between calls: by its origin, the stream the
+// harness made for it, not by a name (a candidate's kernel may carry any name).
 struct HarnessMarks {
   uint32_t harness_stream = 0;
   uint32_t candidate_stream = 0;
-  std::string kernel_prefix = "ptxbench_";
   // Work on another stream may end this long after `end` without counting as outliving the
   // call: the CUPTI clock and the host's view of "synchronize returned" differ by a few µs.
   uint64_t outlive_slack_ns = 20000;

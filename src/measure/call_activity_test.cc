@@ -42,14 +42,25 @@ TEST(AttributeCall, HarnessWorkBetweenCallsIsNeitherCountedNorStray) {
       {K::kMemcpy, 310, 320, kHarness, 0, "memcpy"},
       Kernel(1000, 1500, kCandidate, "_Z4gemmv"),
       Kernel(3000, 3100, kHarness, "ptxbench_checksum"),
-      // A harness kernel as CUPTI names it (mangled), on the candidate's stream between calls.
-      Kernel(3200, 3300, kCandidate,
-             "_ZN8ptxbench12_GLOBAL__N_121ptxbench_fill_patternItEEvPT_mS3_"),
   };
   CallActivity a = AttributeCall(r, {900, 1600}, Marks());
   EXPECT_EQ(a.span_ns, 500u);
   EXPECT_EQ(a.records, 1u);
   EXPECT_EQ(a.stray, 0);
+}
+
+TEST(AttributeCall, AHarnessNameOutsideTheHarnessStreamIsTheCandidates) {
+  // A kernel named like the harness's (a module the candidate loaded at run time) that runs
+  // after the call's window, off the harness's stream: the candidate's stray work, not ours.
+  std::vector<ActivitySpan> r = {
+      Kernel(1000, 1100, kCandidate, "_Z5decoyv"),
+      Kernel(3200, 9300, kCandidate,
+             "_ZN8ptxbench12_GLOBAL__N_121ptxbench_fill_patternItEEvPT_mS3_"),
+      Kernel(9400, 9900, kPrivate, "ptxbench_checksum"),
+  };
+  CallActivity a = AttributeCall(r, {900, 1600}, Marks());
+  EXPECT_EQ(a.records, 1u);
+  EXPECT_EQ(a.stray, 2);
 }
 
 TEST(AttributeCall, WorkOnAnotherStreamThatOutlivesTheSyncIsFlagged) {

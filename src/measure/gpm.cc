@@ -316,7 +316,7 @@ nlohmann::json WitnessWindow::ToJson() const {
 //    figure is a LOWER bound of the GPU time per call, never an upper one.
 //    timing_ok iff timed_median * timing_factor >= per_call_busy: a timed
 //    median far below what the GPU was seen busy per call means the in-process
-//    timing was forged or work ran outside it. timing_factor (default 1.5)
+//    timing was forged or work ran outside it. timing_factor (default 1.2)
 //    absorbs the harness's own work in the window and counter noise. The
 //    converse (median far above busy) is not flagged: a kernel on few SMs or
 //    a latency-bound one looks exactly like that.

@@ -364,11 +364,12 @@ TEST(JudgeWitness, TimingFactorIsTheBoundary) {
   EXPECT_EQ(JudgeWitness(w, e, 0.1).state, "agrees");
   e.timed_median_seconds = std::nextafter(3.90625e-3, 0.0);
   EXPECT_EQ(JudgeWitness(w, e, 0.1).state, "timing_disagrees");
-  // The default factor, 1.5: a median at 2/3 of the busy time passes, at 0.6 not.
+  // The default factor, 1.2: a median at 0.84 of the busy time passes; one at 1/1.3 of it
+  // (a kernel forging 1.3x its own speed) does not.
   e.timing_factor = WitnessExpectation::kDefaultTimingFactor;
-  e.timed_median_seconds = 7.8125e-3 * 0.67;
+  e.timed_median_seconds = 7.8125e-3 * 0.84;
   EXPECT_TRUE(JudgeWitness(w, e, 0.1).timing_ok);
-  e.timed_median_seconds = 7.8125e-3 * 0.6;
+  e.timed_median_seconds = 7.8125e-3 / 1.3;
   EXPECT_FALSE(JudgeWitness(w, e, 0.1).timing_ok);
   // A median far above the busy time (a kernel on few SMs) is not flagged.
   e.timed_median_seconds = 1.0;

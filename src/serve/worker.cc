@@ -26,6 +26,7 @@
 #include "common/subprocess.h"
 #include "evaluate/evaluate.h"
 #include "record/record.h"
+#include "run/gpu_lock.h"
 #include "serve/job_queue.h"
 #include "serve/job_request.h"
 
@@ -62,47 +63,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-// The exclusive right to time on one device, held across processes (flock: released by the
-// kernel when the holder dies, so a killed worker never leaves the GPU locked). Waited for by
-// polling LOCK_NB, so that the wait ends at a deadline or on stop.
-class GpuLock {
- public:
-  enum class Outcome { kHeld, kTimedOut, kStopped };
-
-  GpuLock(const std::string& path, std::chrono::milliseconds timeout,
-          const std::atomic<bool>& stop) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd_ < 0)
-      throw EnvironmentError("cannot open the GPU lock " + path + ": " + std::strerror(errno));
-    auto deadline = SteadyClock::now() + timeout;
-    for (;;) {
-      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-        outcome_ = Outcome::kHeld;
-        return;
-      }
-      if (errno != EWOULDBLOCK && errno != EINTR)
-        throw EnvironmentError("cannot lock " + path + ": " + std::strerror(errno));
-      if (stop) {
-        outcome_ = Outcome::kStopped;
-        return;
-      }
-      if (SteadyClock::now() >= deadline) {
-        outcome_ = Outcome::kTimedOut;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  ~GpuLock() { ::close(fd_); }
-  GpuLock(const GpuLock&) = delete;
-  GpuLock& operator=(const GpuLock&) = delete;
-  Outcome outcome() const { return outcome_; }
-
- private:
-  int fd_ = -1;
-  Outcome outcome_ = Outcome::kTimedOut;
-};
 
 std::string HostName() {
   char buf[256] = {0};

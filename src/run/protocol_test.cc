@@ -1,0 +1,103 @@
+#include "run/protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+TimingSpec CandidateSpec() {
+  TimingSpec s;
+  s.family = "gemm";
+  s.axes = {{"M", 64}, {"N", 64}, {"K", 64}};
+  s.out_dir = "/tmp/x";
+  s.seed_base = 7;
+  s.shared_object = "/tmp/x/candidate.so";
+  s.kept_outputs = 50;
+  s.witness_calls = 20;
+  s.digest_key = 99;
+  return s;
+}
+
+TEST(Protocol, TimingSpecRoundTrips) {
+  TimingSpec s = CandidateSpec();
+  TimingSpec back = ParseTimingSpec(ToJson(s));
+  EXPECT_EQ(back.kept_outputs, 50);
+  EXPECT_EQ(back.witness_calls, 20);
+  EXPECT_EQ(back.digest_key, 99u);
+  EXPECT_EQ(back.set_seed_base, s.set_seed_base);
+  EXPECT_FALSE(back.baseline_only);
+}
+
+TEST(Protocol, CandidateSpecMustCarryTheParentsNumbers) {
+  // A candidate's timing spec without the parent's counts is refused, never defaulted: the
+  // child would otherwise size them itself.
+  for (const char* field : {"kept_outputs", "witness_calls", "digest_key", "shared_object",
+                            "family", "axes", "seed_base", "out_dir"}) {
+    json j = ToJson(CandidateSpec());
+    j.erase(field);
+    EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument) << field;
+  }
+}
+
+TEST(Protocol, OutOfRangeAndMistypedFieldsAreRefused) {
+  json j = ToJson(CandidateSpec());
+  j["witness_calls"] = 51;  // more witness calls than kept outputs
+  EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
+  j = ToJson(CandidateSpec());
+  j["kept_outputs"] = 51;  // more than the timed calls
+  EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
+  j = ToJson(CandidateSpec());
+  j["kept_outputs"] = "50";
+  EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
+  j = ToJson(CandidateSpec());
+  j["buffer_sets"] = 0;
+  EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
+}
+
+TEST(Protocol, BaselineSpecNeedsNoCandidateFields) {
+  TimingSpec s = CandidateSpec();
+  s.baseline_only = true;
+  s.baseline_phase = "baseline_after";
+  s.peak_n = 8192;
+  json j = ToJson(s);
+  EXPECT_FALSE(j.contains("shared_object"));
+  TimingSpec back = ParseTimingSpec(j);
+  EXPECT_TRUE(back.baseline_only);
+  EXPECT_EQ(back.peak_n, 8192);
+  j["baseline_phase"] = "candidate";
+  EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
+}
+
+TEST(Protocol, AfterLoopPlanParsesStrictly) {
+  AfterLoopPlan p{{3, 17}, true, 5, 6};
+  auto back = ParseAfterLoopPlan(ToJson(p).dump());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->check, (std::vector<int>{3, 17}));
+  EXPECT_TRUE(back->witness);
+  EXPECT_EQ(back->witness_key, 6u);
+  EXPECT_FALSE(ParseAfterLoopPlan("go"));
+  EXPECT_FALSE(ParseAfterLoopPlan(R"({"check": 3})"));
+  EXPECT_FALSE(ParseAfterLoopPlan(R"({"check": [1], "witness": {"seed0": "x", "key": 1}})"));
+}
+
+TEST(Protocol, HarnessClaimsAreRecognised) {
+  EXPECT_TRUE(IsHarnessClaim({{"event", "no_gpu"}}));
+  EXPECT_TRUE(IsHarnessClaim({{"event", "peak_done"}}));
+  EXPECT_TRUE(IsHarnessClaim({{"event", "timing_sample"}, {"phase", "peak"}}));
+  EXPECT_TRUE(IsHarnessClaim({{"event", "error"}, {"stage", "harness"}}));
+  EXPECT_FALSE(IsHarnessClaim({{"event", "timing_sample"}, {"phase", "candidate"}}));
+  EXPECT_FALSE(IsHarnessClaim({{"event", "error"}, {"stage", "timing"}}));
+  EXPECT_FALSE(IsHarnessClaim({{"event", "trial"}}));
+}
+
+TEST(Protocol, LoadingIndexSplitsTheHarnessWordFromTheCandidates) {
+  std::vector<json> m = {{{"event", "device"}}, {{"event", "loading"}}, {{"event", "no_gpu"}}};
+  EXPECT_EQ(LoadingIndex(m), 1u);
+  m.erase(m.begin() + 1);
+  EXPECT_EQ(LoadingIndex(m), 2u);
+}
+
+}  // namespace
+}  // namespace ptxbench
