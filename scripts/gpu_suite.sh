@@ -242,7 +242,7 @@ if [[ "${1:-}" == "adversarial" ]]; then
       echo "cost $which $i: $(python3 -c "print(round($(date +%s.%N) - $s0, 2))") s wall; $(python3 -c "
 import json; r = json.load(open('$out/cost-$which-$i.json')); p = r['performance']
 print(r['status'], 'speedup', round(p.get('speedup', 0), 3), 'stages', {k: round(v, 2) for k, v in r['stage_seconds'].items()},
-      'witness', (p.get('witness') or {}).get('state'), (p.get('witness') or {}).get('message', '')[:160])")"
+      'witness', (p.get('witness') or {}).get('state'), 'busy/timed', (p.get('witness') or {}).get('busy_over_timed'), (p.get('witness') or {}).get('message', '')[:160])")"
     done
   done
   rm -rf "$out"/cost-cache-*

@@ -6,6 +6,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <optional>
+#include <thread>
+#include <vector>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -42,8 +46,9 @@ class Controls : public ::testing::Test {
  protected:
   // `file` under controls/gemm, or a path under controls/ ("attention/fwd_correct.cu").
   Eval Run(const std::string& file, std::vector<std::string> extra,
-           std::vector<std::pair<std::string, std::string>> env = {}) {
-    std::string json_path = dir_.File("record.json");
+           std::vector<std::pair<std::string, std::string>> env = {},
+           const std::string& record_name = "record.json") {
+    std::string json_path = dir_.File(record_name);
     std::string path = file.find('/') == std::string::npos ? "gemm/" + file : file;
     std::vector<std::string> args = {
         std::getenv("PTXBENCH_BIN"),
@@ -157,7 +162,25 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
     const json env_values = v.value("env", json::object());
     for (const auto& [k, val] : env_values.items()) env.push_back({k, val.get<std::string>()});
     auto started = std::chrono::steady_clock::now();
+    // An attack on a concurrent evaluation: the honest kernel it names runs at the same time,
+    // in its own process, and must keep its verdict.
+    std::optional<Eval> victim;
+    std::thread victim_thread;
+    if (v.contains("concurrent_with"))
+      victim_thread = std::thread([&] {
+        victim = Run(v["concurrent_with"].get<std::string>(),
+                     {"--task", "gemm_n128_k2048", "--workload", "M=93"}, {}, "victim.json");
+      });
     Eval e = Run("adversarial/" + file, args, env);
+    if (victim_thread.joinable()) {
+      victim_thread.join();
+      ASSERT_TRUE(victim && victim->record.is_object()) << file << ": the victim has no record";
+      EXPECT_EQ(victim->record["status"], "PASSED")
+          << file << " reached the concurrent evaluation\n"
+          << victim->output;
+    }
+    if (v.contains("max_record_bytes"))
+      EXPECT_LE(e.record.dump().size(), v["max_record_bytes"].get<size_t>()) << file;
     ASSERT_TRUE(e.record.is_object()) << file << ": no record\n" << e.output;
     // A record of an early verdict (REJECTED, COMPILE_ERROR) has no layers: empty objects.
     auto layer = [&](const char* key) {
@@ -217,6 +240,50 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
   CommandResult left =
       RunCommand({"/bin/sh", "-c", "ps -u 65534 -o pid=,args= || true"}, std::chrono::seconds(10));
   EXPECT_EQ(Trim(left.output), "") << "processes left behind:\n" << left.output;
+}
+
+// Eight honest kernels evaluated at once by eight `ptxbench eval` processes on one GPU get the
+// verdicts they get alone: the stages that must have the GPU alone wait for its lock, and no
+// evaluation can reach another's files.
+TEST_F(Controls, ConcurrentHonestEvaluationsKeepTheirVerdicts) {
+  const std::vector<std::string> kernels = {"gemm/wgmma_tma.cu", "gemm/naive_correct.cu"};
+  const std::vector<std::string> args = {"--task", "gemm_n128_k2048", "--workload", "M=93",
+                                         "--sanitize", "never"};
+  std::map<std::string, json> alone;
+  for (const auto& k : kernels) {
+    Eval e = Run(k, args);
+    ASSERT_TRUE(e.record.is_object()) << e.output;
+    alone[k] = e.record;
+    std::cout << k << " alone: " << e.record["status"] << " tag "
+              << e.record["instructions"].value("arch_tag", json()) << " in "
+              << e.record["stage_seconds"]["total"] << " s\n";
+  }
+  const int n = 8;
+  std::vector<Eval> got(n);
+  std::vector<std::thread> threads;
+  auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      got[i] = Run(kernels[i % kernels.size()], args, {}, "concurrent" + std::to_string(i) + ".json");
+    });
+  for (auto& t : threads) t.join();
+  std::cout << n << " concurrent evaluations: "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+            << " s wall\n";
+  for (int i = 0; i < n; ++i) {
+    const std::string& k = kernels[i % kernels.size()];
+    const json& r = got[i].record;
+    ASSERT_TRUE(r.is_object()) << k << "\n" << got[i].output;
+    std::cout << "  " << k << ": " << r["status"] << " (" << r.value("reason", json()) << ") tag "
+              << r["instructions"].value("arch_tag", json()) << ", lock wait "
+              << r["stage_seconds"].value("gpu_lock_wait", json()) << " s — " << r["message"]
+              << "\n";
+    EXPECT_EQ(r["status"], alone[k]["status"]) << k << ": " << r["message"];
+    EXPECT_EQ(r.value("reason", json()), alone[k].value("reason", json())) << k;
+    EXPECT_EQ(r["instructions"].value("arch_tag", json()),
+              alone[k]["instructions"].value("arch_tag", json()))
+        << k << ": " << r["instructions"].value("message", json());
+  }
 }
 
 TEST_F(Controls, EachGetsItsVerdict) {
