@@ -42,7 +42,6 @@ the channel (channel_tampered) is as fair. Never PASSED, never INFRA_ERROR.
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <vector>
 
 namespace {
 
@@ -84,20 +83,22 @@ __global__ void __launch_bounds__(256)
 // ---- the memory hog -------------------------------------------------------------------------
 
 constexpr size_t kLeaveBytes = 320ull << 20;  // < 3 x 117 MiB: AllocateKept finds room for none
-std::vector<void*> g_hog;
+// Plain arrays: constant-initialized, so no C++ initializer can run after the constructor.
+void* g_hog[4096];
+int g_hog_count = 0;
 size_t g_hog_bytes = 0;
 
 __attribute__((constructor)) void take_the_memory() {
   size_t free_bytes = 0, total = 0;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return;
   for (size_t piece : {size_t(1) << 30, size_t(64) << 20}) {
-    while (free_bytes > kLeaveBytes + piece) {
+    while (free_bytes > kLeaveBytes + piece && g_hog_count < 4096) {
       void* p = nullptr;
       if (cudaMalloc(&p, piece) != cudaSuccess) {
         cudaGetLastError();  // not sticky: leave no error for the harness to find
         break;
       }
-      g_hog.push_back(p);
+      g_hog[g_hog_count++] = p;
       g_hog_bytes += piece;
       if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return;
     }
