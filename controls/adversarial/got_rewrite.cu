@@ -35,6 +35,11 @@ INFRA_ERROR (a crash at load in the timing child, before its first call, was INF
 the old timing judge). The margin is thin by design: this control tells whether the
 tightened factor holds for a full-GPU kernel (honest kernels read 0.8-1.05 busy/timed on the
 H200, docs/threat-model.md).
+Checked on a CPU machine (2026-12-06): in a child of this tree's ptxbench under its full
+confinement (Landlock, namespaces, seccomp, uid 65534), the slot was rewritten in the binary
+as built and in one relinked with -z relro -z now: the seccomp filter allows mprotect to
+PROT_WRITE, so RELRO + BIND_NOW alone leave the witness to catch it (mseal of the RELRO range
+before the candidate is loaded would make the write fault).
 */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
