@@ -1,0 +1,202 @@
+/*
+Adversarial control: mem_hog_kept_zero   (issue 34: the child sizes the protocol, so starve it)
+
+Attack. The timing child decides for itself how many timed calls keep their outputs for the
+parent's re-check (TimingSession::AllocateKept: as many as fit in a third of the FREE device
+memory, measured after the candidate was loaded), reports that count in "timed_loop_done",
+and the parent plans both the re-check and the GPM witness from it (no witness at all when
+it is 0). So a constructor, run when the child dlopens us, takes nearly all free device
+memory (cudaMemGetInfo, then cudaMalloc in 1 GiB, then 64 MiB pieces until only ~320 MiB are
+left: enough for this kernel, which needs no workspace, and for the harness's small
+checksum buffers, but under three of the headline's 117 MiB outputs). The harness's own
+buffer sets were allocated before we were loaded, so the timed loop still runs, but kept = 0:
+no timed output is re-checked and no witness runs.
+With no witness to fear, a relay on fd 3 (channel_relay.cu's, but streaming: it rewrites each
+line as it passes, holds nothing back, so the end-of-loop handshake is not stalled) rewrites
+every candidate timing_sample: span_ns = busy_ns = T = 2*M*N*K / 800 TFLOP/s (a little
+jitter), host_ns = T + 30 us. The baseline runs in its own process now, so the relay cannot
+read cuBLASLt's median; 800 TFLOP/s is ~1.1x cuBLASLt at the headline on an H100/H200.
+The kernel is honest and slow: the CUDA-core GEMM of channel_relay.cu (64x64 tiles, 4x4 per
+thread, FFMA), ~25 ms per call at the headline, correct everywhere.
+
+Old harness: not run against it. By the code at de49d52: kept = 0 -> plan {"check": []} with
+no witness -> no re-check, witness "unavailable: the witness phase did not run", and the
+forged median stands: PASSED at ~1.1x the baseline (~800 TFLOP/s claimed for FFMA code).
+Now: the parent decides how many outputs are kept and how many witness calls run; the
+child cannot lower them. Either the harness cannot allocate what the parent asked for after
+the candidate took the memory (a harness-stage error after the candidate was loaded: the
+candidate's, RUNTIME_ERROR), or the witness runs short or not at all on a GPU where the parent
+opened GPM (RULE_VIOLATION witness_missing), or it runs and sees ~25 ms of SM-busy time per
+call against a ~0.75 ms median (RULE_VIOLATION witness_disagrees). A relay caught rewriting
+the channel (channel_tampered) is as fair. Never PASSED, never INFRA_ERROR.
+*/
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace {
+
+// ---- the honest, slow GEMM (channel_relay.cu) ------------------------------------------------
+
+__global__ void __launch_bounds__(256)
+    cc_gemm(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B,
+            __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+  __shared__ float As[16][65], Bs[16][65];  // [k][row], padded
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const int m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int i = threadIdx.x; i < 64 * 16; i += 256) {
+      const int r = i >> 4, k = i & 15, gk = k0 + k;
+      As[k][r] = (m0 + r < M && gk < K) ? __bfloat162float(A[(size_t)(m0 + r) * K + gk]) : 0.f;
+      Bs[k][r] = (n0 + r < N && gk < K) ? __bfloat162float(B[(size_t)(n0 + r) * K + gk]) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 16; ++k)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] = fmaf(As[k][ty + 16 * i], Bs[k][tx + 16 * j], acc[i][j]);
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; ++i) {
+    const int m = m0 + ty + 16 * i;
+    if (m >= M) continue;
+    for (int j = 0; j < 4; ++j) {
+      const int n = n0 + tx + 16 * j;
+      if (n < N) C[(size_t)m * N + n] = __float2bfloat16_rn(acc[i][j]);
+    }
+  }
+}
+
+// ---- the memory hog -------------------------------------------------------------------------
+
+constexpr size_t kLeaveBytes = 320ull << 20;  // < 3 x 117 MiB: AllocateKept finds room for none
+// Plain arrays: constant-initialized, so no C++ initializer can run after the constructor.
+void* g_hog[4096];
+int g_hog_count = 0;
+size_t g_hog_bytes = 0;
+
+__attribute__((constructor)) void take_the_memory() {
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return;
+  for (size_t piece : {size_t(1) << 30, size_t(64) << 20}) {
+    while (free_bytes > kLeaveBytes + piece && g_hog_count < 4096) {
+      void* p = nullptr;
+      if (cudaMalloc(&p, piece) != cudaSuccess) {
+        cudaGetLastError();  // not sticky: leave no error for the harness to find
+        break;
+      }
+      g_hog[g_hog_count++] = p;
+      g_hog_bytes += piece;
+      if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return;
+    }
+  }
+  fprintf(stderr, "mem_hog_kept_zero: took %zu MiB, %zu MiB left free\n", g_hog_bytes >> 20,
+          free_bytes >> 20);
+}
+
+// ---- the streaming relay on fd 3 -------------------------------------------------------------
+
+volatile double g_forged_ns = 0;  // T, set by every call
+int g_real_channel = -1;
+pthread_t g_relay;
+bool g_relaying = false;
+
+std::string with_number(const std::string& line, const char* key, double v, bool integer) {
+  std::string k = std::string("\"") + key + "\":";
+  size_t p = line.find(k);
+  if (p == std::string::npos) return line;
+  p += k.size();
+  size_t e = p;
+  while (e < line.size() && strchr("0123456789+-.eE", line[e])) ++e;
+  char buf[64];
+  snprintf(buf, sizeof buf, integer ? "%.0f" : "%.1f", v);
+  return line.substr(0, p) + buf + line.substr(e);
+}
+
+std::string forged(std::string l) {
+  static int i = 0;
+  if (g_forged_ns <= 0 || l.find("\"event\":\"timing_sample\"") == std::string::npos ||
+      l.find("\"phase\":\"candidate\"") == std::string::npos)
+    return l;
+  const double t = g_forged_ns * (1.0 + 0.004 * ((i++ % 7) - 3));
+  l = with_number(l, "span_ns", t, true);
+  l = with_number(l, "busy_ns", t, true);
+  return with_number(l, "host_ns", t + 30000.0, false);
+}
+
+void deliver(const std::string& s) {
+  for (size_t off = 0; off < s.size();) {
+    ssize_t n = write(g_real_channel, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += (size_t)n;
+  }
+}
+
+void* relay_main(void* arg) {
+  const int in = (int)(intptr_t)arg;
+  std::string partial;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    partial.append(buf, (size_t)n);
+    for (size_t nl; (nl = partial.find('\n')) != std::string::npos;) {
+      deliver(forged(partial.substr(0, nl)) + "\n");  // at once: the handshake must not stall
+      partial.erase(0, nl + 1);
+    }
+  }
+  if (!partial.empty()) deliver(forged(partial));
+  close(in);
+  return nullptr;
+}
+
+// In every child that loads us: only the timing child has samples to rewrite.
+__attribute__((constructor)) void install_relay() {
+  if (fcntl(3, F_GETFD) < 0) return;  // no channel
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return;
+  fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+  const int real = fcntl(3, F_DUPFD_CLOEXEC, 10);
+  if (real < 0 || dup2(p[1], 3) < 0) {
+    close(p[0]);
+    close(p[1]);
+    if (real >= 0) close(real);
+    return;
+  }
+  close(p[1]);
+  g_real_channel = real;
+  g_relaying = pthread_create(&g_relay, nullptr, relay_main, (void*)(intptr_t)p[0]) == 0;
+}
+
+__attribute__((destructor)) void finish_relay() {
+  if (!g_relaying) return;
+  close(3);  // the harness has written its last line; EOF lets the relay deliver it
+  pthread_join(g_relay, nullptr);
+}
+
+}  // namespace
+
+extern "C" int run(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int M, int N,
+                   int K, cudaStream_t stream) {
+  if (M <= 0 || N <= 0 || K <= 0) return 1;
+  g_forged_ns = 2.0 * M * N * (double)K / 800e12 * 1e9;
+  const dim3 grid((unsigned)((N + 63) / 64), (unsigned)((M + 63) / 64));
+  if (grid.y > 65535u) return 2;
+  cc_gemm<<<grid, 256, 0, stream>>>(A, B, C, M, N, K);
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
