@@ -112,7 +112,8 @@ TEST_F(EvaluateTest, EachMisbehaviourGetsItsPreciseStatus) {
       {"timing_deferred", Status::kRuleViolation, "call_history", "done in another call"},
       {"timing_kept_zero", Status::kRuleViolation, "channel_tampered", "0 of the 3 timed"},
       {"timing_impossible", Status::kRuleViolation, "impossible_speed", "no kernel does that"},
-      {"timing_claims_peak", Status::kPassed, "", "2x the baseline"},
+      {"timing_claims_peak", Status::kRuleViolation, "channel_tampered",
+       "only a baseline child sends"},
   };
   for (const Case& c : cases) {
     EvaluationRecord r = Eval(c.mode);
@@ -179,6 +180,20 @@ TEST_F(EvaluateTest, RecordsTheSharedObjectsDependencies) {
   for (const auto& n : r.build["needed"])
     cudart |= n.get<std::string>().rfind("libcudart.so", 0) == 0;
   EXPECT_TRUE(cudart);
+}
+
+// A candidate's process that writes a baseline's or a peak's lines (a peak of almost nothing,
+// to make later speeds look impossible or the witness useless) earns channel_tampered, and
+// nothing it wrote reaches the judge or the peak cache.
+TEST_F(EvaluateTest, ForgedPeakLinesNeverReachThePeakCache) {
+  EvaluationRecord r = Eval("timing_claims_peak");
+  EXPECT_EQ(r.status, Status::kRuleViolation) << r.message;
+  EXPECT_EQ(r.reason, "channel_tampered");
+  EXPECT_GT(r.performance.value("candidate_claims_ignored", 0), 0);
+  EXPECT_FALSE(r.performance.contains("peak_tflops")) << r.performance.dump(1);
+  EXPECT_FALSE(FileExists(dir_.File("cache") + "/peak/unknown.json"));
+  // The parent's own numbers are on the record, whatever the child said.
+  EXPECT_EQ(r.performance["protocol"]["parent_decided"]["kept_outputs"], 5);
 }
 
 }  // namespace

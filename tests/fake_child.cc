@@ -171,10 +171,8 @@ int main(int argc, char** argv) {
     out.Send({{"event", "done"}});
     return 0;
   }
-  out.Send({{"event", "device"},
-            {"name", "Fake GPU"},
-            {"sm_count", 1},
-            {"compute_capability", "9.0"}});
+  out.Send(
+      {{"event", "device"}, {"name", "Fake GPU"}, {"sm_count", 1}, {"compute_capability", "9.0"}});
   if (spec["role"] == "probe") {
     out.Send({{"event", "done"}});
     return 0;

@@ -7,12 +7,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "child/child_support.h"
+#include "child/seal.h"
 #include "common/cuda_check.h"
 #include "measure/baseline.h"
 #include "measure/call_activity.h"
@@ -405,22 +406,22 @@ void RunTiming(const json& spec_json, ActivityTimer& timer, ChannelWriter& out) 
     }
     if (!baseline && !why.empty()) out.Send({{"event", "baseline_none"}, {"reason", why}});
     if (baseline) {
-      PhaseOptions o{phase, warmup, iterations, spec.seed_base + spec.baseline_seed_offset, true,
-                     {}};
+      PhaseOptions o{phase, warmup, iterations, spec.seed_base + spec.baseline_seed_offset,
+                     true,  {}};
       session.Loop(o, session.sets(), BaselineCall(baseline.get()));
     }
     if (spec.peak_n > 0) MeasurePeak(session, out, spec.peak_n);
-    out.Send({{"event", "timing_done"},
-              {"protocol", session.Protocol()},
-              {"clocks", {{"after", clock_sample()}}},
-              {"baseline_name", baseline ? baseline->Name() : ""},
-              {"baseline", baseline ? baseline->Describe() : json(nullptr)},
-              // Which library was asked for, where there is a choice (the attention forward):
-              // a shape it cannot run has no baseline_name, and still says which it was.
-              {"baseline_choice", family->Name() == "mha_fwd"
-                                      ? ToString(AttentionBaselineOf(spec.baseline_options))
-                                      : ""},
-              {"new_vendor_libraries", json::array()}});
+    out.Send(
+        {{"event", "timing_done"},
+         {"protocol", session.Protocol()},
+         {"clocks", {{"after", clock_sample()}}},
+         {"baseline_name", baseline ? baseline->Name() : ""},
+         {"baseline", baseline ? baseline->Describe() : json(nullptr)},
+         // Which library was asked for, where there is a choice (the attention forward):
+         // a shape it cannot run has no baseline_name, and still says which it was.
+         {"baseline_choice",
+          family->Name() == "mha_fwd" ? ToString(AttentionBaselineOf(spec.baseline_options)) : ""},
+         {"new_vendor_libraries", json::array()}});
     return;
   }
 
@@ -433,6 +434,9 @@ void RunTiming(const json& spec_json, ActivityTimer& timer, ChannelWriter& out) 
   for (auto& b : witness_inputs) AllocateInputs(*family, axes, &b);
   PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
   std::set<std::string> objects_before = LoadedObjects();
+  // The harness's code and read-only data (its GOT included) sealed before the candidate's
+  // constructors run: the CUPTI reader the timing rests on cannot be rewritten.
+  out.Send(SealHarnessMemory());
   out.Send({{"event", kLoadingEvent}});
   CandidateEntry run = LoadCandidateRun(spec_json, out);
   if (!run) return;
@@ -444,8 +448,8 @@ void RunTiming(const json& spec_json, ActivityTimer& timer, ChannelWriter& out) 
   Call candidate_call = [&](const std::vector<DeviceTensor>& t, Stream s) {
     return family->Call(run, t, axes, s);
   };
-  PhaseOptions o{"candidate", warmup, iterations, spec.seed_base, true, {}, nullptr, &kept,
-                 spec.digest_key};
+  PhaseOptions o{"candidate", warmup,  iterations, spec.seed_base, true,
+                 {},          nullptr, &kept,      spec.digest_key};
   bool ok = session.Loop(o, session.sets(), candidate_call);
   clocks["during"] = ToJson(sampler.Stop());
   clocks["after"] = clock_sample();

@@ -684,17 +684,25 @@ void ConfirmCandidateFailure(const EvalRequest& req, const ScratchDir& scratch,
                              EvaluationRecord* rec, Verdict* v) {
   if (!v->decided || !v->claimed_infra) return;
   std::optional<std::string> unhealthy = ProbeGpuUnhealthy(req, scratch);
-  rec->sandbox["health_probe"] = unhealthy ? json{{"healthy", false}, {"why", *unhealthy}}
-                                           : json{{"healthy", true}};
-  if (unhealthy) {
+  rec->sandbox["health_probe"] =
+      unhealthy ? json{{"healthy", false}, {"why", *unhealthy}} : json{{"healthy", true}};
+  if (v->status != Status::kInfraError && v->status != Status::kRuntimeError) {
+    // The candidate already earned a verdict of its own (a wrong answer, a broken rule): the
+    // claim changes nothing, and is noted.
+    v->message +=
+        " (its process also claimed a harness failure; a candidate-free probe found "
+        "the GPU " +
+        std::string(unhealthy ? "unhealthy: " + *unhealthy : "healthy") + ")";
+  } else if (unhealthy) {
     v->Set(Status::kInfraError, "",
            "the GPU failed a candidate-free probe right after the candidate's process reported a "
            "harness failure (" +
                *unhealthy + "); that process said: " + v->message);
   } else if (v->status != Status::kRuntimeError) {
     v->Set(Status::kRuntimeError, "",
-           v->message + " (reported by the candidate's own process; a candidate-free probe of "
-                        "the GPU right after found it healthy)");
+           v->message +
+               " (reported by the candidate's own process; a candidate-free probe of "
+               "the GPU right after found it healthy)");
   } else {
     v->message += " (a candidate-free probe of the GPU right after found it healthy)";
   }
@@ -705,7 +713,8 @@ void ConfirmCandidateFailure(const EvalRequest& req, const ScratchDir& scratch,
 // tag, whatever the child wrote), and without the harness claims it made after its load (a
 // baseline's samples, a peak, "CUPTI is unavailable"): a candidate's process has no baseline,
 // measures no peak, and earns nothing by saying a defense could not run.
-std::vector<json> CandidateMessagesForTheJudge(const ChildOutcome& o, size_t* dropped) {
+std::vector<json> CandidateMessagesForTheJudge(const ChildOutcome& o, size_t* dropped,
+                                               std::set<std::string>* forged) {
   std::vector<json> out;
   const size_t loaded_at = LoadingIndex(o.messages);
   for (size_t i = 0; i < o.messages.size(); ++i) {
@@ -713,11 +722,14 @@ std::vector<json> CandidateMessagesForTheJudge(const ChildOutcome& o, size_t* dr
     const std::string ev = m.value("event", "");
     if (ev == "done" || ev == "device" || ev == "timing_done") continue;
     const bool after_load = i >= loaded_at;
-    const bool baseline_or_peak =
-        ev == "baseline_error" || ev == "baseline_none" || ev == "baseline_unsupported" ||
-        ev == "peak_done" || (ev == "timing_sample" && m.value("phase", "") != "candidate");
+    const bool baseline_or_peak = ev == "baseline_error" || ev == "baseline_none" ||
+                                  ev == "baseline_unsupported" || ev == "peak_done" ||
+                                  (ev == "timing_sample" && m.value("phase", "") != "candidate");
     if (baseline_or_peak || (after_load && IsHarnessClaim(m) && ev != "error")) {
       ++*dropped;
+      // Lines only a baseline child writes, from the candidate's process: a forgery.
+      if (baseline_or_peak)
+        forged->insert(ev == "timing_sample" ? "timing_sample phase " + m.value("phase", "") : ev);
       continue;
     }
     json t = m;
@@ -777,8 +789,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   TimingConversation talk;
   talk.gpm = gpm.get();
   talk.rng.seed(seed_base ^ 0x636865636bull ^ static_cast<uint64_t>(std::random_device{}()));
-  talk.numbers = PlanTimingNumbers(family, axes, iterations, est_call_s, gpm != nullptr, gpu,
-                                   talk.rng);
+  talk.numbers =
+      PlanTimingNumbers(family, axes, iterations, est_call_s, gpm != nullptr, gpu, talk.rng);
 
   t = Clock::now();
   ChildRequest tc = candidate;
@@ -832,8 +844,10 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
     }
   };
   size_t dropped_claims = 0;
+  std::set<std::string> forged_lines;
   take_baseline(before);
-  for (json& m : CandidateMessagesForTheJudge(to, &dropped_claims)) messages.push_back(std::move(m));
+  for (json& m : CandidateMessagesForTheJudge(to, &dropped_claims, &forged_lines))
+    messages.push_back(std::move(m));
   take_baseline(after);
   if (const json* done = to.Last("timing_done")) {
     json d = *done;
@@ -863,12 +877,11 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   rec->performance["timing_seed_base"] = seed_base;
   rec->performance["sandbox"] = to.sandbox;
   if (dropped_claims > 0) rec->performance["candidate_claims_ignored"] = dropped_claims;
-  rec->performance["protocol"]["parent_decided"] = {
-      {"kept_outputs", talk.numbers.kept_outputs},
-      {"witness_calls", talk.numbers.witness_calls},
-      {"witness_rounds", 1},
-      {"timed_checks", kTimedChecks},
-      {"witness_checks", kWitnessChecks}};
+  rec->performance["protocol"]["parent_decided"] = {{"kept_outputs", talk.numbers.kept_outputs},
+                                                    {"witness_calls", talk.numbers.witness_calls},
+                                                    {"witness_rounds", 1},
+                                                    {"timed_checks", kTimedChecks},
+                                                    {"witness_checks", kWitnessChecks}};
   // Every kernel that started inside a timed call is the candidate's, whatever its name: the
   // harness launches nothing during a call.
   std::set<std::string> launched;
@@ -879,8 +892,15 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
   }
   rec->performance["kernels_launched"] = launched;
   if (const json* c = to.First("confinement")) rec->performance["confinement"] = *c;
+  // Sent before the load: the harness's word on whether its code and GOT were sealed.
+  if (const json* sealed = BeforeLoading(to, "sealed")) rec->performance["sealed"] = *sealed;
   if (rec->performance.contains("protocol")) rec->performance["protocol"]["plan"] = ToJson(plan);
   if (!to.garbage.empty()) rec->performance["channel_garbage_lines"] = to.garbage.size();
+  if (!forged_lines.empty() && !v->decided)
+    v->Set(Status::kRuleViolation, "channel_tampered",
+           "the candidate's process wrote lines only a baseline child sends (" +
+               Join(std::vector<std::string>(forged_lines.begin(), forged_lines.end())) +
+               ") onto the result channel");
   if (to.exit.channel_overflow && !v->decided)
     v->Set(Status::kRuleViolation, "channel_tampered",
            "the candidate's process flooded the result channel while being timed");
@@ -905,9 +925,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
           "measured now by a baseline child (cached in " + peak_path + ")";
       peak = *j.peak_measured;
     } else {
-      rec->performance["peak_source"] =
-          "measured now but implausible for this GPU (" + Count(*j.peak_measured) +
-          " FLOP/s): not used, not cached";
+      rec->performance["peak_source"] = "measured now but implausible for this GPU (" +
+                                        Count(*j.peak_measured) + " FLOP/s): not used, not cached";
       peak.reset();
     }
   } else if (peak) {
@@ -1008,9 +1027,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
         // witness call, inside the GPM window. Work deferred to another call, or past the
         // window, changes it.
         std::string file = c.files.at(k).at("file");
-        std::string committed = k < c.digests.size() && c.digests[k].is_string()
-                                    ? c.digests[k].get<std::string>()
-                                    : "";
+        std::string committed =
+            k < c.digests.size() && c.digests[k].is_string() ? c.digests[k].get<std::string>() : "";
         std::string now = WitnessOutputDigest(file, to.folder, c.key);
         cj[spec.name + "_digest"] = {{"committed", committed}, {"handed_over", now}};
         if (now != committed && !v->decided) {
@@ -1035,8 +1053,8 @@ void MeasureTiming(const EvalRequest& req, uint64_t seed_base, const Definition&
                              committed.substr(0, 12) + " then, " + now.substr(0, 12) +
                              " after): its work was done in another call");
         }
-        OutputComparison cmp = CompareOutputFile(spec, it->second.output_files.at(k), file,
-                                                 to.folder, tol);
+        OutputComparison cmp =
+            CompareOutputFile(spec, it->second.output_files.at(k), file, to.folder, tol);
         long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;
         cj[spec.name] = {{"verdict", ToString(cmp.verdict)},
                          {"max_abs_error", cmp.max_abs_error},
@@ -1877,8 +1895,8 @@ size_t CutLongStrings(json& j, size_t limit) {
 // the record fits kMaxRecordBytes (helpers' tails are bounded already; this is the last word).
 constexpr size_t kMaxRecordBytes = 1 << 20;
 void CapRecordSize(EvaluationRecord* rec) {
-  json* layers[] = {&rec->build,        &rec->correctness, &rec->memcheck, &rec->instructions,
-                    &rec->performance,  &rec->sandbox,     &rec->toolchain};
+  json* layers[] = {&rec->build,       &rec->correctness, &rec->memcheck, &rec->instructions,
+                    &rec->performance, &rec->sandbox,     &rec->toolchain};
   size_t cut = 0;
   for (size_t limit : {size_t{64} << 10, size_t{8} << 10, size_t{1} << 10, size_t{256}}) {
     if (rec->ToJson().dump().size() <= kMaxRecordBytes) break;
@@ -1901,9 +1919,10 @@ bool TakeGpuLock(const EvalContext& c, EvaluationRecord& rec, std::optional<GpuL
     if ((*lock)->outcome() != GpuLock::Outcome::kHeld) {
       c.Stage("gpu-lock", "waiting for " + path + " (another evaluation is timing on this GPU)");
       lock->reset();
-      lock->emplace(path, std::chrono::duration_cast<std::chrono::milliseconds>(
-                              c.req.options.gpu_lock_timeout),
-                    never);
+      lock->emplace(
+          path,
+          std::chrono::duration_cast<std::chrono::milliseconds>(c.req.options.gpu_lock_timeout),
+          never);
     }
   } catch (const Error& e) {
     v->Set(Status::kInfraError, "", std::string("cannot take the GPU lock: ") + e.what());

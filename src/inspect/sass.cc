@@ -9,11 +9,11 @@
 #include <memory>
 #include <regex>
 
-#include "compile/elf.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "compile/elf.h"
 
 namespace ptxbench {
 

@@ -15,7 +15,9 @@ void AddName(std::vector<std::string>* names, const std::string& name) {
 // The harness's work is recognised by where it runs (the stream the harness made before the
 // candidate was loaded and never hands it), never by its name: a candidate can name a kernel
 // anything, a module loaded at run time included.
-bool IsHarness(const ActivitySpan& r, const HarnessMarks& m) { return r.stream == m.harness_stream; }
+bool IsHarness(const ActivitySpan& r, const HarnessMarks& m) {
+  return r.stream == m.harness_stream;
+}
 
 }  // namespace
 

@@ -122,8 +122,8 @@ std::optional<AfterLoopPlan> ParseAfterLoopPlan(const std::string& line) {
 
 bool IsHarnessClaim(const json& m) {
   static const std::set<std::string> claims = {
-      "no_gpu",        "arch_unavailable", "timing_unavailable", "kernels_unavailable",
-      "baseline_error", "baseline_none",   "baseline_unsupported", "peak_done",
+      "no_gpu",         "arch_unavailable", "timing_unavailable",   "kernels_unavailable",
+      "baseline_error", "baseline_none",    "baseline_unsupported", "peak_done",
       "object_mismatch"};
   const std::string ev = m.value("event", "");
   if (claims.count(ev)) return true;

@@ -168,7 +168,7 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
     std::thread victim_thread;
     if (v.contains("concurrent_with"))
       victim_thread = std::thread([&] {
-        victim = Run(v["concurrent_with"].get<std::string>(),
+        victim = Run("adversarial/" + v["concurrent_with"].get<std::string>(),
                      {"--task", "gemm_n128_k2048", "--workload", "M=93"}, {}, "victim.json");
       });
     Eval e = Run("adversarial/" + file, args, env);
@@ -228,9 +228,18 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
       EXPECT_EQ(text.find(secret.get<std::string>()), std::string::npos)
           << file << ": " << secret << " reached the record or the output";
     if (v.value("then_honest", false)) {
-      Eval next = Run("gemm/naive_correct.cu", {"--task", "gemm_n128_k2048", "--workload", "M=93"});
+      // The honest kernel named (relative to controls/adversarial), else a plain CUDA-core one;
+      // with its tag where the entry states one (an attack on a cached calibration).
+      std::string next_file = v.contains("then_honest_file")
+                                  ? "adversarial/" + v["then_honest_file"].get<std::string>()
+                                  : "gemm/naive_correct.cu";
+      Eval next = Run(next_file, {"--task", "gemm_n128_k2048", "--workload", "M=93"});
       EXPECT_EQ(next.record["status"], "PASSED") << file << " spoiled the next evaluation\n"
                                                  << next.output;
+      if (v.contains("then_honest_arch_tag"))
+        EXPECT_EQ(next.record["instructions"].value("arch_tag", json()), v["then_honest_arch_tag"])
+            << file << " took the next evaluation's tag: "
+            << next.record["instructions"].value("message", json());
     }
   }
   if (const char* a = std::getenv("PTXBENCH_ARTIFACTS_DIR"))
@@ -247,8 +256,8 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
 // evaluation can reach another's files.
 TEST_F(Controls, ConcurrentHonestEvaluationsKeepTheirVerdicts) {
   const std::vector<std::string> kernels = {"gemm/wgmma_tma.cu", "gemm/naive_correct.cu"};
-  const std::vector<std::string> args = {"--task", "gemm_n128_k2048", "--workload", "M=93",
-                                         "--sanitize", "never"};
+  const std::vector<std::string> args = {"--task", "gemm_n128_k2048", "--workload",
+                                         "M=93",   "--sanitize",      "never"};
   std::map<std::string, json> alone;
   for (const auto& k : kernels) {
     Eval e = Run(k, args);
@@ -264,7 +273,8 @@ TEST_F(Controls, ConcurrentHonestEvaluationsKeepTheirVerdicts) {
   auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i)
     threads.emplace_back([&, i] {
-      got[i] = Run(kernels[i % kernels.size()], args, {}, "concurrent" + std::to_string(i) + ".json");
+      got[i] =
+          Run(kernels[i % kernels.size()], args, {}, "concurrent" + std::to_string(i) + ".json");
     });
   for (auto& t : threads) t.join();
   std::cout << n << " concurrent evaluations: "
