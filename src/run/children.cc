@@ -36,6 +36,19 @@ std::string ChildFolder(const std::string& work_dir, const std::string& name) {
   return work_dir + "/" + name + ".d";
 }
 
+namespace {
+
+// The end of a child's output, as a record quotes it: no secret of ours, 40 lines at most,
+// and a word about what came before.
+std::string LogTail(const Child& child) {
+  std::string tail = TailLines(child.output_tail(), 40);
+  size_t earlier = child.output_bytes() - child.output_tail().size();
+  if (earlier > 0) tail = "[" + std::to_string(earlier) + " earlier bytes not kept]\n" + tail;
+  return RedactSecrets(tail);
+}
+
+}  // namespace
+
 ChildOutcome RunChild(const ChildRequest& r) {
   ChildOutcome o;
   nlohmann::json spec = r.spec;
@@ -93,11 +106,9 @@ ChildOutcome RunChild(const ChildRequest& r) {
   o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout, on_line);
   o.messages = ParseChannel(child.channel_lines(), &o.garbage);
   o.log_path = p.log_path;
-  try {
-    // A candidate's output reaches records and the model's feedback: never a secret of ours.
-    o.log_tail = RedactSecrets(TailLines(ReadFile(p.log_path), 40));
-  } catch (const std::exception&) {
-  }
+  // A candidate's output reaches records and the model's feedback: never a secret of ours,
+  // and only its end (the parent never holds more of it than ProcessSpec's bound).
+  o.log_tail = LogTail(child);
   return o;
 }
 
