@@ -2,7 +2,10 @@
 // is here must hold; one it says is missing is skipped with the probe's reason.
 #include "common/sandbox.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -98,13 +101,47 @@ TEST(Sandbox, SeccompRefusesExecAndForkButAllowsThreads) {
     if (errno != EPERM) ::_exit(13);
     if (::socket(AF_INET, SOCK_STREAM, 0) >= 0 || errno != EPERM) ::_exit(14);
     if (::socket(AF_UNIX, SOCK_STREAM, 0) < 0) ::_exit(15);
+    // Made not dumpable before the candidate, a process stays so (its /proc/self/mem closed).
+    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0 || errno != EPERM) ::_exit(16);
+    if (::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) < 0) ::_exit(17);  // other prctl calls pass
     ::_exit(0);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "10 filter refused, 11 thread, 12 fork, 13 exec, "
-                                       "14 inet socket, 15 unix socket";
+                                       "14 inet socket, 15 unix socket, 16 made dumpable, "
+                                       "17 prctl refused";
+}
+
+// The layer a child adds before it maps a candidate: writes only beneath the paths given, so
+// /proc/self/mem (which writes through any page protection) and the rest of /proc are closed.
+TEST(Sandbox, RestrictWritesClosesProcSelfMem) {
+  if (ProbeSandbox().landlock_abi == 0) GTEST_SKIP() << ProbeSandbox().landlock_why;
+  ScratchDir own("ptxbench-rw-own");
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Open before the layer: refused after it only because of it.
+    int before = ::open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+    if (before < 0) ::_exit(9);
+    ::close(before);
+    std::string why;
+    if (!RestrictWritesTo({own.path()}, &why)) ::_exit(10);
+    if (::open("/proc/self/mem", O_RDWR | O_CLOEXEC) >= 0) ::_exit(11);
+    std::string task_mem = "/proc/self/task/" + std::to_string(::gettid()) + "/mem";
+    if (::open(task_mem.c_str(), O_WRONLY | O_CLOEXEC) >= 0) ::_exit(12);
+    if (::open("/proc/self/mem", O_RDONLY | O_CLOEXEC) < 0) ::_exit(13);  // reading stays
+    int mine = ::open(own.File("mine.txt").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (mine < 0) ::_exit(14);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "9 no /proc/self/mem to start with, 10 layer refused, "
+                                       "11 /proc/self/mem writable, 12 the task's mem writable, "
+                                       "13 /proc/self/mem unreadable, 14 own folder unwritable";
 }
 
 TEST(Sandbox, LandlockConfinesReadsAndWrites) {
@@ -158,12 +195,17 @@ TEST(Sandbox, EveryDescendantEndsWithTheChild) {
   p.namespaces = true;
   // A process that leaves itself behind (its own session, in the background) and would
   // touch a file a second later.
+  // The folder is the child's (so reachable inside a private /dev/shm); it proves so by
+  // leaving a mark there before it returns.
+  p.write_paths = {dir.path()};
   std::string mark = dir.File("escaped");
+  std::string reached = dir.File("reached");
   Ran r = RunConfined(p, {"/bin/sh", "-c",
-                          "setsid /bin/sh -c 'sleep 1; touch " + mark +
+                          "touch " + reached + "; setsid /bin/sh -c 'sleep 1; touch " + mark +
                               "' </dev/null >/dev/null 2>&1 & echo pid=$$"});
   EXPECT_EQ(r.exit.code, 0) << r.output;
   if (s.proc_remount) EXPECT_NE(r.output.find("pid=2"), std::string::npos) << r.output;
+  EXPECT_TRUE(FileExists(reached)) << r.output;
   std::this_thread::sleep_for(1500ms);
   EXPECT_FALSE(FileExists(mark)) << "a descendant outlived the sandboxed child";
 }
@@ -175,6 +217,103 @@ TEST(Sandbox, ASignalTheChildSendsItselfStillEndsIt) {
   Ran r = RunConfined(p, {"/bin/sh", "-c", "kill -SEGV $$"});
   EXPECT_EQ(r.exit.kind, ExitKind::kSignaled) << r.exit.Describe();
   EXPECT_EQ(r.exit.signal, SIGSEGV);
+}
+
+// Every evaluation's scratch folder lies in /dev/shm, which the CUDA driver needs writable:
+// a child there could read or replace another evaluation's files. With its namespaces, a
+// child gets a tmpfs of its own there: what the parent put in /dev/shm outside the child's
+// paths is not there, what the child writes there is gone with it, its own folder (in the
+// host's /dev/shm) is reachable at the same path and writable, and a read path stays
+// read-only, even for root.
+TEST(Sandbox, DevShmIsPrivateToTheChild) {
+  const SandboxSupport& s = ProbeSandbox();
+  if (!s.namespaces) GTEST_SKIP() << s.namespaces_why;
+  if (!s.private_dev_shm) GTEST_SKIP() << "no tmpfs can be mounted on /dev/shm here";
+  ScratchDir own("ptxbench-shm-own");
+  ScratchDir tools("ptxbench-shm-ro");
+  if (own.path().rfind("/dev/shm/", 0) != 0) GTEST_SKIP() << "scratch folders are not in /dev/shm";
+  const std::string planted = "/dev/shm/ptxbench-planted-" + std::to_string(::getpid());
+  const std::string dropped = "/dev/shm/ptxbench-dropped-" + std::to_string(::getpid());
+  WriteFileAtomic(planted, "another-evaluations-object\n");
+  WriteFileAtomic(tools.File("tool.txt"), "read-only-tool\n");
+  SandboxPolicy p = Minimal();
+  p.namespaces = true;
+  p.landlock = true;
+  p.read_paths = {"/usr", "/lib", "/lib64", "/bin", "/etc", tools.File("tool.txt")};
+  p.write_paths = {own.path(), "/dev/shm"};
+  p.device_paths = {"/dev/null"};
+  Ran r = RunConfined(
+      p, {"/bin/sh", "-c",
+          "cat " + planted + "; echo read=$?; ls /dev/shm | sed s/^/listed:/; echo x > " + planted +
+              "; echo overwrite=$?; echo y > " + dropped + "; echo shm=$?; echo hi > " +
+              own.File("mine.txt") + "; echo own=$?; cat " + tools.File("tool.txt") +
+              "; echo z >> " + tools.File("tool.txt") + "; echo tool_write=$?"});
+  EXPECT_EQ(r.output.find("another-evaluations-object"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("listed:ptxbench-shm-own"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("listed:ptxbench-planted-"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("read=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("shm=0"), std::string::npos) << r.output;  // the driver's shm files
+  EXPECT_NE(r.output.find("own=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("read-only-tool"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("tool_write=0"), std::string::npos) << r.output;
+  EXPECT_EQ(ReadFile(planted), "another-evaluations-object\n");
+  EXPECT_FALSE(FileExists(dropped)) << "the child wrote into the host's /dev/shm";
+  EXPECT_EQ(ReadFile(own.File("mine.txt")), "hi\n");
+  EXPECT_EQ(ReadFile(tools.File("tool.txt")), "read-only-tool\n");
+  EXPECT_EQ(PreparedSandbox(p).Describe()["dev_shm"], "private tmpfs");
+  ::unlink(planted.c_str());
+  ::unlink(dropped.c_str());
+}
+
+// Each evaluation (each scratch folder) its own uid, unique on the host: asked again, the
+// same; another folder, another; another process, another; released, free for the next.
+TEST(Sandbox, EachEvaluationClaimsAUserOfItsOwn) {
+  if (!ProbeSandbox().user_drop) GTEST_SKIP() << "not root: no uid drop";
+  ScratchDir a("ptxbench-uid-a"), b("ptxbench-uid-b");
+  SandboxUser ua = ClaimSandboxUser(a.path());
+  SandboxUser ub = ClaimSandboxUser(b.path());
+  EXPECT_EQ(ClaimSandboxUser(a.path()).uid, ua.uid);
+  EXPECT_NE(ua.uid, ub.uid);
+  EXPECT_EQ(ua.uid, ua.gid);
+  for (uid_t u : {ua.uid, ub.uid}) {
+    EXPECT_GE(u, kSandboxUidBase);
+    EXPECT_LT(u, kSandboxUidBase + kSandboxUidSlots);
+  }
+  // Another process (another evaluator on the host) claims while we hold ours, then dies
+  // without giving its slot back: the kernel releases the flock with it.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    SandboxUser other = ClaimSandboxUser("/nonexistent/other-evaluation");
+    ssize_t n = ::write(fds[1], &other.uid, sizeof other.uid);
+    (void)n;
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  uid_t other = 0;
+  ASSERT_EQ(::read(fds[0], &other, sizeof other), static_cast<ssize_t>(sizeof other));
+  ::close(fds[0]);
+  EXPECT_NE(other, ua.uid);
+  EXPECT_NE(other, ub.uid);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  const std::string lock =
+      std::string(kSandboxUidLockDir) + "/" + std::to_string(other - kSandboxUidBase);
+  int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << lock;
+  EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the dead holder's slot is still held";
+  ::close(fd);
+  // Given back with the folder: a lock of ours on the slot now succeeds.
+  ReleaseSandboxUsers(a.path());
+  const std::string lock_a =
+      std::string(kSandboxUidLockDir) + "/" + std::to_string(ua.uid - kSandboxUidBase);
+  fd = ::open(lock_a.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << "a released slot is still held";
+  ::close(fd);
 }
 
 TEST(Sandbox, ChildrenOfRootRunAsNobody) {

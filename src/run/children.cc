@@ -1,10 +1,11 @@
 #include "run/children.h"
 
-#include "compile/tvm_ffi.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sandbox.h"
+#include "common/sha256.h"
 #include "common/strings.h"
+#include "compile/tvm_ffi.h"
 #include "run/channel.h"
 #include "run/confine.h"
 
@@ -36,28 +37,56 @@ std::string ChildFolder(const std::string& work_dir, const std::string& name) {
   return work_dir + "/" + name + ".d";
 }
 
+void HashSharedObject(nlohmann::json* spec) {
+  if (!spec->contains("shared_object") || spec->contains("shared_object_sha256")) return;
+  (*spec)["shared_object_sha256"] = Sha256FileHex((*spec)["shared_object"].get<std::string>());
+}
+
+namespace {
+
+// The end of a child's output, as a record quotes it: no secret of ours, 40 lines at most,
+// and a word about what came before.
+std::string LogTail(const Child& child) {
+  std::string tail = TailLines(child.output_tail(), 40);
+  size_t earlier = child.output_bytes() - child.output_tail().size();
+  if (earlier > 0) tail = "[" + std::to_string(earlier) + " earlier bytes not kept]\n" + tail;
+  return RedactSecrets(tail);
+}
+
+}  // namespace
+
 ChildOutcome RunChild(const ChildRequest& r) {
   ChildOutcome o;
   nlohmann::json spec = r.spec;
+  HashSharedObject(&spec);
   std::string executable = r.executable.empty() ? SelfExecutable() : r.executable;
   std::string spec_path = r.work_dir + "/" + r.name + ".spec.json";
   SandboxPolicy policy;
   if (r.confine) {
     o.folder = ChildFolder(r.work_dir, r.name);
     policy = CandidateChildPolicy(o.folder, r.tool_roots);
-    if (r.keep_user) policy.drop_user = false;
+    if (r.keep_user) {
+      policy.drop_user = false;
+    } else {
+      SandboxUser user = ClaimSandboxUser(r.work_dir);
+      policy.uid = user.uid;
+      policy.gid = user.gid;
+    }
     MakeChildFolder(r.work_dir, r.name + ".d", policy);
     if (spec.contains("shared_object"))
       spec["shared_object"] =
           CopyIntoChildFolder(spec["shared_object"], o.folder, "candidate.so", policy);
     // A tvm-ffi candidate (task/abi.h) needs the TVM-FFI runtime: a copy beside its own, which
-    // its run path names first ($ORIGIN), so that the sandbox's user loads it wherever our
-    // tree lies; and the folder itself readable, for the path after $ORIGIN.
+    // the child loads first, hashed like the candidate (spec "preload"), so that the
+    // candidate's dependency is that copy wherever our tree lies; and the folder itself
+    // readable, for the path after $ORIGIN in its run path.
     if (spec.value("abi", std::string()) == "tvm-ffi") {
       std::string why;
       auto tvm_ffi = FindTvmFfi(&why);
       if (!tvm_ffi) throw EnvironmentError("the TVM-FFI runtime is missing: " + why);
-      CopyIntoChildFolder(tvm_ffi->library, o.folder, "libtvm_ffi.so", policy);
+      std::string sha256 = Sha256FileHex(tvm_ffi->library);
+      std::string copy = CopyIntoChildFolder(tvm_ffi->library, o.folder, "libtvm_ffi.so", policy);
+      spec["preload"] = nlohmann::json::array({{{"path", copy}, {"sha256", sha256}}});
       policy.read_paths.push_back(tvm_ffi->root);
     }
     spec["out_dir"] = o.folder;
@@ -93,11 +122,9 @@ ChildOutcome RunChild(const ChildRequest& r) {
   o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout, on_line);
   o.messages = ParseChannel(child.channel_lines(), &o.garbage);
   o.log_path = p.log_path;
-  try {
-    // A candidate's output reaches records and the model's feedback: never a secret of ours.
-    o.log_tail = RedactSecrets(TailLines(ReadFile(p.log_path), 40));
-  } catch (const std::exception&) {
-  }
+  // A candidate's output reaches records and the model's feedback: never a secret of ours,
+  // and only its end (the parent never holds more of it than ProcessSpec's bound).
+  o.log_tail = LogTail(child);
   return o;
 }
 

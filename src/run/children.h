@@ -18,7 +18,7 @@ struct ChildOutcome {
   ExitInfo exit;
   std::vector<nlohmann::json> messages;
   std::vector<std::string> garbage;  // channel lines that were not harness messages
-  std::string log_tail;              // the child's stdout/stderr (the candidate's printf too)
+  std::string log_tail;  // the end of the child's stdout/stderr (the candidate's printf too)
   std::string log_path;
   std::string folder;      // a confined child's own folder (its outputs are there)
   nlohmann::json sandbox;  // what confined it (PreparedSandbox::Describe)
@@ -38,7 +38,8 @@ struct ChildRequest {
   std::string executable;            // the ptxbench binary; empty: this one
   // A child that loads a candidate: confined (run/confine.h) in its own folder
   // (ChildFolder(work_dir, name)), with its own copy of spec["shared_object"]; spec["out_dir"]
-  // is set to that folder.
+  // is set to that folder. It runs as the evaluation's own user: the one claimed for work_dir
+  // (ClaimSandboxUser), which every confined child working there shares.
   bool confine = false;
   std::vector<std::string> tool_roots;  // install folders of the wrapper, readable inside
   bool allow_inet = false;              // the wrapper talks to its target over loopback TCP
@@ -53,6 +54,11 @@ struct ChildRequest {
 // The folder a confined child `name` works in (made by RunChild).
 std::string ChildFolder(const std::string& work_dir, const std::string& name);
 
+// Sets spec["shared_object_sha256"] to the hash of spec["shared_object"] (the object as the
+// parent built it, in a folder no child can reach) where the spec names one and carries no
+// hash yet. The child hashes what it opens and loads that very descriptor only when the two
+// agree (child/child_support.h, LoadCandidateRun). RunChild does this for every request.
+void HashSharedObject(nlohmann::json* spec);
 
 ChildOutcome RunChild(const ChildRequest& request);
 

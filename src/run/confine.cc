@@ -26,6 +26,10 @@ void GiveTo(const std::string& path, const SandboxPolicy& p) {
     throw EnvironmentError("cannot hand " + path + " to the sandbox user");
 }
 
+// What AllowChildEnvironmentForTests added to the allow-list (empty in production).
+std::mutex g_test_env_mutex;
+std::vector<std::string> g_test_env_allow;
+
 // Every device file of the GPU driver: /dev/nvidia0, nvidiactl, nvidia-uvm, ... and the
 // capability folder of MIG set-ups.
 std::vector<std::string> NvidiaDevices() {
@@ -58,19 +62,32 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
   p.enabled = true;
   // What the CUDA runtime, the driver, CUPTI and the tools read from the environment; nothing
   // else (no API key, service token or database URL) reaches a candidate.
-  p.env_allow = {"PATH", "LANG", "LC_*", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
-                 "CUDA_PATH", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES",
-                 "NVIDIA_DRIVER_CAPABILITIES", "CUDA_MODULE_LOADING",
-                 // The test suite's stand-in child (tests/fake_child.cc) reads its part here.
-                 "PTXBENCH_FAKE_*"};
+  p.env_allow = {"PATH",
+                 "LANG",
+                 "LC_*",
+                 "CUDA_VISIBLE_DEVICES",
+                 "CUDA_DEVICE_ORDER",
+                 "CUDA_HOME",
+                 "CUDA_PATH",
+                 "LD_LIBRARY_PATH",
+                 "NVIDIA_VISIBLE_DEVICES",
+                 "NVIDIA_DRIVER_CAPABILITIES",
+                 "CUDA_MODULE_LOADING"};
+  {
+    std::lock_guard<std::mutex> lock(g_test_env_mutex);
+    for (const auto& name : g_test_env_allow) p.env_allow.push_back(name);
+  }
+  // LD_BIND_NOW: every library the child maps is bound when it is loaded, so that no lazy
+  // binding is left for a candidate to redirect (ptxbench itself is linked with full RELRO).
   p.env_set = {{"HOME", folder},
                {"TMPDIR", folder},
                {"XDG_CACHE_HOME", folder + "/.cache"},
-               {"CUDA_CACHE_PATH", folder + "/.nv"}};
+               {"CUDA_CACHE_PATH", folder + "/.nv"},
+               {"LD_BIND_NOW", "1"}};
   p.namespaces = true;
   p.drop_user = true;
-  // Landlock on: reads only below the system folders, writes only in the evaluation's folder
-  // and /dev/shm, devices by name. No rule names the caches, the store or another
+  // Landlock on: reads only below the system folders, writes only in the child's folder and
+  // its own /dev/shm, devices by name. No rule names the caches, the store or another
   // evaluation's folder, so none of them can be opened.
   p.landlock = true;
   p.read_paths = {"/usr",
@@ -87,22 +104,29 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
   if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch) p.read_paths.push_back(ch);
   for (const auto& t : tool_roots) p.read_paths.push_back(t);
   // The CUDA driver creates POSIX shared memory (cuInit fails with cudaErrorOperatingSystem
-  // without it). A private tmpfs there would be better; until then a child can leave files
-  // in /dev/shm (docs/threat-model.md, residual risks).
+  // without it). The rule is opened after the child's namespaces are made, so it names the
+  // child's own tmpfs there (SandboxPolicy::private_dev_shm), never the host's /dev/shm.
   p.write_paths = {folder, "/dev/shm"};
   p.device_paths = {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"};
   for (const auto& d : NvidiaDevices()) p.device_paths.push_back(d);
-  // The CUDA driver writes to its own /proc entries (cuInit fails with
-  // cudaErrorOperatingSystem otherwise; measured on the H200). The rule is opened in the child
-  // after it entered its namespaces, so /proc/self is its own. Under a tool the target is a
-  // process of the tool's, so the whole of the namespace's own /proc is writable there.
-  p.device_paths.push_back(tool_roots.empty() ? "/proc/self" : "/proc");
+  // The CUDA driver names its threads through /proc/self/task/<tid>/comm (cuInit fails with
+  // cudaErrorOperatingSystem otherwise; measured on the H200): its threads' folders, not the
+  // rest of /proc/self (/proc/self/mem). The rule is opened in the child after it entered its
+  // namespaces, so /proc/self is its own. Under a tool the target is a process of the tool's,
+  // so the whole of the namespace's own /proc is writable there. Before the candidate is
+  // mapped, the child takes every /proc write away from itself (RestrictWritesTo).
+  p.device_paths.push_back(tool_roots.empty() ? "/proc/self/task" : "/proc");
   // No memory limit (the CUDA driver reserves terabytes of address space); the rest bound
   // what a runaway candidate can do to the machine.
   p.limits.cpu_seconds = 3600;
   p.limits.file_size_bytes = 64ull << 30;
   p.limits.open_files = 4096;
   return p;
+}
+
+void AllowChildEnvironmentForTests(const std::string& pattern) {
+  std::lock_guard<std::mutex> lock(g_test_env_mutex);
+  g_test_env_allow.push_back(pattern);
 }
 
 std::string SandboxedExecutable(const std::string& executable) {
