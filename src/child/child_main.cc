@@ -164,7 +164,6 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
     }
   }
   std::set<std::string> objects_before = LoadedObjects();
-  out.Send({{"event", kLoadingEvent}});
   CandidateEntry run = LoadCandidateRun(spec, out);
   if (!run) return;
 
@@ -277,8 +276,7 @@ int ChildMain(int argc, char** argv) {
     // links (the tvm-ffi runtime's copy beside it), load in a confined child. For tests: a
     // machine without a GPU checks the confinement of loading this way.
     if (role == "load_check") {
-      out.Send({{"event", kLoadingEvent}});
-      CandidateEntry entry = LoadCandidateRun(spec, out);
+          CandidateEntry entry = LoadCandidateRun(spec, out);
       if (entry) out.Send({{"event", "loaded"}, {"abi", ToString(entry.abi)}});
       out.Send({{"event", "done"}});
       return 0;

@@ -21,6 +21,7 @@
 #include "common/cuda_check.h"
 #include "common/dynamic_library.h"
 #include "run/channel.h"
+#include "run/protocol.h"
 #include "task/device_ops.h"
 
 namespace ptxbench {
@@ -276,14 +277,27 @@ int OpenVerifiedObject(const std::string& path, const std::string& sha256, Chann
 // Loads `path` by way of a verified descriptor, or by its name where the spec gave no hash
 // (an unconfined child of a test). The descriptor stays open: the library never unloads, and
 // its loader name (/proc/self/fd/N) must not come to mean another file.
+// The first time code not the harness's is mapped, the child says so (kLoadingEvent): what it
+// sent before is the harness's own word, what follows may be forged.
+void MarkLoading(ChannelWriter& out, bool* marked) {
+  if (*marked) return;
+  out.Send({{"event", kLoadingEvent}});
+  *marked = true;
+}
+
 std::optional<DynamicLibrary> OpenObject(const std::string& path, const std::string& sha256,
-                                         ChannelWriter& out, bool* refused, std::string* why) {
-  if (sha256.empty()) return DynamicLibrary::Open(path, why);
+                                         ChannelWriter& out, bool* refused, std::string* why,
+                                         bool* marked) {
+  if (sha256.empty()) {
+    MarkLoading(out, marked);
+    return DynamicLibrary::Open(path, why);
+  }
   int fd = OpenVerifiedObject(path, sha256, out);
   if (fd < 0) {
     *refused = true;
     return std::nullopt;
   }
+  MarkLoading(out, marked);
   const std::string by_fd = "/proc/self/fd/" + std::to_string(fd);
   std::optional<DynamicLibrary> library = DynamicLibrary::Open(by_fd, why);
   // The loader names the descriptor; the reader wants the file.
@@ -339,7 +353,7 @@ CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) 
   }
   // The TVM-FFI runtime beside a tvm-ffi candidate, verified and loaded first: the candidate's
   // dependency on it (by its soname) is then this copy.
-  bool refused = false;
+  bool refused = false, marked = false;
   std::string why;
   for (const auto& pre : spec.value("preload", nlohmann::json::array())) {
     const std::string pre_sha256 = pre.value("sha256", std::string());
@@ -351,7 +365,7 @@ CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) 
       return entry;
     }
     std::optional<DynamicLibrary> runtime =
-        OpenObject(pre.at("path"), pre_sha256, out, &refused, &why);
+        OpenObject(pre.at("path"), pre_sha256, out, &refused, &why, &marked);
     if (refused) return entry;
     if (!runtime) {
       out.Send({{"event", "error"}, {"stage", "load"}, {"message", why}});
@@ -360,7 +374,8 @@ CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) 
   }
   // The handle is never closed: unloading a library whose kernels the runtime may still
   // reference is a crash we would wrongly blame on the candidate.
-  std::optional<DynamicLibrary> library = OpenObject(shared_object, sha256, out, &refused, &why);
+  std::optional<DynamicLibrary> library =
+      OpenObject(shared_object, sha256, out, &refused, &why, &marked);
   if (refused) return entry;
   if (!library) {
     out.Send({{"event", "error"}, {"stage", "load"}, {"message", why}});

@@ -437,7 +437,6 @@ void RunTiming(const json& spec_json, ActivityTimer& timer, ChannelWriter& out) 
   // The harness's code and read-only data (its GOT included) sealed before the candidate's
   // constructors run: the CUPTI reader the timing rests on cannot be rewritten.
   out.Send(SealHarnessMemory());
-  out.Send({{"event", kLoadingEvent}});
   CandidateEntry run = LoadCandidateRun(spec_json, out);
   if (!run) return;
   json clocks = {{"before", clock_sample()}};
