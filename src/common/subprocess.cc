@@ -9,10 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <thread>
 
 extern char** environ;
@@ -28,10 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 // More messages than any honest child sends (an evaluation sends a few hundred).
 constexpr size_t kMaxChannelLines = 100000;
-// What is kept of a child's stdout and stderr (subprocess.h, ProcessSpec::log_path).
-constexpr size_t kCaptureBytes = 8u << 20;
-constexpr size_t kLogHeadBytes = 8u << 20;
-constexpr size_t kLogTailBytes = 64u << 10;
 
 std::string ExitInfo::Describe() const {
   if (channel_overflow)
@@ -70,29 +66,20 @@ namespace {
 
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-// A log that cannot be written (a full disk) loses lines, never the child's supervision.
-void WriteAllTo(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 // In the forked child: arrange descriptors and exec. Only async-signal-safe calls until exec.
 [[noreturn]] void ExecChild(const std::vector<char*>& argv, const std::vector<char*>& envp,
-                            int output_write, int channel_write, int channel_fd, int control_read,
-                            int control_fd, int parent_pid, const PreparedSandbox* sandbox) {
+                            int log_fd, int capture_write, int channel_write, int channel_fd,
+                            int control_read, int control_fd, int parent_pid,
+                            const PreparedSandbox* sandbox) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent_pid) ::_exit(127);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) ::dup2(devnull, 0);
-  if (output_write >= 0) {
-    ::dup2(output_write, 1);
-    ::dup2(output_write, 2);
+  int out = log_fd >= 0 ? log_fd : capture_write;
+  if (out >= 0) {
+    ::dup2(out, 1);
+    ::dup2(out, 2);
   }
   if (channel_write >= 0 && channel_fd >= 0) {
     if (channel_write == channel_fd) {
@@ -153,25 +140,22 @@ Child Child::Start(const ProcessSpec& spec) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  // The child's stdout and stderr reach us through a pipe, never a file of its own: what we
-  // keep of them is ours to bound (a log file the child wrote itself would grow as it likes).
   int log_fd = -1;
   if (!spec.log_path.empty()) {
     log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (log_fd < 0) throw EnvironmentError(spec.log_path + ": cannot open log: " + strerror(errno));
   }
   int capture[2] = {-1, -1};
-  if (::pipe2(capture, O_CLOEXEC) != 0) {
-    if (log_fd >= 0) ::close(log_fd);
+  if (log_fd < 0 && ::pipe2(capture, O_CLOEXEC) != 0)
     throw EnvironmentError(std::string("pipe: ") + strerror(errno));
-  }
   int channel[2] = {-1, -1};
   if (spec.channel_fd >= 0 && ::pipe2(channel, O_CLOEXEC) != 0)
     throw EnvironmentError(std::string("pipe: ") + strerror(errno));
   int control[2] = {-1, -1};
   if (spec.control_fd >= 0 && ::pipe2(control, O_CLOEXEC) != 0)
     throw EnvironmentError(std::string("pipe: ") + strerror(errno));
-  const PreparedSandbox* sandbox = spec.sandbox && spec.sandbox->active() ? spec.sandbox : nullptr;
+  const PreparedSandbox* sandbox =
+      spec.sandbox && spec.sandbox->active() ? spec.sandbox : nullptr;
 
   Child child;
   child.started_ = Clock::now();
@@ -179,14 +163,12 @@ Child Child::Start(const ProcessSpec& spec) {
   pid_t pid = ::fork();
   if (pid < 0) throw EnvironmentError(std::string("fork: ") + strerror(errno));
   if (pid == 0)
-    ExecChild(argv, envp, capture[1], channel[1], spec.channel_fd, control[0], spec.control_fd,
-              parent_pid, sandbox);
+    ExecChild(argv, envp, log_fd, capture[1], channel[1], spec.channel_fd, control[0],
+              spec.control_fd, parent_pid, sandbox);
 
   ::setpgid(pid, pid);  // also here, so that KillGroup works even before the child ran
   child.pid_ = pid;
-  child.log_.fd = log_fd;
-  child.log_.head_limit = spec.log_head_bytes ? spec.log_head_bytes : kLogHeadBytes;
-  child.log_.tail_limit = spec.log_tail_bytes ? spec.log_tail_bytes : kLogTailBytes;
+  if (log_fd >= 0) ::close(log_fd);
   if (capture[1] >= 0) ::close(capture[1]);
   if (channel[1] >= 0) ::close(channel[1]);
   if (control[0] >= 0) ::close(control[0]);
@@ -209,12 +191,10 @@ Child::Child(Child&& o) noexcept
       started_(o.started_),
       lines_(std::move(o.lines_)),
       partial_line_(std::move(o.partial_line_)),
-      log_(std::move(o.log_)),
       captured_(std::move(o.captured_)),
       reaped_(o.reaped_) {
   o.pid_ = -1;
   o.channel_read_ = o.capture_read_ = o.control_write_ = -1;
-  o.log_.fd = -1;
   o.reaped_ = true;
 }
 
@@ -227,38 +207,6 @@ Child::~Child() {
   if (channel_read_ >= 0) ::close(channel_read_);
   if (capture_read_ >= 0) ::close(capture_read_);
   if (control_write_ >= 0) ::close(control_write_);
-  log_.Finish();
-}
-
-void Child::BoundedLog::Append(const char* data, size_t n) {
-  if (fd >= 0 && total < head_limit) {
-    size_t head = std::min(n, head_limit - total);
-    WriteAllTo(fd, data, head);
-  }
-  total += n;
-  if (n >= tail_limit) {
-    tail.assign(data + (n - tail_limit), tail_limit);
-  } else {
-    tail.append(data, n);
-    if (tail.size() > tail_limit) tail.erase(0, tail.size() - tail_limit);
-  }
-}
-
-void Child::BoundedLog::Finish() {
-  if (fd < 0) return;
-  if (total > head_limit) {
-    // The tail holds the stream's bytes [total - tail.size(), total); the file has the head.
-    size_t tail_start = total - tail.size();
-    size_t from = std::max(tail_start, head_limit);
-    if (from > head_limit) {
-      std::string line =
-          "\n[ptxbench: " + std::to_string(from - head_limit) + " bytes of output dropped]\n";
-      WriteAllTo(fd, line.data(), line.size());
-    }
-    WriteAllTo(fd, tail.data() + (from - tail_start), total - from);
-  }
-  ::close(fd);
-  fd = -1;
 }
 
 bool Child::SendControl(const std::string& line) {
@@ -338,11 +286,9 @@ ExitInfo Child::Wait(Clock::time_point deadline,
             channel_read_ = -1;
             partial_line_.clear();
           }
-        } else if (log_.fd >= 0) {
-          log_.Append(buf, static_cast<size_t>(got));
         } else {
           // Bounded: a candidate printing in a loop must not exhaust our memory.
-          if (captured_.size() < kCaptureBytes) captured_.append(buf, static_cast<size_t>(got));
+          if (captured_.size() < (8u << 20)) captured_.append(buf, static_cast<size_t>(got));
         }
       } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
         int& fd = (p.fd == channel_read_) ? channel_read_ : capture_read_;
@@ -403,7 +349,6 @@ ExitInfo Child::Wait(Clock::time_point deadline,
   }
   info.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   info.channel_overflow = overflow;
-  log_.Finish();
   return info;
 }
 

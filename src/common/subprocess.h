@@ -29,13 +29,7 @@ struct ProcessSpec {
   std::vector<std::pair<std::string, std::string>> set_env;
   std::vector<std::string> unset_env;
   // Where the child's stdout and stderr go (both to one file); empty: captured in memory.
-  // They reach the file through the parent, bounded: the first log_head_bytes as they arrive,
-  // then, when the child ends, a line counting what was dropped and the last log_tail_bytes
-  // (also kept in memory: Child::output_tail). A child printing without end costs the parent
-  // neither memory nor disk. 0: 8 MiB and 64 KiB.
   std::string log_path;
-  size_t log_head_bytes = 0;
-  size_t log_tail_bytes = 0;
   // When >= 0, a pipe is made whose write end the child sees as this descriptor number.
   int channel_fd = -1;
   // The most the parent reads from the channel; past it the child is killed and the exit
@@ -80,34 +74,21 @@ class Child {
   // Writes a line to the child's control pipe; false when the child is gone.
   bool SendControl(const std::string& line);
   const std::vector<std::string>& channel_lines() const { return lines_; }
-  // Output captured in memory when the spec had no log_path (its first 8 MiB).
+  // Output captured in memory when the spec had no log_path.
   const std::string& captured_output() const { return captured_; }
-  // With a log_path: the last log_tail_bytes of the output, and how many bytes came in all.
-  const std::string& output_tail() const { return log_.tail; }
-  size_t output_bytes() const { return log_.total; }
   pid_t pid() const { return pid_; }
 
  private:
   Child() = default;
-  // The output on its way to the log file: its head written as it arrives, its tail held.
-  struct BoundedLog {
-    int fd = -1;
-    size_t head_limit = 0, tail_limit = 0;
-    size_t total = 0;  // bytes the child wrote
-    std::string tail;  // the last tail_limit of them
-    void Append(const char* data, size_t n);
-    void Finish();  // the dropped-bytes line and the tail after the head; closes the file
-  };
   void KillGroup();
   pid_t pid_ = -1;
   int channel_read_ = -1;
-  int capture_read_ = -1;  // stdout and stderr: to captured_, or to log_ with a log_path
+  int capture_read_ = -1;
   int control_write_ = -1;
   size_t channel_limit_ = 0, channel_bytes_ = 0;
   std::chrono::steady_clock::time_point started_;
   std::vector<std::string> lines_;
   std::string partial_line_;
-  BoundedLog log_;
   std::string captured_;
   bool reaped_ = false;
 };
