@@ -31,6 +31,30 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::string ReadFileTail(const std::string& path, size_t max_bytes, size_t* total_bytes) {
+  if (total_bytes) *total_bytes = 0;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    size_t size = static_cast<size_t>(st.st_size);
+    size_t from = size > max_bytes ? size - max_bytes : 0;
+    out.resize(size - from);
+    size_t got = 0;
+    while (got < out.size()) {
+      ssize_t n = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(from + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    out.resize(got);
+    if (total_bytes) *total_bytes = from + got;
+  }
+  ::close(fd);
+  return out;
+}
+
 void WriteFileAtomic(const std::string& path, std::string_view content) {
   fs::path p(path);
   if (p.has_parent_path()) MakeDirs(p.parent_path().string());

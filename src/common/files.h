@@ -10,6 +10,10 @@ namespace ptxbench {
 
 // Reads a whole file; throws InputError naming the path when it cannot.
 std::string ReadFile(const std::string& path);
+// The last `max_bytes` of a file (all of it when smaller), without reading the rest: a log a
+// child may have made as large as its limits let it. *total_bytes (when given) is the file's
+// size. "" (and 0) when it cannot be read.
+std::string ReadFileTail(const std::string& path, size_t max_bytes, size_t* total_bytes = nullptr);
 // Writes through a temporary file in the same folder and renames it into place, so that a
 // reader (or an interrupted run) never sees a half-written file.
 void WriteFileAtomic(const std::string& path, std::string_view content);

@@ -34,6 +34,18 @@ bool IsCharDevice(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
 }
 
+// The tail of a file (a child's log, as large as its limits let it) is read without the rest.
+TEST(Files, ReadFileTailReadsOnlyTheEnd) {
+  ScratchDir dir("file-tail");
+  WriteFileAtomic(dir.File("f"), "0123456789");
+  size_t total = 0;
+  EXPECT_EQ(ReadFileTail(dir.File("f"), 4, &total), "6789");
+  EXPECT_EQ(total, 10u);
+  EXPECT_EQ(ReadFileTail(dir.File("f"), 100, &total), "0123456789");
+  EXPECT_EQ(ReadFileTail(dir.File("missing"), 4, &total), "");
+  EXPECT_EQ(total, 0u);
+}
+
 TEST(OutputPath, AcceptsStdoutNewAndRegularFilesAndSpecialFiles) {
   ScratchDir dir("files-test");
   EXPECT_EQ(OutputProblem(""), "");

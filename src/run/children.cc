@@ -36,6 +36,25 @@ std::string ChildFolder(const std::string& work_dir, const std::string& name) {
   return work_dir + "/" + name + ".d";
 }
 
+namespace {
+
+// What is read of a child's log: its last 64 KiB. A candidate printing without end made the
+// evaluator hold its whole output (100 MiB of stderr: 4.1 GiB of memory, a 4 MiB record).
+constexpr size_t kLogTailBytes = 64u << 10;
+
+// The end of a child's log, as a record quotes it: no secret of ours, 40 lines at most, and
+// a word about what came before.
+std::string LogTail(const std::string& log_path) {
+  size_t total = 0;
+  std::string bytes = ReadFileTail(log_path, kLogTailBytes, &total);
+  std::string tail = TailLines(bytes, 40);
+  if (total > bytes.size())
+    tail = "[" + std::to_string(total - bytes.size()) + " earlier bytes not kept]\n" + tail;
+  return RedactSecrets(tail);
+}
+
+}  // namespace
+
 ChildOutcome RunChild(const ChildRequest& r) {
   ChildOutcome o;
   nlohmann::json spec = r.spec;
@@ -93,11 +112,9 @@ ChildOutcome RunChild(const ChildRequest& r) {
   o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout, on_line);
   o.messages = ParseChannel(child.channel_lines(), &o.garbage);
   o.log_path = p.log_path;
-  try {
-    // A candidate's output reaches records and the model's feedback: never a secret of ours.
-    o.log_tail = RedactSecrets(TailLines(ReadFile(p.log_path), 40));
-  } catch (const std::exception&) {
-  }
+  // A candidate's output reaches records and the model's feedback: never a secret of ours,
+  // and only its end (the parent never reads more of the log than that).
+  o.log_tail = LogTail(p.log_path);
   return o;
 }
 

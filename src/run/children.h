@@ -18,7 +18,7 @@ struct ChildOutcome {
   ExitInfo exit;
   std::vector<nlohmann::json> messages;
   std::vector<std::string> garbage;  // channel lines that were not harness messages
-  std::string log_tail;              // the child's stdout/stderr (the candidate's printf too)
+  std::string log_tail;  // the end of the child's stdout/stderr (the candidate's printf too)
   std::string log_path;
   std::string folder;      // a confined child's own folder (its outputs are there)
   nlohmann::json sandbox;  // what confined it (PreparedSandbox::Describe)

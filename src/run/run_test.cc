@@ -2,12 +2,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <vector>
 
-#include "compile/nvcc.h"
-#include "compile/tvm_ffi.h"
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "compile/nvcc.h"
+#include "compile/tvm_ffi.h"
 #include "run/channel.h"
 #include "run/children.h"
 #include "task/device_ops.h"
@@ -170,6 +171,45 @@ TEST(ConfinedLoad, AnUpstreamCandidateLoadsWithItsRuntime) {
   ASSERT_NE(n.First("error"), nullptr) << n.log_tail;
   EXPECT_EQ(n.First("error")->value("stage", ""), "load") << n.First("error")->dump();
   EXPECT_FALSE(FileExists(n.folder + "/libtvm_ffi.so"));
+}
+
+// Peak resident memory of this process since the last reset, in KiB.
+long PeakRssKib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// A child printing 100 MiB to stderr: the parent reads the last 64 KiB of its log, never the
+// whole of it.
+TEST(ConfinedChild, OutputIsReadAsABoundedTail) {
+  ScratchDir dir("bounded-log");
+  std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM
+  long before = PeakRssKib();
+  ChildRequest r;
+  r.spec = {{"role", "probe"}};
+  r.work_dir = dir.path();
+  r.name = "printer";
+  r.executable = "/bin/true";
+  r.wrapper = {"/bin/sh", "-c",
+               "echo first-line >&2; head -c 104857600 /dev/zero | tr '\\0' x >&2; "
+               "echo; echo last-line >&2",
+               "sh"};
+  r.timeout = std::chrono::seconds(60);
+  ChildOutcome o = RunChild(r);
+  long after = PeakRssKib();
+  EXPECT_EQ(o.exit.code, 0) << o.exit.Describe();
+  EXPECT_LE(o.log_tail.size(), (64u << 10) + 200) << o.log_tail.size();
+  EXPECT_NE(o.log_tail.find("last-line"), std::string::npos);
+  // "first-line\n", 100 MiB of x, "\n", "last-line\n": all but the last 64 KiB counted.
+  const size_t total = 11 + (100u << 20) + 1 + 10;
+  EXPECT_EQ(
+      o.log_tail.rfind("[" + std::to_string(total - (64u << 10)) + " earlier bytes not kept]\n", 0),
+      0u)
+      << o.log_tail.substr(0, 80);
+  EXPECT_LT(after - before, 32 * 1024)
+      << "peak RSS grew from " << before << " to " << after << " KiB";
 }
 
 }  // namespace
