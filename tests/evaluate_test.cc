@@ -9,6 +9,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "run/confine.h"
 
 namespace ptxbench {
 namespace {
@@ -22,6 +23,11 @@ extern "C" int run(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16
 
 class EvaluateTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    // The fake child reads its mode from PTXBENCH_FAKE_MODE, which a production allow-list
+    // keeps from every confined child.
+    AllowChildEnvironmentForTests("PTXBENCH_FAKE_*");
+  }
   void SetUp() override {
     if (!FindProgram("nvcc")) GTEST_SKIP() << "nvcc not found";
     catalog_ = Catalog::Load(std::string(PTXBENCH_SOURCE_DIR) + "/tasks");

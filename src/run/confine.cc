@@ -26,6 +26,10 @@ void GiveTo(const std::string& path, const SandboxPolicy& p) {
     throw EnvironmentError("cannot hand " + path + " to the sandbox user");
 }
 
+// What AllowChildEnvironmentForTests added to the allow-list (empty in production).
+std::mutex g_test_env_mutex;
+std::vector<std::string> g_test_env_allow;
+
 // Every device file of the GPU driver: /dev/nvidia0, nvidiactl, nvidia-uvm, ... and the
 // capability folder of MIG set-ups.
 std::vector<std::string> NvidiaDevices() {
@@ -58,11 +62,23 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
   p.enabled = true;
   // What the CUDA runtime, the driver, CUPTI and the tools read from the environment; nothing
   // else (no API key, service token or database URL) reaches a candidate.
-  p.env_allow = {"PATH", "LANG", "LC_*", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
-                 "CUDA_PATH", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES",
-                 "NVIDIA_DRIVER_CAPABILITIES", "CUDA_MODULE_LOADING",
-                 // The test suite's stand-in child (tests/fake_child.cc) reads its part here.
-                 "PTXBENCH_FAKE_*"};
+  p.env_allow = {"PATH",
+                 "LANG",
+                 "LC_*",
+                 "CUDA_VISIBLE_DEVICES",
+                 "CUDA_DEVICE_ORDER",
+                 "CUDA_HOME",
+                 "CUDA_PATH",
+                 "LD_LIBRARY_PATH",
+                 "NVIDIA_VISIBLE_DEVICES",
+                 "NVIDIA_DRIVER_CAPABILITIES",
+                 "CUDA_MODULE_LOADING"};
+  {
+    std::lock_guard<std::mutex> lock(g_test_env_mutex);
+    for (const auto& name : g_test_env_allow) p.env_allow.push_back(name);
+  }
+  // LD_BIND_NOW: every library the child maps is bound when it is loaded, so that no lazy
+  // binding is left for a candidate to redirect (ptxbench itself is linked with full RELRO).
   p.env_set = {{"HOME", folder},
                {"TMPDIR", folder},
                {"XDG_CACHE_HOME", folder + "/.cache"},
@@ -103,6 +119,11 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
   p.limits.file_size_bytes = 64ull << 30;
   p.limits.open_files = 4096;
   return p;
+}
+
+void AllowChildEnvironmentForTests(const std::string& pattern) {
+  std::lock_guard<std::mutex> lock(g_test_env_mutex);
+  g_test_env_allow.push_back(pattern);
 }
 
 std::string SandboxedExecutable(const std::string& executable) {

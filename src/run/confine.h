@@ -22,6 +22,12 @@ std::string MakeChildFolder(const std::string& parent_dir, const std::string& na
 SandboxPolicy CandidateChildPolicy(const std::string& folder,
                                    const std::vector<std::string>& tool_roots);
 
+// For test programs only: lets variables named by `pattern` (a name, or a prefix ending in
+// '*') through the children's environment allow-list from now on, in this process. The test
+// suite's stand-in child (tests/fake_child.cc) reads its part from PTXBENCH_FAKE_MODE; the
+// ptxbench program never calls this, so no such variable reaches a candidate in production.
+void AllowChildEnvironmentForTests(const std::string& pattern);
+
 // A copy of this executable that the sandbox's user can read and run (our own build folder
 // may lie under a home folder it cannot enter). Made once per process.
 std::string SandboxedExecutable(const std::string& executable);

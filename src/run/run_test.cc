@@ -6,14 +6,16 @@
 #include <vector>
 
 #include "common/files.h"
+#include "common/sandbox.h"
 #include "common/subprocess.h"
 #include "compile/nvcc.h"
 #include "compile/tvm_ffi.h"
 #include "run/channel.h"
 #include "run/children.h"
-#include "task/device_ops.h"
+#include "run/confine.h"
 #include "run/memcheck.h"
 #include "run/reference_cache.h"
+#include "task/device_ops.h"
 #include "task/family.h"
 
 namespace ptxbench {
@@ -171,6 +173,35 @@ TEST(ConfinedLoad, AnUpstreamCandidateLoadsWithItsRuntime) {
   ASSERT_NE(n.First("error"), nullptr) << n.log_tail;
   EXPECT_EQ(n.First("error")->value("stage", ""), "load") << n.First("error")->dump();
   EXPECT_FALSE(FileExists(n.folder + "/libtvm_ffi.so"));
+}
+
+// A confined child the way an evaluation starts one (RunChild: its folder, its user, its
+// policy), running a shell script in place of the harness: the script is a wrapper whose
+// target (the harness) it never starts. What it prints comes back as the log's tail.
+ChildOutcome RunConfinedScript(const std::string& work_dir, const std::string& name,
+                               const std::string& script) {
+  ChildRequest r;
+  r.spec = {{"role", "probe"}};
+  r.work_dir = work_dir;
+  r.name = name;
+  r.confine = true;
+  r.executable = "/bin/true";
+  r.wrapper = {"/bin/sh", "-c", script, "sh"};
+  r.timeout = std::chrono::seconds(30);
+  return RunChild(r);
+}
+
+// The test harness's variables pass only where a test asks for them: this test program never
+// does, as ptxbench never does, so the fake child's mode set in our environment stays here.
+TEST(ConfinedChild, TheProductionAllowListKeepsTestVariablesOut) {
+  ::setenv("PTXBENCH_FAKE_MODE", "correct", 1);
+  SandboxPolicy p = CandidateChildPolicy("/nonexistent", {});
+  for (const auto& name : p.env_allow) EXPECT_EQ(name.find("PTXBENCH"), std::string::npos) << name;
+  ScratchDir eval("env-eval");
+  ChildOutcome o = RunConfinedScript(eval.path(), "candidate", "env");
+  EXPECT_EQ(o.log_tail.find("PTXBENCH_FAKE_MODE"), std::string::npos) << o.log_tail;
+  EXPECT_NE(o.log_tail.find("HOME=" + o.folder), std::string::npos) << o.log_tail;
+  ::unsetenv("PTXBENCH_FAKE_MODE");
 }
 
 // Peak resident memory of this process since the last reset, in KiB.
