@@ -15,13 +15,18 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "common/strings.h"
 
@@ -158,6 +163,33 @@ void EnterPidNamespaceAsChild() {
   ::_exit(128 + sig);
 }
 
+// The MS_ flags of the mount that holds `path` (0 when it cannot be read).
+unsigned long MountFlags(const std::string& path) {
+  struct statvfs st;
+  if (::statvfs(path.c_str(), &st) != 0) return 0;
+  unsigned long flags = 0;
+  if (st.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+  if (st.f_flag & ST_NODEV) flags |= MS_NODEV;
+  if (st.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (st.f_flag & ST_RDONLY) flags |= MS_RDONLY;
+  return flags;
+}
+
+// "/proc/self/fd/<fd>" into `out` (32 bytes), without the heap: for the forked child.
+void FdPath(int fd, char* out) {
+  const char prefix[] = "/proc/self/fd/";
+  ::memcpy(out, prefix, sizeof prefix - 1);
+  char digits[12];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + fd % 10);
+    fd /= 10;
+  } while (fd > 0 && n < 11);
+  char* p = out + sizeof prefix - 1;
+  while (n > 0) *p++ = digits[--n];
+  *p = '\0';
+}
+
 void SetLimit(int resource, uint64_t value) {
   if (value == 0) return;
   struct rlimit r = {static_cast<rlim_t>(value), static_cast<rlim_t>(value)};
@@ -167,11 +199,9 @@ void SetLimit(int resource, uint64_t value) {
 }  // namespace
 
 nlohmann::json SandboxSupport::ToJson() const {
-  nlohmann::json j = {{"namespaces", namespaces},
-                      {"proc_remount", proc_remount},
-                      {"user_drop", user_drop},
-                      {"landlock_abi", landlock_abi},
-                      {"seccomp", seccomp}};
+  nlohmann::json j = {{"namespaces", namespaces},           {"proc_remount", proc_remount},
+                      {"private_dev_shm", private_dev_shm}, {"user_drop", user_drop},
+                      {"landlock_abi", landlock_abi},       {"seccomp", seccomp}};
   if (!namespaces_why.empty()) j["namespaces_why"] = namespaces_why;
   if (!landlock_why.empty()) j["landlock_why"] = landlock_why;
   if (!seccomp_why.empty()) j["seccomp_why"] = seccomp_why;
@@ -212,10 +242,13 @@ const SandboxSupport& ProbeSandbox() {
         pid_t inner = ::fork();
         if (inner == 0) {
           unsigned char b = 0;
-          if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
-              ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0 &&
-              ::getpid() == 1)
-            b = 2;
+          if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
+            if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0 &&
+                ::getpid() == 1)
+              b |= 2;
+            if (::mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") == 0)
+              b |= 16;
+          }
           ::_exit(b);
         }
         int st = 0;
@@ -234,6 +267,7 @@ const SandboxSupport& ProbeSandbox() {
     if (pid > 0) ::waitpid(pid, nullptr, 0);
     s.namespaces = bits & 1;
     s.proc_remount = bits & 2;
+    s.private_dev_shm = bits & 16;
     s.seccomp = bits & 4;
     s.user_drop = bits & 8;
     if (!s.namespaces)
@@ -265,6 +299,53 @@ PreparedSandbox::PreparedSandbox(const SandboxPolicy& policy) : policy_(policy) 
     // H200 with Landlock's audit log, docs/gpu-runs/2026-12-04-h200-issue19.md).
     add(policy_.device_paths, kFsReadFile | kFsWriteFile | kFsTruncate | kFsIoctlDev);
   }
+  if (policy_.namespaces && support_.namespaces && policy_.private_dev_shm &&
+      support_.private_dev_shm)
+    PlanPrivateDevShm();
+}
+
+void PreparedSandbox::PlanPrivateDevShm() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path root = fs::canonical("/dev/shm", ec);
+  if (ec || !fs::is_directory(root, ec)) return;
+  shm_root_ = root.string();
+  shm_flags_ = MS_NOSUID | MS_NODEV | (MountFlags(shm_root_) & MS_NOEXEC);
+  // Each path of the policy inside /dev/shm, resolved; read-only unless some rule writes it.
+  std::map<std::string, bool> read_only;
+  auto collect = [&](const std::vector<std::string>& paths, bool only_read) {
+    for (const auto& p : paths) {
+      fs::path resolved = fs::canonical(p, ec);
+      if (ec) continue;  // a path this machine does not have: no rule opens it either
+      std::string r = resolved.string();
+      if (!StartsWith(r, shm_root_ + "/")) continue;
+      auto [it, fresh] = read_only.emplace(r, only_read);
+      if (!fresh) it->second = it->second && only_read;
+    }
+  };
+  collect(policy_.read_paths, true);
+  collect(policy_.write_paths, false);
+  collect(policy_.device_paths, false);
+  // Outermost first; a path inside one already bound comes with it.
+  std::vector<std::string> paths;
+  for (const auto& [p, ro] : read_only) paths.push_back(p);
+  std::sort(paths.begin(), paths.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  for (const auto& p : paths) {
+    bool inside = std::any_of(shm_binds_.begin(), shm_binds_.end(),
+                              [&](const ShmBind& b) { return StartsWith(p, b.path + "/"); });
+    if (inside) continue;
+    ShmBind b;
+    b.path = p;
+    b.folder = fs::is_directory(p, ec);
+    b.read_only = read_only[p];
+    b.source_flags = MountFlags(p) & (MS_NOSUID | MS_NODEV | MS_NOEXEC);
+    for (size_t at = p.find('/', shm_root_.size() + 1); at != std::string::npos;
+         at = p.find('/', at + 1))
+      b.folders.push_back(p.substr(0, at));
+    shm_binds_.push_back(std::move(b));
+  }
+  shm_fds_.assign(shm_binds_.size(), -1);
 }
 
 bool LooksSecret(const std::string& name) {
@@ -326,6 +407,7 @@ nlohmann::json PreparedSandbox::Describe() const {
                         ? nlohmann::json(support_.proc_remount ? "pid+mount+net+ipc, own /proc"
                                                                : "pid+mount+net+ipc")
                         : nlohmann::json(false);
+  j["dev_shm"] = !shm_root_.empty() ? "private tmpfs" : "shared with the host";
   j["user"] = policy_.drop_user && support_.user_drop
                   ? nlohmann::json(std::to_string(policy_.uid) + ":" + std::to_string(policy_.gid))
                   : nlohmann::json(::geteuid() == 0 ? "root (not dropped)" : "unprivileged caller");
@@ -354,6 +436,7 @@ void PreparedSandbox::ApplyInChild() const {
     if (support_.proc_remount &&
         ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
       Die("mount /proc");
+    if (!shm_root_.empty()) PrivateDevShm();
     LoopbackUp();
   }
   SetLimit(RLIMIT_AS, policy_.limits.address_space_bytes);
@@ -402,6 +485,40 @@ void PreparedSandbox::ApplyInChild() const {
         ::syscall(SYS_landlock_restrict_self, rs, 0, 0) != 0)
       Die("landlock_restrict_self");
     ::close(rs);
+  }
+}
+
+// Every evaluation's scratch folder lies in /dev/shm, which the CUDA driver needs writable: a
+// candidate there replaced a concurrent evaluation's object. So the child gets a tmpfs of its
+// own on /dev/shm, empty but for the paths of its policy (its own folder, the executable it
+// starts from), bound back at the same place: the descriptors are opened before the tmpfs
+// hides them, and bound from /proc/self/fd. The tmpfs ends with the child's mount namespace.
+void PreparedSandbox::PrivateDevShm() const {
+  for (size_t i = 0; i < shm_binds_.size(); ++i)
+    shm_fds_[i] = ::open(shm_binds_[i].path.c_str(), O_PATH | O_CLOEXEC);
+  if (::mount("tmpfs", shm_root_.c_str(), "tmpfs", shm_flags_, "mode=1777") != 0)
+    Die("mount a tmpfs on /dev/shm");
+  for (size_t i = 0; i < shm_binds_.size(); ++i) {
+    const ShmBind& b = shm_binds_[i];
+    if (shm_fds_[i] < 0) continue;  // gone since the policy was made: no rule opens it either
+    // The folders on the way: traversable, not listable, not writable for the child.
+    for (const auto& f : b.folders)
+      if (::mkdir(f.c_str(), 0711) != 0 && errno != EEXIST) Die("mkdir in the private /dev/shm");
+    if (b.folder) {
+      if (::mkdir(b.path.c_str(), 0700) != 0 && errno != EEXIST) Die("mkdir a mount point");
+    } else {
+      int t = ::open(b.path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0400);
+      if (t < 0) Die("make a mount point");
+      ::close(t);
+    }
+    char source[32];
+    FdPath(shm_fds_[i], source);
+    if (::mount(source, b.path.c_str(), nullptr, MS_BIND, nullptr) != 0)
+      Die("bind a path back into the private /dev/shm");
+    if (b.read_only && ::mount(nullptr, b.path.c_str(), nullptr,
+                               MS_REMOUNT | MS_BIND | MS_RDONLY | b.source_flags, nullptr) != 0)
+      Die("remount a path read-only in the private /dev/shm");
+    ::close(shm_fds_[i]);
   }
 }
 

@@ -6,8 +6,12 @@
 //   environment  an allow-list of variable names (no API key, token or database URL passes);
 //   namespaces   new PID, mount, network and IPC namespaces: the child is PID 1 of its own
 //                namespace, so every process it starts dies with it (setsid escapes nothing),
-//                /proc shows only its own processes, and the network is a loopback of its own;
-//   user         when started as root, the child drops to an unprivileged uid/gid;
+//                /proc shows only its own processes, the network is a loopback of its own, and
+//                /dev/shm is a tmpfs of its own (the paths of the policy that lie in the host's
+//                /dev/shm are bound back at the same place), so no child sees another's;
+//   user         when started as root, the child drops to an unprivileged uid/gid: one per
+//                evaluation (ClaimSandboxUser), so no evaluation's children can open another's
+//                files;
 //   rlimits      memory (where the program tolerates it), CPU seconds, file size, core dumps,
 //                open files;
 //   landlock     the file system: read-only where allowed, writable only in the child's own
@@ -47,9 +51,10 @@ struct SandboxPolicy {
   // Set in the child's environment after the allow-list (HOME, TMPDIR, ...).
   std::vector<std::pair<std::string, std::string>> env_set;
   bool namespaces = true;
-  bool drop_user = true;  // only when the parent is root
-  uid_t uid = 65534;      // nobody
-  gid_t gid = 65534;      // nogroup
+  bool private_dev_shm = true;  // with the namespaces: a tmpfs of its own on /dev/shm
+  bool drop_user = true;        // only when the parent is root
+  uid_t uid = 65534;            // nobody, unless a user was claimed (ClaimSandboxUser)
+  gid_t gid = 65534;            // nogroup
   bool landlock = true;
   std::vector<std::string> read_paths;    // read and execute beneath
   std::vector<std::string> write_paths;   // everything beneath (the child's own folder)
@@ -62,8 +67,9 @@ struct SandboxSupport {
   bool namespaces = false;
   std::string namespaces_why;
   bool proc_remount = false;
-  bool user_drop = false;  // we are root, so a uid drop is possible
-  int landlock_abi = 0;    // 0: none
+  bool private_dev_shm = false;  // a tmpfs could be mounted on /dev/shm in the namespaces
+  bool user_drop = false;        // we are root, so a uid drop is possible
+  int landlock_abi = 0;          // 0: none
   std::string landlock_why;
   bool seccomp = false;
   std::string seccomp_why;
@@ -91,10 +97,24 @@ class PreparedSandbox {
     std::string path;
     uint64_t access = 0;
   };
+  // A path of the policy inside the host's /dev/shm, bound back into the child's own tmpfs.
+  struct ShmBind {
+    std::string path;
+    std::vector<std::string> folders;  // to make first, outermost first
+    bool folder = false;               // a folder (else a file)
+    bool read_only = false;            // a read path: bound read-only
+    unsigned long source_flags = 0;    // MS_NOSUID, MS_NODEV, MS_NOEXEC of its mount
+  };
+  void PlanPrivateDevShm();    // in the parent: what to bind back
+  void PrivateDevShm() const;  // in the forked child
   bool active_ = false;
   SandboxPolicy policy_;
   SandboxSupport support_;
   std::vector<PathRule> rules_;
+  std::vector<ShmBind> shm_binds_;
+  std::string shm_root_;              // /dev/shm, resolved; empty: no tmpfs of its own
+  unsigned long shm_flags_ = 0;       // the host's /dev/shm flags, kept on the child's tmpfs
+  mutable std::vector<int> shm_fds_;  // sized here: the forked child allocates nothing
   uint64_t handled_fs_ = 0;
   bool audit_denials_ = false;  // PTXBENCH_SANDBOX_AUDIT=1: Landlock logs denials after exec
 };

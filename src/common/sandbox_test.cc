@@ -158,12 +158,17 @@ TEST(Sandbox, EveryDescendantEndsWithTheChild) {
   p.namespaces = true;
   // A process that leaves itself behind (its own session, in the background) and would
   // touch a file a second later.
+  // The folder is the child's (so reachable inside a private /dev/shm); it proves so by
+  // leaving a mark there before it returns.
+  p.write_paths = {dir.path()};
   std::string mark = dir.File("escaped");
+  std::string reached = dir.File("reached");
   Ran r = RunConfined(p, {"/bin/sh", "-c",
-                          "setsid /bin/sh -c 'sleep 1; touch " + mark +
+                          "touch " + reached + "; setsid /bin/sh -c 'sleep 1; touch " + mark +
                               "' </dev/null >/dev/null 2>&1 & echo pid=$$"});
   EXPECT_EQ(r.exit.code, 0) << r.output;
   if (s.proc_remount) EXPECT_NE(r.output.find("pid=2"), std::string::npos) << r.output;
+  EXPECT_TRUE(FileExists(reached)) << r.output;
   std::this_thread::sleep_for(1500ms);
   EXPECT_FALSE(FileExists(mark)) << "a descendant outlived the sandboxed child";
 }
@@ -175,6 +180,52 @@ TEST(Sandbox, ASignalTheChildSendsItselfStillEndsIt) {
   Ran r = RunConfined(p, {"/bin/sh", "-c", "kill -SEGV $$"});
   EXPECT_EQ(r.exit.kind, ExitKind::kSignaled) << r.exit.Describe();
   EXPECT_EQ(r.exit.signal, SIGSEGV);
+}
+
+// Every evaluation's scratch folder lies in /dev/shm, which the CUDA driver needs writable:
+// a child there could read or replace another evaluation's files. With its namespaces, a
+// child gets a tmpfs of its own there: what the parent put in /dev/shm outside the child's
+// paths is not there, what the child writes there is gone with it, its own folder (in the
+// host's /dev/shm) is reachable at the same path and writable, and a read path stays
+// read-only, even for root.
+TEST(Sandbox, DevShmIsPrivateToTheChild) {
+  const SandboxSupport& s = ProbeSandbox();
+  if (!s.namespaces) GTEST_SKIP() << s.namespaces_why;
+  if (!s.private_dev_shm) GTEST_SKIP() << "no tmpfs can be mounted on /dev/shm here";
+  ScratchDir own("ptxbench-shm-own");
+  ScratchDir tools("ptxbench-shm-ro");
+  if (own.path().rfind("/dev/shm/", 0) != 0) GTEST_SKIP() << "scratch folders are not in /dev/shm";
+  const std::string planted = "/dev/shm/ptxbench-planted-" + std::to_string(::getpid());
+  const std::string dropped = "/dev/shm/ptxbench-dropped-" + std::to_string(::getpid());
+  WriteFileAtomic(planted, "another-evaluations-object\n");
+  WriteFileAtomic(tools.File("tool.txt"), "read-only-tool\n");
+  SandboxPolicy p = Minimal();
+  p.namespaces = true;
+  p.landlock = true;
+  p.read_paths = {"/usr", "/lib", "/lib64", "/bin", "/etc", tools.File("tool.txt")};
+  p.write_paths = {own.path(), "/dev/shm"};
+  p.device_paths = {"/dev/null"};
+  Ran r = RunConfined(
+      p, {"/bin/sh", "-c",
+          "cat " + planted + "; echo read=$?; ls /dev/shm | sed s/^/listed:/; echo x > " + planted +
+              "; echo overwrite=$?; echo y > " + dropped + "; echo shm=$?; echo hi > " +
+              own.File("mine.txt") + "; echo own=$?; cat " + tools.File("tool.txt") +
+              "; echo z >> " + tools.File("tool.txt") + "; echo tool_write=$?"});
+  EXPECT_EQ(r.output.find("another-evaluations-object"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("listed:ptxbench-shm-own"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("listed:ptxbench-planted-"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("read=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("shm=0"), std::string::npos) << r.output;  // the driver's shm files
+  EXPECT_NE(r.output.find("own=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("read-only-tool"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("tool_write=0"), std::string::npos) << r.output;
+  EXPECT_EQ(ReadFile(planted), "another-evaluations-object\n");
+  EXPECT_FALSE(FileExists(dropped)) << "the child wrote into the host's /dev/shm";
+  EXPECT_EQ(ReadFile(own.File("mine.txt")), "hi\n");
+  EXPECT_EQ(ReadFile(tools.File("tool.txt")), "read-only-tool\n");
+  EXPECT_EQ(PreparedSandbox(p).Describe()["dev_shm"], "private tmpfs");
+  ::unlink(planted.c_str());
+  ::unlink(dropped.c_str());
 }
 
 TEST(Sandbox, ChildrenOfRootRunAsNobody) {

@@ -85,8 +85,8 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
                {"CUDA_CACHE_PATH", folder + "/.nv"}};
   p.namespaces = true;
   p.drop_user = true;
-  // Landlock on: reads only below the system folders, writes only in the evaluation's folder
-  // and /dev/shm, devices by name. No rule names the caches, the store or another
+  // Landlock on: reads only below the system folders, writes only in the child's folder and
+  // its own /dev/shm, devices by name. No rule names the caches, the store or another
   // evaluation's folder, so none of them can be opened.
   p.landlock = true;
   p.read_paths = {"/usr",
@@ -103,8 +103,8 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
   if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch) p.read_paths.push_back(ch);
   for (const auto& t : tool_roots) p.read_paths.push_back(t);
   // The CUDA driver creates POSIX shared memory (cuInit fails with cudaErrorOperatingSystem
-  // without it). A private tmpfs there would be better; until then a child can leave files
-  // in /dev/shm (docs/threat-model.md, residual risks).
+  // without it). The rule is opened after the child's namespaces are made, so it names the
+  // child's own tmpfs there (SandboxPolicy::private_dev_shm), never the host's /dev/shm.
   p.write_paths = {folder, "/dev/shm"};
   p.device_paths = {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"};
   for (const auto& d : NvidiaDevices()) p.device_paths.push_back(d);

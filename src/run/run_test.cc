@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -189,6 +190,32 @@ ChildOutcome RunConfinedScript(const std::string& work_dir, const std::string& n
   r.wrapper = {"/bin/sh", "-c", script, "sh"};
   r.timeout = std::chrono::seconds(30);
   return RunChild(r);
+}
+
+// The evaluations' children see a /dev/shm of their own: a file another evaluation (here the
+// parent) has there is neither visible nor writable, what they write there stays there, and
+// their own folder, in the host's /dev/shm, is theirs as before.
+TEST(ConfinedChild, SeesAPrivateDevShm) {
+  if (!ProbeSandbox().private_dev_shm) GTEST_SKIP() << "no private /dev/shm here";
+  ScratchDir eval("shm-eval");
+  const std::string planted = "/dev/shm/ptxbench-other-" + std::to_string(::getpid());
+  const std::string left = "/dev/shm/ptxbench-left-" + std::to_string(::getpid());
+  WriteFileAtomic(planted, "other-evaluation\n");
+  ChildOutcome o = RunConfinedScript(
+      eval.path(), "candidate",
+      "cat " + planted + "; ls /dev/shm | sed s/^/listed:/; echo x > " + planted + "; echo y > " +
+          left + "; echo shm=$?; echo z > \"$HOME/mine.txt\"; echo own=$?");
+  EXPECT_EQ(o.sandbox.value("dev_shm", ""), "private tmpfs");
+  EXPECT_EQ(o.log_tail.find("other-evaluation"), std::string::npos) << o.log_tail;
+  EXPECT_NE(o.log_tail.find("listed:shm-eval"), std::string::npos) << o.log_tail;
+  EXPECT_EQ(o.log_tail.find("listed:ptxbench-other-"), std::string::npos) << o.log_tail;
+  EXPECT_NE(o.log_tail.find("shm=0"), std::string::npos) << o.log_tail;
+  EXPECT_NE(o.log_tail.find("own=0"), std::string::npos) << o.log_tail;
+  EXPECT_EQ(ReadFile(planted), "other-evaluation\n");
+  EXPECT_FALSE(FileExists(left));
+  EXPECT_TRUE(FileExists(o.folder + "/mine.txt"));
+  ::unlink(planted.c_str());
+  ::unlink(left.c_str());
 }
 
 // The test harness's variables pass only where a test asks for them: this test program never
