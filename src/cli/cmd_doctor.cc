@@ -140,7 +140,10 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
         protection(sb.landlock_abi > 0, "abi " + std::to_string(sb.landlock_abi), sb.landlock_why);
     report["sandbox seccomp"] = protection(sb.seccomp, "filter", sb.seccomp_why);
     report["sandbox user"] =
-        protection(sb.user_drop, "drops to 65534", "not root: children run as the caller");
+        protection(sb.user_drop, SandboxUserPolicy(), "not root: children run as the caller");
+    report["sandbox /dev/shm"] =
+        protection(sb.private_dev_shm, "a tmpfs per child",
+                   sb.namespaces ? "no tmpfs could be mounted on /dev/shm" : sb.namespaces_why);
     nlohmann::json gpm = ProbeGpm(report["gpu"].value("pci_bus_id", ""));
     report["gpm witness"] = protection(gpm.value("state", "") == "available", "NVML GPM",
                                        gpm.value("reason", std::string("unavailable")));

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/sandbox.h"
 #include "common/strings.h"
 
 namespace ptxbench {
@@ -255,6 +256,8 @@ ScratchDir::ScratchDir(std::string_view prefix) {
 ScratchDir::~ScratchDir() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+  // Only once nothing of its children is left: the next evaluation may get their uid.
+  ReleaseSandboxUsers(path_);
 }
 
 std::string SelfExecutable() {

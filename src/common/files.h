@@ -44,7 +44,8 @@ std::string CacheRoot();
 
 // A private scratch folder (mode 0700) that is removed with everything in it when the object
 // goes away. Placed in /dev/shm when it is writable, since outputs of large workloads pass
-// through it, else in $TMPDIR or /tmp.
+// through it, else in $TMPDIR or /tmp. The sandbox users claimed for it (an evaluation's uid,
+// common/sandbox.h) are given back after its files are gone.
 class ScratchDir {
  public:
   explicit ScratchDir(std::string_view prefix = "ptxbench");

@@ -8,7 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
-#include <cstdlib>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,6 +29,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/error.h"
 #include "common/strings.h"
 
 extern char** environ;
@@ -205,6 +207,7 @@ nlohmann::json SandboxSupport::ToJson() const {
   if (!namespaces_why.empty()) j["namespaces_why"] = namespaces_why;
   if (!landlock_why.empty()) j["landlock_why"] = landlock_why;
   if (!seccomp_why.empty()) j["seccomp_why"] = seccomp_why;
+  if (user_drop) j["user_policy"] = SandboxUserPolicy();
   return j;
 }
 
@@ -411,6 +414,7 @@ nlohmann::json PreparedSandbox::Describe() const {
   j["user"] = policy_.drop_user && support_.user_drop
                   ? nlohmann::json(std::to_string(policy_.uid) + ":" + std::to_string(policy_.gid))
                   : nlohmann::json(::geteuid() == 0 ? "root (not dropped)" : "unprivileged caller");
+  if (policy_.drop_user && support_.user_drop) j["user_policy"] = SandboxUserPolicy();
   j["landlock"] = !rules_.empty() ? nlohmann::json("abi " + std::to_string(support_.landlock_abi))
                                   : nlohmann::json(false);
   nlohmann::json lim = nlohmann::json::object();
@@ -646,6 +650,84 @@ bool ApplySeccomp(const SeccompProfile& profile, std::string* why) {
     return false;
   }
   return true;
+}
+
+namespace {
+
+// The users claimed by this process: the scratch folder each serves, and the descriptor whose
+// flock holds the slot. Never destroyed: a ScratchDir may end during static destruction.
+struct UserClaims {
+  std::mutex mu;
+  std::map<std::string, std::pair<int, SandboxUser>> by_folder;
+};
+UserClaims& Claims() {
+  static UserClaims* claims = new UserClaims;
+  return *claims;
+}
+
+// The lock folder: made by root, for root alone. One that anybody else could write (or a link
+// put there in its place) could hand out slots that are in use: refused.
+void CheckLockDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw EnvironmentError("the uid lock folder " + dir + " cannot be made");
+  if (st.st_uid != 0 || (st.st_mode & 022) != 0)
+    throw EnvironmentError("the uid lock folder " + dir +
+                           " is not root's alone (owner or mode): refusing its slots");
+}
+
+// The first free slot: its lock file held (an exclusive flock, which also excludes another
+// descriptor of this same process) through the returned descriptor.
+std::pair<int, unsigned> ClaimSlot() {
+  const std::string dir = kSandboxUidLockDir;
+  CheckLockDir(dir);
+  for (unsigned slot = 0; slot < kSandboxUidSlots; ++slot) {
+    std::string path = dir + "/" + std::to_string(slot);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) throw EnvironmentError("cannot open " + path + ": " + ::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return {fd, slot};
+    int e = errno;
+    ::close(fd);
+    if (e != EWOULDBLOCK) throw EnvironmentError("cannot lock " + path + ": " + ::strerror(e));
+  }
+  throw EnvironmentError("every sandbox uid slot is in use (" + std::to_string(kSandboxUidSlots) +
+                         ")");
+}
+
+}  // namespace
+
+SandboxUser ClaimSandboxUser(const std::string& folder) {
+  if (!ProbeSandbox().user_drop) return {};
+  UserClaims& claims = Claims();
+  std::lock_guard<std::mutex> lock(claims.mu);
+  auto it = claims.by_folder.find(folder);
+  if (it != claims.by_folder.end()) return it->second.second;
+  auto [fd, slot] = ClaimSlot();
+  SandboxUser user;
+  user.uid = kSandboxUidBase + slot;
+  user.gid = kSandboxUidBase + slot;
+  claims.by_folder[folder] = {fd, user};
+  return user;
+}
+
+void ReleaseSandboxUsers(const std::string& folder) {
+  UserClaims& claims = Claims();
+  std::lock_guard<std::mutex> lock(claims.mu);
+  for (auto it = claims.by_folder.begin(); it != claims.by_folder.end();) {
+    if (it->first == folder || StartsWith(it->first, folder + "/")) {
+      ::close(it->second.first);
+      it = claims.by_folder.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::string SandboxUserPolicy() {
+  return "a uid and gid per evaluation: " + std::to_string(kSandboxUidBase) +
+         " + a slot held by flock in " + kSandboxUidLockDir;
 }
 
 nlohmann::json SelfConfinement() {

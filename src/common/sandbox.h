@@ -136,6 +136,30 @@ int InstallSeccomp(const SeccompProgram& program);
 // child reports about itself before the candidate is loaded.
 nlohmann::json SelfConfinement();
 
+// The unprivileged users of confined children: one per evaluation, unique among the
+// evaluations running on this host, so that no evaluation's children can open another's files
+// (a candidate replaced a concurrent evaluation's object when all ran as 65534). The uid (and
+// gid) is kSandboxUidBase + a slot; a slot is held through an exclusive flock on
+// kSandboxUidLockDir/<slot>, which the kernel releases when its holder ends, however it ends,
+// so a crashed evaluator never keeps one and two live evaluations never share one.
+inline constexpr uid_t kSandboxUidBase = 1900000000;
+inline constexpr unsigned kSandboxUidSlots = 65536;
+inline constexpr const char* kSandboxUidLockDir = "/run/ptxbench/uids";
+struct SandboxUser {
+  uid_t uid = 65534;
+  gid_t gid = 65534;
+};
+// The user of the children that work under `folder` (an evaluation's scratch folder):
+// claimed when first asked for, the same one afterwards, until ReleaseSandboxUsers. Without a
+// uid drop (not root) nothing is claimed: 65534. Throws EnvironmentError when no slot can be
+// claimed: children never fall back to a shared user.
+SandboxUser ClaimSandboxUser(const std::string& folder);
+// Gives back the users claimed for `folder` and the folders beneath it (ScratchDir does, once
+// its files are gone).
+void ReleaseSandboxUsers(const std::string& folder);
+// The rule, in words, for `ptxbench doctor` and the records.
+std::string SandboxUserPolicy();
+
 // Names of environment variables that may carry secrets (keys, tokens, passwords, URLs with
 // credentials) and whose values must never reach a record or a log.
 bool LooksSecret(const std::string& name);

@@ -2,7 +2,9 @@
 // is here must hold; one it says is missing is skipped with the probe's reason.
 #include "common/sandbox.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -226,6 +228,57 @@ TEST(Sandbox, DevShmIsPrivateToTheChild) {
   EXPECT_EQ(PreparedSandbox(p).Describe()["dev_shm"], "private tmpfs");
   ::unlink(planted.c_str());
   ::unlink(dropped.c_str());
+}
+
+// Each evaluation (each scratch folder) its own uid, unique on the host: asked again, the
+// same; another folder, another; another process, another; released, free for the next.
+TEST(Sandbox, EachEvaluationClaimsAUserOfItsOwn) {
+  if (!ProbeSandbox().user_drop) GTEST_SKIP() << "not root: no uid drop";
+  ScratchDir a("ptxbench-uid-a"), b("ptxbench-uid-b");
+  SandboxUser ua = ClaimSandboxUser(a.path());
+  SandboxUser ub = ClaimSandboxUser(b.path());
+  EXPECT_EQ(ClaimSandboxUser(a.path()).uid, ua.uid);
+  EXPECT_NE(ua.uid, ub.uid);
+  EXPECT_EQ(ua.uid, ua.gid);
+  for (uid_t u : {ua.uid, ub.uid}) {
+    EXPECT_GE(u, kSandboxUidBase);
+    EXPECT_LT(u, kSandboxUidBase + kSandboxUidSlots);
+  }
+  // Another process (another evaluator on the host) claims while we hold ours, then dies
+  // without giving its slot back: the kernel releases the flock with it.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    SandboxUser other = ClaimSandboxUser("/nonexistent/other-evaluation");
+    ssize_t n = ::write(fds[1], &other.uid, sizeof other.uid);
+    (void)n;
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  uid_t other = 0;
+  ASSERT_EQ(::read(fds[0], &other, sizeof other), static_cast<ssize_t>(sizeof other));
+  ::close(fds[0]);
+  EXPECT_NE(other, ua.uid);
+  EXPECT_NE(other, ub.uid);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  const std::string lock =
+      std::string(kSandboxUidLockDir) + "/" + std::to_string(other - kSandboxUidBase);
+  int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << lock;
+  EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the dead holder's slot is still held";
+  ::close(fd);
+  // Given back with the folder: a lock of ours on the slot now succeeds.
+  ReleaseSandboxUsers(a.path());
+  const std::string lock_a =
+      std::string(kSandboxUidLockDir) + "/" + std::to_string(ua.uid - kSandboxUidBase);
+  fd = ::open(lock_a.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << "a released slot is still held";
+  ::close(fd);
 }
 
 TEST(Sandbox, ChildrenOfRootRunAsNobody) {

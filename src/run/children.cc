@@ -64,7 +64,13 @@ ChildOutcome RunChild(const ChildRequest& r) {
   if (r.confine) {
     o.folder = ChildFolder(r.work_dir, r.name);
     policy = CandidateChildPolicy(o.folder, r.tool_roots);
-    if (r.keep_user) policy.drop_user = false;
+    if (r.keep_user) {
+      policy.drop_user = false;
+    } else {
+      SandboxUser user = ClaimSandboxUser(r.work_dir);
+      policy.uid = user.uid;
+      policy.gid = user.gid;
+    }
     MakeChildFolder(r.work_dir, r.name + ".d", policy);
     if (spec.contains("shared_object"))
       spec["shared_object"] =

@@ -38,7 +38,8 @@ struct ChildRequest {
   std::string executable;            // the ptxbench binary; empty: this one
   // A child that loads a candidate: confined (run/confine.h) in its own folder
   // (ChildFolder(work_dir, name)), with its own copy of spec["shared_object"]; spec["out_dir"]
-  // is set to that folder.
+  // is set to that folder. It runs as the evaluation's own user: the one claimed for work_dir
+  // (ClaimSandboxUser), which every confined child working there shares.
   bool confine = false;
   std::vector<std::string> tool_roots;  // install folders of the wrapper, readable inside
   bool allow_inet = false;              // the wrapper talks to its target over loopback TCP

@@ -18,7 +18,8 @@ std::string MakeChildFolder(const std::string& parent_dir, const std::string& na
                             const SandboxPolicy& policy);
 
 // The policy for a child working in `folder`. `tool_roots` are the install folders of a
-// wrapper (compute-sanitizer, ncu) that must be readable.
+// wrapper (compute-sanitizer, ncu) that must be readable. Its user is 65534 until the caller
+// sets the evaluation's own (ClaimSandboxUser, common/sandbox.h).
 SandboxPolicy CandidateChildPolicy(const std::string& folder,
                                    const std::vector<std::string>& tool_roots);
 

@@ -192,6 +192,55 @@ ChildOutcome RunConfinedScript(const std::string& work_dir, const std::string& n
   return RunChild(r);
 }
 
+// The uid a script printed with `echo uid=$(id -u)`.
+std::string PrintedUid(const ChildOutcome& o) {
+  size_t at = o.log_tail.find("uid=");
+  if (at == std::string::npos) return "";
+  return o.log_tail.substr(at + 4, o.log_tail.find('\n', at) - at - 4);
+}
+
+// Two evaluations at once: their children run as two different users, each its evaluation's
+// own, and (by the file modes alone, without Landlock or namespaces to help) a child of one
+// cannot open the other's folder.
+TEST(ConfinedChild, ConcurrentEvaluationsRunAsUsersOfTheirOwn) {
+  if (!ProbeSandbox().user_drop) GTEST_SKIP() << "not root: no uid drop";
+  ScratchDir eval_a("uid-eval-a"), eval_b("uid-eval-b");
+  ChildOutcome a = RunConfinedScript(eval_a.path(), "candidate",
+                                     "echo uid=$(id -u); echo mine > \"$HOME/own.txt\"");
+  ChildOutcome b = RunConfinedScript(eval_b.path(), "candidate", "echo uid=$(id -u)");
+  ChildOutcome a2 = RunConfinedScript(eval_a.path(), "timing", "echo uid=$(id -u)");
+  ASSERT_NE(PrintedUid(a), "") << a.log_tail;
+  ASSERT_NE(PrintedUid(b), "") << b.log_tail;
+  EXPECT_NE(PrintedUid(a), PrintedUid(b));
+  EXPECT_EQ(PrintedUid(a), PrintedUid(a2)) << "one evaluation, one user";
+  EXPECT_EQ(PrintedUid(a), std::to_string(ClaimSandboxUser(eval_a.path()).uid));
+  EXPECT_EQ(a.sandbox.value("user", ""), PrintedUid(a) + ":" + PrintedUid(a));
+  EXPECT_TRUE(a.sandbox.contains("user_policy"));
+  ASSERT_TRUE(FileExists(a.folder + "/own.txt"));
+  // B's user against A's folder, with nothing but the uid between them.
+  SandboxPolicy p;
+  p.enabled = true;
+  p.env_allow = {"PATH"};
+  p.namespaces = false;
+  p.landlock = false;
+  SandboxUser user_b = ClaimSandboxUser(eval_b.path());
+  p.uid = user_b.uid;
+  p.gid = user_b.gid;
+  PreparedSandbox sandbox(p);
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "cat '" + a.folder + "/own.txt'; echo read=$?; echo x > '" + a.folder +
+                   "/planted'; echo write=$?"};
+  spec.sandbox = &sandbox;
+  Child child = Child::Start(spec);
+  child.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(20));
+  const std::string& out = child.captured_output();
+  EXPECT_EQ(out.find("mine"), std::string::npos) << out;
+  EXPECT_EQ(out.find("read=0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("write=0"), std::string::npos) << out;
+  EXPECT_FALSE(FileExists(a.folder + "/planted"));
+}
+
 // The evaluations' children see a /dev/shm of their own: a file another evaluation (here the
 // parent) has there is neither visible nor writable, what they write there stays there, and
 // their own folder, in the host's /dev/shm, is theirs as before.

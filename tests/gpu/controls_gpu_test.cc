@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common/files.h"
+#include "common/sandbox.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "gpu/gpu_presence.h"
@@ -212,10 +213,12 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
   }
   if (const char* a = std::getenv("PTXBENCH_ARTIFACTS_DIR"))
     WriteFileAtomic(std::string(a) + "/adversarial-verdicts.json", summary.dump(1) + "\n");
-  // Nothing any candidate started outlived its evaluation (children run as uid 65534 when
-  // the harness is root).
-  CommandResult left =
-      RunCommand({"/bin/sh", "-c", "ps -u 65534 -o pid=,args= || true"}, std::chrono::seconds(10));
+  // Nothing any candidate started outlived its evaluation (children run as a uid of their
+  // evaluation's, from kSandboxUidBase, when the harness is root).
+  CommandResult left = RunCommand(
+      {"/bin/sh", "-c",
+       "ps -e -o uid=,pid=,args= | awk '$1 >= " + std::to_string(kSandboxUidBase) + "' || true"},
+      std::chrono::seconds(10));
   EXPECT_EQ(Trim(left.output), "") << "processes left behind:\n" << left.output;
 }
 
