@@ -1,8 +1,12 @@
 #include "child/child_support.h"
 
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/sandbox.h"
+#include "common/sha256.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -237,6 +241,60 @@ nlohmann::json DeviceInfo() {
           {"runtime_version", runtime}};
 }
 
+namespace {
+
+// Opens an object the parent built and hashed, and hashes what it opened: the descriptor
+// returned is what gets loaded (through /proc/self/fd), so the bytes checked are the bytes
+// mapped, whatever is done to the path meanwhile. -1, after an object_mismatch message and an
+// error at stage "harness" (the candidate did not do this: no verdict of its own), when the
+// file is not a regular file or its hash is not `sha256`.
+int OpenVerifiedObject(const std::string& path, const std::string& sha256, ChannelWriter& out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  std::string found;
+  struct stat st;
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    Sha256 hasher;
+    std::vector<char> buf(1 << 20);
+    ssize_t n;
+    while ((n = ::read(fd, buf.data(), buf.size())) > 0) hasher.Update(buf.data(), size_t(n));
+    if (n == 0) found = hasher.FinishHex();
+  }
+  if (!found.empty() && found == sha256) return fd;
+  if (fd >= 0) ::close(fd);
+  out.Send({{"event", "object_mismatch"},
+            {"path", path},
+            {"expected_sha256", sha256},
+            {"found_sha256", found}});
+  out.Send({{"event", "error"},
+            {"stage", "harness"},
+            {"message", path + " is not the object the parent built (sha256 " +
+                            (found.empty() ? std::string("unreadable") : found) + ", expected " +
+                            sha256 + "): not loaded"}});
+  return -1;
+}
+
+// Loads `path` by way of a verified descriptor, or by its name where the spec gave no hash
+// (an unconfined child of a test). The descriptor stays open: the library never unloads, and
+// its loader name (/proc/self/fd/N) must not come to mean another file.
+std::optional<DynamicLibrary> OpenObject(const std::string& path, const std::string& sha256,
+                                         ChannelWriter& out, bool* refused, std::string* why) {
+  if (sha256.empty()) return DynamicLibrary::Open(path, why);
+  int fd = OpenVerifiedObject(path, sha256, out);
+  if (fd < 0) {
+    *refused = true;
+    return std::nullopt;
+  }
+  const std::string by_fd = "/proc/self/fd/" + std::to_string(fd);
+  std::optional<DynamicLibrary> library = DynamicLibrary::Open(by_fd, why);
+  // The loader names the descriptor; the reader wants the file.
+  if (!library && why)
+    for (size_t at = why->find(by_fd); at != std::string::npos; at = why->find(by_fd, at))
+      why->replace(at, by_fd.size(), path), at += path.size();
+  return library;
+}
+
+}  // namespace
+
 CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) {
   const std::string shared_object = spec.at("shared_object");
   CandidateEntry entry;
@@ -263,10 +321,40 @@ CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) 
     if (!why.empty()) c["seccomp_why"] = why;
     out.Send(c);
   }
+  // Objects are hashed when the parent makes them and verified here, before any of their code
+  // runs. A confined child loads nothing unverified: no hash in its spec is a refusal.
+  const std::string sha256 = spec.value("shared_object_sha256", std::string());
+  if (sha256.empty() && spec.contains("confine")) {
+    out.Send({{"event", "error"},
+              {"stage", "harness"},
+              {"message", "the spec gives no shared_object_sha256: not loaded"}});
+    return entry;
+  }
+  // The TVM-FFI runtime beside a tvm-ffi candidate, verified and loaded first: the candidate's
+  // dependency on it (by its soname) is then this copy.
+  bool refused = false;
+  std::string why;
+  for (const auto& pre : spec.value("preload", nlohmann::json::array())) {
+    const std::string pre_sha256 = pre.value("sha256", std::string());
+    if (pre_sha256.empty() && spec.contains("confine")) {
+      out.Send(
+          {{"event", "error"},
+           {"stage", "harness"},
+           {"message", "the spec gives no sha256 for " + pre.value("path", "") + ": not loaded"}});
+      return entry;
+    }
+    std::optional<DynamicLibrary> runtime =
+        OpenObject(pre.at("path"), pre_sha256, out, &refused, &why);
+    if (refused) return entry;
+    if (!runtime) {
+      out.Send({{"event", "error"}, {"stage", "load"}, {"message", why}});
+      return entry;
+    }
+  }
   // The handle is never closed: unloading a library whose kernels the runtime may still
   // reference is a crash we would wrongly blame on the candidate.
-  std::string why;
-  std::optional<DynamicLibrary> library = DynamicLibrary::Open(shared_object, &why);
+  std::optional<DynamicLibrary> library = OpenObject(shared_object, sha256, out, &refused, &why);
+  if (refused) return entry;
   if (!library) {
     out.Send({{"event", "error"}, {"stage", "load"}, {"message", why}});
     return entry;

@@ -1,10 +1,11 @@
 #include "run/children.h"
 
-#include "compile/tvm_ffi.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sandbox.h"
+#include "common/sha256.h"
 #include "common/strings.h"
+#include "compile/tvm_ffi.h"
 #include "run/channel.h"
 #include "run/confine.h"
 
@@ -36,6 +37,11 @@ std::string ChildFolder(const std::string& work_dir, const std::string& name) {
   return work_dir + "/" + name + ".d";
 }
 
+void HashSharedObject(nlohmann::json* spec) {
+  if (!spec->contains("shared_object") || spec->contains("shared_object_sha256")) return;
+  (*spec)["shared_object_sha256"] = Sha256FileHex((*spec)["shared_object"].get<std::string>());
+}
+
 namespace {
 
 // What is read of a child's log: its last 64 KiB. A candidate printing without end made the
@@ -58,6 +64,7 @@ std::string LogTail(const std::string& log_path) {
 ChildOutcome RunChild(const ChildRequest& r) {
   ChildOutcome o;
   nlohmann::json spec = r.spec;
+  HashSharedObject(&spec);
   std::string executable = r.executable.empty() ? SelfExecutable() : r.executable;
   std::string spec_path = r.work_dir + "/" + r.name + ".spec.json";
   SandboxPolicy policy;
@@ -76,13 +83,16 @@ ChildOutcome RunChild(const ChildRequest& r) {
       spec["shared_object"] =
           CopyIntoChildFolder(spec["shared_object"], o.folder, "candidate.so", policy);
     // A tvm-ffi candidate (task/abi.h) needs the TVM-FFI runtime: a copy beside its own, which
-    // its run path names first ($ORIGIN), so that the sandbox's user loads it wherever our
-    // tree lies; and the folder itself readable, for the path after $ORIGIN.
+    // the child loads first, hashed like the candidate (spec "preload"), so that the
+    // candidate's dependency is that copy wherever our tree lies; and the folder itself
+    // readable, for the path after $ORIGIN in its run path.
     if (spec.value("abi", std::string()) == "tvm-ffi") {
       std::string why;
       auto tvm_ffi = FindTvmFfi(&why);
       if (!tvm_ffi) throw EnvironmentError("the TVM-FFI runtime is missing: " + why);
-      CopyIntoChildFolder(tvm_ffi->library, o.folder, "libtvm_ffi.so", policy);
+      std::string sha256 = Sha256FileHex(tvm_ffi->library);
+      std::string copy = CopyIntoChildFolder(tvm_ffi->library, o.folder, "libtvm_ffi.so", policy);
+      spec["preload"] = nlohmann::json::array({{{"path", copy}, {"sha256", sha256}}});
       policy.read_paths.push_back(tvm_ffi->root);
     }
     spec["out_dir"] = o.folder;

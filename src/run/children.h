@@ -54,6 +54,11 @@ struct ChildRequest {
 // The folder a confined child `name` works in (made by RunChild).
 std::string ChildFolder(const std::string& work_dir, const std::string& name);
 
+// Sets spec["shared_object_sha256"] to the hash of spec["shared_object"] (the object as the
+// parent built it, in a folder no child can reach) where the spec names one and carries no
+// hash yet. The child hashes what it opens and loads that very descriptor only when the two
+// agree (child/child_support.h, LoadCandidateRun). RunChild does this for every request.
+void HashSharedObject(nlohmann::json* spec);
 
 ChildOutcome RunChild(const ChildRequest& request);
 

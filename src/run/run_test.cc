@@ -8,6 +8,7 @@
 
 #include "common/files.h"
 #include "common/sandbox.h"
+#include "common/sha256.h"
 #include "common/subprocess.h"
 #include "compile/nvcc.h"
 #include "compile/tvm_ffi.h"
@@ -317,6 +318,86 @@ TEST(ConfinedChild, OutputIsReadAsABoundedTail) {
       << o.log_tail.substr(0, 80);
   EXPECT_LT(after - before, 32 * 1024)
       << "peak RSS grew from " << before << " to " << after << " KiB";
+}
+
+// A shared object that, when its constructor runs, notes in $HOME what it could do: open
+// its process's memory for writing, directly or after making itself dumpable again.
+constexpr const char* kProbeObject = R"(#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void Probe() {
+  char path[4096], task[64];
+  snprintf(path, sizeof path, "%s/constructor.txt", getenv("HOME"));
+  snprintf(task, sizeof task, "/proc/self/task/%d/mem", (int)gettid());
+  int mem = open("/proc/self/mem", O_RDWR);
+  int task_mem = open(task, O_RDWR);
+  int dumpable = prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  int mem_after = open("/proc/self/mem", O_RDWR);
+  FILE* f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "mem=%d task_mem=%d dumpable=%d mem_after=%d\n", mem >= 0, task_mem >= 0,
+          dumpable == 0, mem_after >= 0);
+  fclose(f);
+}
+extern "C" int run() { return 0; }
+)";
+
+class ConfinedLoadCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin_ = std::getenv("PTXBENCH_BIN") ? std::getenv("PTXBENCH_BIN") : "";
+    if (bin_.empty() || !FileExists(bin_)) GTEST_SKIP() << "the ptxbench binary is not built";
+    auto cxx = FindProgram("c++");
+    if (!cxx) GTEST_SKIP() << "no C++ compiler";
+    WriteFileAtomic(dir_.File("probe.cc"), kProbeObject);
+    object_ = dir_.File("probe.so");
+    CommandResult c = RunCommand({*cxx, "-shared", "-fPIC", "-o", object_, dir_.File("probe.cc")},
+                                 std::chrono::seconds(60));
+    ASSERT_EQ(c.exit.code, 0) << c.output;
+  }
+  ChildOutcome Load(const std::string& name,
+                    const nlohmann::json& extra = nlohmann::json::object()) {
+    ChildRequest r;
+    r.spec = {{"role", "load_check"}, {"shared_object", object_}};
+    r.spec.update(extra);
+    r.work_dir = dir_.path();
+    r.name = name;
+    r.confine = true;
+    r.executable = bin_;
+    r.timeout = std::chrono::seconds(60);
+    return RunChild(r);
+  }
+  ScratchDir dir_{"load-check"};
+  std::string bin_, object_;
+};
+
+// The hash the parent took of the object it built, held against what the child opens: an
+// object changed on the way is refused before any of its code runs, and says so.
+TEST_F(ConfinedLoadCheck, ATamperedObjectIsRefused) {
+  const std::string honest_sha256 = Sha256FileHex(object_);
+  ChildOutcome ok = Load("honest");
+  ASSERT_NE(ok.First("loaded"), nullptr)
+      << ok.log_tail << (ok.First("error") ? ok.First("error")->dump() : "");
+  EXPECT_EQ(ok.First("object_mismatch"), nullptr);
+  EXPECT_TRUE(FileExists(ok.folder + "/constructor.txt"));
+  // The same object with one byte more: what a candidate of another evaluation could make of
+  // the copy in a child's folder.
+  std::string tampered = dir_.File("tampered.so");
+  WriteFileAtomic(tampered, ReadFile(object_) + "x");
+  std::string saved = object_;
+  object_ = tampered;
+  ChildOutcome bad = Load("tampered", {{"shared_object_sha256", honest_sha256}});
+  object_ = saved;
+  EXPECT_EQ(bad.First("loaded"), nullptr);
+  const nlohmann::json* mismatch = bad.First("object_mismatch");
+  ASSERT_NE(mismatch, nullptr) << bad.log_tail;
+  EXPECT_EQ(mismatch->value("expected_sha256", ""), honest_sha256);
+  EXPECT_EQ(mismatch->value("found_sha256", ""), Sha256FileHex(tampered));
+  ASSERT_NE(bad.First("error"), nullptr);
+  EXPECT_EQ(bad.First("error")->value("stage", ""), "harness");
+  EXPECT_FALSE(FileExists(bad.folder + "/constructor.txt")) << "the tampered code ran";
 }
 
 }  // namespace
