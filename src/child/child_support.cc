@@ -309,8 +309,14 @@ CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) 
   // constructors run. Landlock, the namespaces and the user were set before exec; what a
   // process can only do to itself comes here.
   if (spec.contains("confine")) {
-    // Not dumpable: no process of the same user may read or trace this one's memory.
+    // Not dumpable: no process of the same user may read or trace this one's memory, and its
+    // /proc entries belong to root (the filter below keeps it so).
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // Nothing in /proc writable from here on (/proc/self/mem would write over the harness's
+    // code and tables whatever their protection): files only in the child's folder and /dev
+    // (whose devices the first Landlock layer lists one by one).
+    std::string proc_why;
+    bool proc_closed = RestrictWritesTo({spec.value("out_dir", std::string()), "/dev"}, &proc_why);
     SeccompProfile profile;
     profile.allow_inet_sockets = spec["confine"].value("allow_inet", false);
     std::string why;
@@ -319,6 +325,7 @@ CandidateEntry LoadCandidateRun(const nlohmann::json& spec, ChannelWriter& out) 
     c["event"] = "confinement";
     c["seccomp"] = seccomp;
     if (!why.empty()) c["seccomp_why"] = why;
+    c["proc_writes"] = proc_closed ? "refused" : "allowed: " + proc_why;
     out.Send(c);
   }
   // Objects are hashed when the parent makes them and verified here, before any of their code

@@ -415,6 +415,8 @@ nlohmann::json PreparedSandbox::Describe() const {
                   ? nlohmann::json(std::to_string(policy_.uid) + ":" + std::to_string(policy_.gid))
                   : nlohmann::json(::geteuid() == 0 ? "root (not dropped)" : "unprivileged caller");
   if (policy_.drop_user && support_.user_drop) j["user_policy"] = SandboxUserPolicy();
+  for (const auto& [k, v] : policy_.env_set)
+    if (k == "LD_BIND_NOW" && !v.empty()) j["bind_now"] = true;
   j["landlock"] = !rules_.empty() ? nlohmann::json("abi " + std::to_string(support_.landlock_abi))
                                   : nlohmann::json(false);
   nlohmann::json lim = nlohmann::json::object();
@@ -526,6 +528,41 @@ void PreparedSandbox::PrivateDevShm() const {
   }
 }
 
+bool RestrictWritesTo(const std::vector<std::string>& paths, std::string* why) {
+  int abi = LandlockAbi();
+  if (abi == 0) {
+    if (why) *why = std::string("landlock: ") + ::strerror(errno);
+    return false;
+  }
+  const uint64_t handled = kFsWriteFile | (abi >= 3 ? kFsTruncate : 0);
+  LandlockRulesetAttr attr;
+  ::memset(&attr, 0, sizeof attr);
+  attr.handled_access_fs = handled;
+  int rs = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr,
+                                      offsetof(LandlockRulesetAttr, handled_access_net), 0));
+  if (rs < 0) {
+    if (why) *why = std::string("landlock_create_ruleset: ") + ::strerror(errno);
+    return false;
+  }
+  bool ok = true;
+  for (const auto& p : paths) {
+    int fd = ::open(p.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) continue;
+    LandlockPathBeneathAttr pb;
+    pb.allowed_access = handled;
+    pb.parent_fd = fd;
+    ok = ::syscall(SYS_landlock_add_rule, rs, kLandlockRulePathBeneath, &pb, 0) == 0;
+    ::close(fd);
+    if (!ok) break;
+  }
+  if (ok)
+    ok = ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::syscall(SYS_landlock_restrict_self, rs, 0, 0) == 0;
+  if (!ok && why) *why = std::string("landlock: ") + ::strerror(errno);
+  ::close(rs);
+  return ok;
+}
+
 struct SeccompProgram {
   std::vector<sock_filter> filter;
 };
@@ -615,6 +652,14 @@ std::shared_ptr<const SeccompProgram> BuildSeccomp(const SeccompProfile& profile
   jump(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1);
   stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   stmt(BPF_RET | BPF_K, kDeny);
+  // prctl(PR_SET_DUMPABLE): the child made itself not dumpable before the candidate, which
+  // keeps its /proc entries (its memory among them) closed to its own uid; a candidate must
+  // not open them again.
+  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 4);
+  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0]));
+  jump(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_DUMPABLE, 0, 1);
+  stmt(BPF_RET | BPF_K, kDeny);
+  stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   if (!profile.allow_inet_sockets) {
     // socket and socketpair: local (AF_UNIX) only.
     jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 4);

@@ -132,6 +132,13 @@ struct SeccompProgram;
 std::shared_ptr<const SeccompProgram> BuildSeccomp(const SeccompProfile& profile);
 int InstallSeccomp(const SeccompProgram& program);
 
+// A further Landlock layer for a process about to map code it does not trust: from then on
+// it may open files for writing (or truncate them) only beneath `paths`. Until then the CUDA
+// driver may write its own /proc entries (it names its threads there); after it, nothing in
+// /proc, /proc/self/mem included, can be opened for writing. False, with the reason, where
+// the kernel has no Landlock.
+bool RestrictWritesTo(const std::vector<std::string>& paths, std::string* why);
+
 // The protections this process runs under, read from /proc/self/status and friends: what a
 // child reports about itself before the candidate is loaded.
 nlohmann::json SelfConfinement();

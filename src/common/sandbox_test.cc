@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -100,13 +101,47 @@ TEST(Sandbox, SeccompRefusesExecAndForkButAllowsThreads) {
     if (errno != EPERM) ::_exit(13);
     if (::socket(AF_INET, SOCK_STREAM, 0) >= 0 || errno != EPERM) ::_exit(14);
     if (::socket(AF_UNIX, SOCK_STREAM, 0) < 0) ::_exit(15);
+    // Made not dumpable before the candidate, a process stays so (its /proc/self/mem closed).
+    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0 || errno != EPERM) ::_exit(16);
+    if (::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) < 0) ::_exit(17);  // other prctl calls pass
     ::_exit(0);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "10 filter refused, 11 thread, 12 fork, 13 exec, "
-                                       "14 inet socket, 15 unix socket";
+                                       "14 inet socket, 15 unix socket, 16 made dumpable, "
+                                       "17 prctl refused";
+}
+
+// The layer a child adds before it maps a candidate: writes only beneath the paths given, so
+// /proc/self/mem (which writes through any page protection) and the rest of /proc are closed.
+TEST(Sandbox, RestrictWritesClosesProcSelfMem) {
+  if (ProbeSandbox().landlock_abi == 0) GTEST_SKIP() << ProbeSandbox().landlock_why;
+  ScratchDir own("ptxbench-rw-own");
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Open before the layer: refused after it only because of it.
+    int before = ::open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+    if (before < 0) ::_exit(9);
+    ::close(before);
+    std::string why;
+    if (!RestrictWritesTo({own.path()}, &why)) ::_exit(10);
+    if (::open("/proc/self/mem", O_RDWR | O_CLOEXEC) >= 0) ::_exit(11);
+    std::string task_mem = "/proc/self/task/" + std::to_string(::gettid()) + "/mem";
+    if (::open(task_mem.c_str(), O_WRONLY | O_CLOEXEC) >= 0) ::_exit(12);
+    if (::open("/proc/self/mem", O_RDONLY | O_CLOEXEC) < 0) ::_exit(13);  // reading stays
+    int mine = ::open(own.File("mine.txt").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (mine < 0) ::_exit(14);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "9 no /proc/self/mem to start with, 10 layer refused, "
+                                       "11 /proc/self/mem writable, 12 the task's mem writable, "
+                                       "13 /proc/self/mem unreadable, 14 own folder unwritable";
 }
 
 TEST(Sandbox, LandlockConfinesReadsAndWrites) {

@@ -82,7 +82,8 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
   p.env_set = {{"HOME", folder},
                {"TMPDIR", folder},
                {"XDG_CACHE_HOME", folder + "/.cache"},
-               {"CUDA_CACHE_PATH", folder + "/.nv"}};
+               {"CUDA_CACHE_PATH", folder + "/.nv"},
+               {"LD_BIND_NOW", "1"}};
   p.namespaces = true;
   p.drop_user = true;
   // Landlock on: reads only below the system folders, writes only in the child's folder and
@@ -108,11 +109,13 @@ SandboxPolicy CandidateChildPolicy(const std::string& folder,
   p.write_paths = {folder, "/dev/shm"};
   p.device_paths = {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"};
   for (const auto& d : NvidiaDevices()) p.device_paths.push_back(d);
-  // The CUDA driver writes to its own /proc entries (cuInit fails with
-  // cudaErrorOperatingSystem otherwise; measured on the H200). The rule is opened in the child
-  // after it entered its namespaces, so /proc/self is its own. Under a tool the target is a
-  // process of the tool's, so the whole of the namespace's own /proc is writable there.
-  p.device_paths.push_back(tool_roots.empty() ? "/proc/self" : "/proc");
+  // The CUDA driver names its threads through /proc/self/task/<tid>/comm (cuInit fails with
+  // cudaErrorOperatingSystem otherwise; measured on the H200): its threads' folders, not the
+  // rest of /proc/self (/proc/self/mem). The rule is opened in the child after it entered its
+  // namespaces, so /proc/self is its own. Under a tool the target is a process of the tool's,
+  // so the whole of the namespace's own /proc is writable there. Before the candidate is
+  // mapped, the child takes every /proc write away from itself (RestrictWritesTo).
+  p.device_paths.push_back(tool_roots.empty() ? "/proc/self/task" : "/proc");
   // No memory limit (the CUDA driver reserves terabytes of address space); the rest bound
   // what a runaway candidate can do to the machine.
   p.limits.cpu_seconds = 3600;

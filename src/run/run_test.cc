@@ -1,14 +1,17 @@
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
 #include "common/files.h"
 #include "common/sandbox.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "common/subprocess.h"
 #include "compile/nvcc.h"
 #include "compile/tvm_ffi.h"
@@ -277,8 +280,26 @@ TEST(ConfinedChild, TheProductionAllowListKeepsTestVariablesOut) {
   ScratchDir eval("env-eval");
   ChildOutcome o = RunConfinedScript(eval.path(), "candidate", "env");
   EXPECT_EQ(o.log_tail.find("PTXBENCH_FAKE_MODE"), std::string::npos) << o.log_tail;
+  EXPECT_NE(o.log_tail.find("LD_BIND_NOW=1"), std::string::npos) << o.log_tail;
   EXPECT_NE(o.log_tail.find("HOME=" + o.folder), std::string::npos) << o.log_tail;
   ::unsetenv("PTXBENCH_FAKE_MODE");
+}
+
+// Before the candidate is mapped the child's own /proc entries are writable only where the
+// CUDA driver names its threads: /proc/self/mem (which writes through any page protection)
+// and other processes' memory are not.
+TEST(ConfinedChild, ProcSelfMemIsNotWritable) {
+  if (ProbeSandbox().landlock_abi < 3) GTEST_SKIP() << "no Landlock with the truncate right";
+  if (!ProbeSandbox().proc_remount) GTEST_SKIP() << "no /proc of its own";
+  ScratchDir eval("mem-eval");
+  ChildOutcome o = RunConfinedScript(eval.path(), "candidate",
+                                     "true 3<>/proc/self/mem; echo mem=$?; "
+                                     "true 3<>/proc/1/mem; echo init_mem=$?; "
+                                     "echo renamed > /proc/self/task/$$/comm; echo comm=$?");
+  EXPECT_NE(o.log_tail.find("mem="), std::string::npos) << o.log_tail;
+  EXPECT_EQ(o.log_tail.find("mem=0"), std::string::npos) << o.log_tail;
+  EXPECT_EQ(o.log_tail.find("init_mem=0"), std::string::npos) << o.log_tail;
+  EXPECT_NE(o.log_tail.find("comm=0"), std::string::npos) << o.log_tail;
 }
 
 // Peak resident memory of this process since the last reset, in KiB.
@@ -398,6 +419,59 @@ TEST_F(ConfinedLoadCheck, ATamperedObjectIsRefused) {
   ASSERT_NE(bad.First("error"), nullptr);
   EXPECT_EQ(bad.First("error")->value("stage", ""), "harness");
   EXPECT_FALSE(FileExists(bad.folder + "/constructor.txt")) << "the tampered code ran";
+}
+
+// Once the candidate's code runs, its process's memory cannot be opened for writing: not
+// through /proc/self/mem, not through its thread's, and not after it tries to make itself
+// dumpable again.
+TEST_F(ConfinedLoadCheck, TheCandidateCannotOpenItsMemoryForWriting) {
+  if (ProbeSandbox().landlock_abi == 0 || !ProbeSandbox().seccomp)
+    GTEST_SKIP() << "no Landlock or no seccomp here";
+  ChildOutcome o = Load("candidate");
+  ASSERT_NE(o.First("loaded"), nullptr) << o.log_tail;
+  const nlohmann::json* c = o.First("confinement");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->value("proc_writes", ""), "refused");
+  EXPECT_EQ(Trim(ReadFile(o.folder + "/constructor.txt")),
+            "mem=0 task_mem=0 dumpable=0 mem_after=0");
+}
+
+// The program a candidate's child runs is linked with full RELRO and immediate binding: no
+// writable GOT, no lazily bound slot for a candidate to point elsewhere.
+TEST(Hardening, PtxbenchIsLinkedWithFullRelroAndBindNow) {
+  const char* bin = std::getenv("PTXBENCH_BIN");
+  if (!bin || !FileExists(bin)) GTEST_SKIP() << "the ptxbench binary is not built";
+  std::ifstream elf(bin, std::ios::binary);
+  // Reads a structure at a file offset (the binary is large: only its headers are read).
+  auto read_at = [&](uint64_t offset, auto* out) {
+    elf.seekg(static_cast<std::streamoff>(offset));
+    elf.read(reinterpret_cast<char*>(out), sizeof *out);
+    return static_cast<bool>(elf);
+  };
+  Elf64_Ehdr eh;
+  ASSERT_TRUE(read_at(0, &eh));
+  ASSERT_EQ(std::memcmp(eh.e_ident, ELFMAG, SELFMAG), 0);
+  ASSERT_EQ(eh.e_ident[EI_CLASS], ELFCLASS64);
+  bool relro = false, bind_now = false, dynamic = false;
+  for (size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    ASSERT_TRUE(read_at(eh.e_phoff + i * sizeof ph, &ph));
+    if (ph.p_type == PT_GNU_RELRO) relro = true;
+    if (ph.p_type != PT_DYNAMIC) continue;
+    dynamic = true;
+    for (uint64_t at = ph.p_offset; at + sizeof(Elf64_Dyn) <= ph.p_offset + ph.p_filesz;
+         at += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn d;
+      ASSERT_TRUE(read_at(at, &d));
+      if (d.d_tag == DT_NULL) break;
+      if (d.d_tag == DT_BIND_NOW) bind_now = true;
+      if (d.d_tag == DT_FLAGS && (d.d_un.d_val & DF_BIND_NOW)) bind_now = true;
+      if (d.d_tag == DT_FLAGS_1 && (d.d_un.d_val & DF_1_NOW)) bind_now = true;
+    }
+  }
+  EXPECT_TRUE(dynamic);
+  EXPECT_TRUE(relro) << "no PT_GNU_RELRO segment";
+  EXPECT_TRUE(bind_now) << "no BIND_NOW in the dynamic section";
 }
 
 }  // namespace
