@@ -76,15 +76,20 @@ std::string CardMarkdown(const json& card) {
       md += "| " + it.key() + " | " + std::to_string(it.value().value("train", 0)) + " | " +
             std::to_string(it.value().value("validation", 0)) + " |\n";
   };
+  // value(), never operator[]: on a const json a missing key is undefined behaviour (a card
+  // made without provenance crashed here under ctest).
+  const json counts = card.value("counts", json::object());
   for (const char* k : {"by_task", "by_outcome", "by_turn", "by_teacher"})
-    if (card["counts"].contains(k) && !card["counts"][k].empty()) table(k, card["counts"][k]);
-  if (!card["dropped"].empty()) {
+    if (counts.contains(k) && !counts[k].empty()) table(k, counts[k]);
+  const json dropped = card.value("dropped", json::object());
+  if (!dropped.empty()) {
     md += "\n## Dropped\n\n";
-    for (auto it = card["dropped"].begin(); it != card["dropped"].end(); ++it)
+    for (auto it = dropped.begin(); it != dropped.end(); ++it)
       md += "- " + it.key() + ": " + std::to_string(it.value().get<int>()) + "\n";
   }
-  md += "\n## Settings\n\n```json\n" + card["settings"].dump(2) + "\n```\n";
-  md += "\n## Provenance\n\n```json\n" + card["provenance"].dump(2) + "\n```\n";
+  md += "\n## Settings\n\n```json\n" + card.value("settings", json::object()).dump(2) + "\n```\n";
+  md +=
+      "\n## Provenance\n\n```json\n" + card.value("provenance", json::object()).dump(2) + "\n```\n";
   return md;
 }
 
