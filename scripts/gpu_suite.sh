@@ -27,7 +27,10 @@
 #                                   every adversarial control (controls/adversarial) and the
 #                                   GEMM controls with their verdicts, then the cost of the
 #                                   defenses at the headline GEMM against the commit before them
-#                                   (BEFORE=<commit>, built beside this one)
+#                                   (BEFORE=<commit>, built beside this one). GTEST_FILTER picks
+#                                   the tests (Controls.ConcurrentHonestEvaluationsKeepTheirVerdicts:
+#                                   eight honest evaluations at once), PTXBENCH_CONTROL_FILTER the
+#                                   controls (docs/gpu-runs/2026-12-06-h100-issue34.md has the runs)
 #   scripts/gpu_suite.sh formats    issue 22: upstream (TVM-FFI) kernels judged unchanged, a
 #                                   FlashInfer-Bench solution and its trace, the upstream CSV;
 #                                   the headline GEMM's wall time with SHA-256 via libcrypto
