@@ -1785,9 +1785,13 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
     // The checker itself failed: we cannot claim the run was clean.
     mj["state"] = "failed";
     mj["log_tail"] = ValidUtf8(TailLines(text + "\n" + mo.log_tail, 20));
-    if (!v->decided)
-      v->Set(Status::kInfraError, "",
+    // The report is written in the candidate's own folder, where it can truncate it: a missing
+    // report is its failure unless a candidate-free probe finds the GPU unhealthy.
+    if (!v->decided) {
+      v->Set(Status::kRuntimeError, "",
              "compute-sanitizer did not produce a report (" + mo.exit.Describe() + ")");
+      v->claimed_infra = true;
+    }
   }
   // A clean report says nothing about a call that never finished: the checked call must have
   // completed and reported its outputs, or the memory check did not certify anything.
@@ -1997,6 +2001,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   rec.correctness = correctness;
   ConfirmCandidateFailure(req, scratch, &rec, &v);
   const ChildOutcome memcheck = MemcheckStage(c, run.request, scratch, &rec, &v);
+  ConfirmCandidateFailure(req, scratch, &rec, &v);
 
   // The stages that must have the GPU alone take its lock, whoever started the evaluation.
   std::optional<GpuLock> lock;
