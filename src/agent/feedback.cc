@@ -349,7 +349,9 @@ void Memcheck(const EvaluationRecord& record, std::string* out) {
   std::string section;
   if (state == "timed_out") section += "The memory check timed out; its report is incomplete.\n";
   if (state == "failed")
-    section += "compute-sanitizer did not produce a report (judged your failure unless the GPU failed a health probe).\n";
+    section +=
+        "compute-sanitizer did not produce a report (judged your failure unless the GPU failed a "
+        "health probe).\n";
   if (count == 0 && errors.empty()) {
     if (state == "ran") section += "No memory error found.\n";
   } else {
