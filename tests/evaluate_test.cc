@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "common/files.h"
@@ -79,6 +81,47 @@ TEST_F(EvaluateTest, CorrectCandidatePassesAndTheReferenceIsCachedAfterwards) {
   EXPECT_EQ(again.correctness["reference"]["computed_trials"], 0);
   EXPECT_EQ(again.correctness["reference"]["cached_trials"], 3);
   EXPECT_TRUE(again.build["cache_hit"].get<bool>());
+}
+
+// A compute-sanitizer that runs its target but writes no report, as when the candidate's
+// process unlinks or truncates the report in its own folder (controls/adversarial/
+// memcheck_report_unlink.cu does it on the GPU).
+TEST_F(EvaluateTest, AMissingMemoryCheckReportIsTheCandidatesUnlessTheGpuIsUnhealthy) {
+  const std::string bin = dir_.File("bin");
+  MakeDirs(bin);
+  WriteFileAtomic(bin + "/compute-sanitizer",
+                  "#!/bin/sh\n"
+                  "# options all take a value; the first word that is not one is the target\n"
+                  "while [ $# -gt 0 ]; do\n"
+                  "  case \"$1\" in --help) echo '--padding --kernel-name-exclude'; exit 0;;\n"
+                  "  --*) shift 2;; *) break;; esac\n"
+                  "done\n"
+                  "exec \"$@\"\n");
+  ASSERT_EQ(::chmod((bin + "/compute-sanitizer").c_str(), 0755), 0);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin + ":" + old_path).c_str(), 1);
+  auto eval = [&](const std::string& mode) {
+    ::setenv("PTXBENCH_FAKE_MODE", mode.c_str(), 1);
+    EvalRequest r;
+    r.kernel_path = kernel_;
+    r.definition = &catalog_.Find("gemm_n128_k2048");
+    r.workload = &r.definition->FindWorkload("M=93");
+    r.options.sanitize = SanitizeMode::kAlways;
+    r.options.timeout = std::chrono::seconds(3);
+    r.options.memcheck_timeout = std::chrono::seconds(10);
+    r.options.timing = false;
+    r.cache_root = dir_.File("cache");
+    r.executable = FAKE_CHILD_PATH;
+    return Evaluate(r);
+  };
+  EvaluationRecord healthy = eval("correct");
+  EvaluationRecord unhealthy = eval("unhealthy_probe");
+  ::setenv("PATH", old_path.c_str(), 1);
+  // Before: INFRA_ERROR whatever the GPU's state, a failure laundered as the harness's.
+  EXPECT_EQ(healthy.status, Status::kRuntimeError) << healthy.message;
+  EXPECT_NE(healthy.message.find("did not produce a report"), std::string::npos) << healthy.message;
+  EXPECT_EQ(healthy.memcheck["state"], "failed");
+  EXPECT_EQ(unhealthy.status, Status::kInfraError) << unhealthy.message;
 }
 
 struct Case {

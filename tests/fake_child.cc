@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
     out.Send({{"event", "done"}});
     return 0;
   }
-  if (mode == "no_gpu_after_load_unhealthy" && spec["role"] == "probe") {
+  if ((mode == "no_gpu_after_load_unhealthy" || mode == "unhealthy_probe") &&
+      spec["role"] == "probe") {
     out.Send({{"event", "no_gpu"}, {"message", "fake: the GPU fell off the bus"}});
     out.Send({{"event", "done"}});
     return 0;

@@ -48,10 +48,11 @@ bool ProbeDevice(ChannelWriter& out) {
   return true;
 }
 
-void RunReference(const json& spec, ChannelWriter& out) {
-  const Family* family = FindFamily(spec.at("family").get<std::string>());
-  Axes axes = spec.at("axes").get<Axes>();
-  std::string out_dir = spec.at("out_dir");
+void RunReference(const ReferenceSpec& spec, ChannelWriter& out) {
+  const Family* family = FindFamily(spec.family);
+  if (!family) throw std::runtime_error("reference: unknown family " + spec.family);
+  Axes axes = spec.axes.get<Axes>();
+  const std::string& out_dir = spec.out_dir;
   cudaStream_t stream;
   PTXBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   Buffers b;
@@ -69,10 +70,8 @@ void RunReference(const json& spec, ChannelWriter& out) {
   std::vector<float> host;
   // The timing layer's re-checked calls of a family that derives its timed inputs come with
   // the seed of their buffer set's base: inputs = MakeTimedInputs(base(set_seed), seed).
-  std::vector<uint64_t> seeds = spec.at("seeds").get<std::vector<uint64_t>>();
-  std::vector<uint64_t> set_seeds = spec.value("set_seeds", std::vector<uint64_t>{});
-  if (!set_seeds.empty() && set_seeds.size() != seeds.size())
-    throw std::runtime_error("reference: set_seeds and seeds differ in length");
+  const std::vector<uint64_t>& seeds = spec.seeds;
+  const std::vector<uint64_t>& set_seeds = spec.set_seeds;  // same length (ParseReferenceSpec)
   Buffers base;
   if (!set_seeds.empty()) AllocateInputs(*family, axes, &base);
   std::optional<uint64_t> base_seed;
@@ -129,11 +128,15 @@ json CandidateKernels(ActivityTimer* timer) {
   return json(std::vector<std::string>(names.begin(), names.end()));
 }
 
-void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
-  const Family* family = FindFamily(spec.at("family").get<std::string>());
-  Axes axes = spec.at("axes").get<Axes>();
-  std::string out_dir = spec.at("out_dir");
-  bool write_outputs = spec.value("write_outputs", true);
+// `spec` is the whole spec (the loader reads its own fields from it); `run_spec` its candidate
+// part, parsed strictly.
+void RunCandidate(const json& spec, const CandidateRunSpec& run_spec, ChannelWriter& out,
+                  ActivityTimer* timer) {
+  const Family* family = FindFamily(run_spec.family);
+  if (!family) throw std::runtime_error("candidate: unknown family " + run_spec.family);
+  Axes axes = run_spec.axes.get<Axes>();
+  const std::string& out_dir = run_spec.out_dir;
+  const bool write_outputs = run_spec.write_outputs;
 
   // The harness's own allocations and stream exist before the candidate is loaded, so that
   // nothing the candidate does at load time can see or steer them.
@@ -143,15 +146,15 @@ void RunCandidate(const json& spec, ChannelWriter& out, ActivityTimer* timer) {
   // (child_support.h), so an access past either edge faults in some trial.
   Buffers end_guarded, start_guarded;
   Allocate(*family, axes, &end_guarded, GuardedEdge::kEnd);
-  const auto seeds = spec.at("seeds").get<std::vector<uint64_t>>();
+  const std::vector<uint64_t>& seeds = run_spec.seeds;
   if (seeds.size() > 1) Allocate(*family, axes, &start_guarded, GuardedEdge::kStart);
 
   // Code for an architecture this GPU cannot run is our machine's limit, not the
   // candidate's failure: say so before loading it.
-  if (spec.contains("arch")) {
+  if (!run_spec.arch.empty()) {
     json dev = DeviceInfo();
     std::string cc = dev.value("compute_capability", std::string());
-    std::string arch = spec["arch"];
+    const std::string& arch = run_spec.arch;
     std::string need = arch.rfind("sm_100", 0) == 0  ? "10.0"
                        : arch.rfind("sm_90", 0) == 0 ? "9.0"
                                                      : "";
@@ -251,11 +254,17 @@ int ChildMain(int argc, char** argv) {
   }
   try {
     json spec = json::parse(ReadFile(argv[2]));
-    std::string role = spec.at("role");
-    SetGuardPages(spec.value("guard_pages", true));
+    // Every role's spec is parsed strictly before anything runs: a spec the child cannot
+    // honour is a harness error here, never a default it fills in.
+    const ChildRole role = ParseChildRole(spec);
+    std::optional<ReferenceSpec> reference;
+    std::optional<CandidateRunSpec> candidate;
+    if (role == ChildRole::kReference) reference = ParseReferenceSpec(spec);
+    if (role == ChildRole::kCandidate) candidate = ParseCandidateRunSpec(spec);
+    SetGuardPages(!candidate || candidate->guard_pages);
     // CUPTI attaches before the first CUDA call of the process, or it misses the context.
     std::unique_ptr<ActivityTimer> timer;
-    if (role == "timing") {
+    if (role == ChildRole::kTiming) {
       try {
         timer = std::make_unique<ActivityTimer>();
       } catch (const std::exception& e) {
@@ -263,7 +272,7 @@ int ChildMain(int argc, char** argv) {
         out.Send({{"event", "done"}});
         return 0;
       }
-    } else if (role == "candidate" && spec.value("kernels", false)) {
+    } else if (candidate && candidate->kernels) {
       // Which kernels the candidate launches, to hold against the other children's; where a
       // wrapping tool holds CUPTI itself, the list is missing and says why.
       try {
@@ -275,8 +284,8 @@ int ChildMain(int argc, char** argv) {
     // Loading alone, before any GPU is asked for: that a candidate's object, and what it
     // links (the tvm-ffi runtime's copy beside it), load in a confined child. For tests: a
     // machine without a GPU checks the confinement of loading this way.
-    if (role == "load_check") {
-          CandidateEntry entry = LoadCandidateRun(spec, out);
+    if (role == ChildRole::kLoadCheck) {
+      CandidateEntry entry = LoadCandidateRun(spec, out);
       if (entry) out.Send({{"event", "loaded"}, {"abi", ToString(entry.abi)}});
       out.Send({{"event", "done"}});
       return 0;
@@ -285,16 +294,20 @@ int ChildMain(int argc, char** argv) {
       out.Send({{"event", "done"}});
       return 0;
     }
-    if (role == "probe") {
-      // Only the device report above.
-    } else if (role == "reference")
-      RunReference(spec, out);
-    else if (role == "candidate")
-      RunCandidate(spec, out, timer.get());
-    else if (role == "timing")
-      RunTiming(spec, *timer, out);
-    else
-      throw std::runtime_error("unknown child role " + role);
+    switch (role) {
+      case ChildRole::kProbe:  // only the device report above
+      case ChildRole::kLoadCheck:
+        break;
+      case ChildRole::kReference:
+        RunReference(*reference, out);
+        break;
+      case ChildRole::kCandidate:
+        RunCandidate(spec, *candidate, out, timer.get());
+        break;
+      case ChildRole::kTiming:
+        RunTiming(spec, *timer, out);
+        break;
+    }
     out.Send({{"event", "done"}});
     return 0;
   } catch (const CudaError& e) {

@@ -430,12 +430,13 @@ ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, con
                                const ScratchDir& scratch, const std::string& name,
                                const std::vector<uint64_t>& set_seeds = {}) {
   ChildRequest cr;
-  cr.spec = {{"role", "reference"},
-             {"family", family.Name()},
-             {"axes", axes},
-             {"seeds", seeds},
-             {"out_dir", out_dir}};
-  if (!set_seeds.empty()) cr.spec["set_seeds"] = set_seeds;
+  ReferenceSpec spec;
+  spec.family = family.Name();
+  spec.axes = axes;
+  spec.seeds = seeds;
+  spec.out_dir = out_dir;
+  spec.set_seeds = set_seeds;
+  cr.spec = ToJson(spec);
   cr.work_dir = scratch.path();
   cr.name = name;
   cr.timeout = req.reference_timeout;
@@ -664,7 +665,7 @@ ChildOutcome RunBaselineChild(const EvalRequest& req, const Family& family, cons
 // candidate's), else why it does not.
 std::optional<std::string> ProbeGpuUnhealthy(const EvalRequest& req, const ScratchDir& scratch) {
   ChildRequest pr;
-  pr.spec = {{"role", "probe"}};
+  pr.spec = ProbeSpecJson();
   pr.work_dir = scratch.path();
   pr.name = "health-probe";
   pr.timeout = std::chrono::seconds(60);
@@ -1582,12 +1583,18 @@ CandidateRun RunCandidateStage(const EvalContext& c, const std::string& shared_o
   auto t = Clock::now();
   CandidateRun run;
   ChildRequest& cc = run.request;
-  cc.spec = {{"role", "candidate"}, {"family", c.family.Name()}, {"axes", c.axes},
-             {"seeds", seeds},      {"out_dir", scratch.path()}, {"shared_object", shared_object},
-             {"arch", c.req.arch},  {"abi", ToString(abi)}};
+  CandidateRunSpec spec;
+  spec.family = c.family.Name();
+  spec.axes = c.axes;
+  spec.seeds = seeds;
+  spec.out_dir = scratch.path();  // the child's own folder, set by RunChild
+  spec.shared_object = shared_object;
+  spec.arch = c.req.arch;
+  spec.abi = ToString(abi);
+  spec.kernels = true;  // the launched kernels, held against the other children's
+  cc.spec = ToJson(spec);
   cc.work_dir = scratch.path();
   cc.confine = true;
-  cc.spec["kernels"] = true;  // the launched kernels, held against the other children's
   cc.name = "candidate";
   cc.timeout = c.req.options.timeout;
   cc.executable = c.req.executable;

@@ -8,6 +8,7 @@
 #include "compile/tvm_ffi.h"
 #include "run/channel.h"
 #include "run/confine.h"
+#include "run/protocol.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -137,7 +138,7 @@ ChildOutcome RunChild(const ChildRequest& r) {
 ChildOutcome RunProbeChild() {
   ScratchDir scratch("ptxbench-probe");
   ChildRequest probe;
-  probe.spec = {{"role", "probe"}};
+  probe.spec = ProbeSpecJson();
   probe.work_dir = scratch.path();
   probe.name = "probe";
   probe.timeout = std::chrono::seconds(60);

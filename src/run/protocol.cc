@@ -2,6 +2,7 @@
 
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace ptxbench {
 namespace {
@@ -11,24 +12,118 @@ using nlohmann::json;
 // One field of a spec: required ones throw when absent; every present one must have the
 // expected type, whatever its default.
 template <typename T>
-void Read(const json& j, const char* key, T* out, bool required) {
+void ReadAs(const char* spec, const json& j, const char* key, T* out, bool required) {
   auto it = j.find(key);
   if (it == j.end()) {
-    if (required) throw std::invalid_argument(std::string("timing spec: no field `") + key + "`");
+    if (required) throw std::invalid_argument(std::string(spec) + " spec: no field `" + key + "`");
     return;
   }
   try {
     *out = it->get<T>();
   } catch (const json::exception&) {
-    throw std::invalid_argument(std::string("timing spec: field `") + key + "` has the wrong type");
+    throw std::invalid_argument(std::string(spec) + " spec: field `" + key +
+                                "` has the wrong type");
   }
 }
 
-void Check(bool ok, const char* what) {
-  if (!ok) throw std::invalid_argument(std::string("timing spec: ") + what);
+void CheckAs(const char* spec, bool ok, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string(spec) + " spec: " + what);
 }
 
+template <typename T>
+void Read(const json& j, const char* key, T* out, bool required) {
+  ReadAs("timing", j, key, out, required);
+}
+void Check(bool ok, const char* what) { CheckAs("timing", ok, what); }
+
+void RequireObject(const char* spec, const json& j) {
+  if (!j.is_object()) throw std::invalid_argument(std::string(spec) + " spec: not a JSON object");
+}
+
+constexpr std::pair<ChildRole, const char*> kRoleNames[] = {{ChildRole::kProbe, "probe"},
+                                                            {ChildRole::kLoadCheck, "load_check"},
+                                                            {ChildRole::kReference, "reference"},
+                                                            {ChildRole::kCandidate, "candidate"},
+                                                            {ChildRole::kTiming, "timing"}};
+
 }  // namespace
+
+const char* ToString(ChildRole role) {
+  for (const auto& [r, name] : kRoleNames)
+    if (r == role) return name;
+  return "unknown";
+}
+
+ChildRole ParseChildRole(const json& spec) {
+  RequireObject("child", spec);
+  std::string name;
+  ReadAs("child", spec, "role", &name, true);
+  for (const auto& [r, n] : kRoleNames)
+    if (name == n) return r;
+  throw std::invalid_argument("child spec: unknown role `" + name + "`");
+}
+
+json ProbeSpecJson() { return {{"role", "probe"}}; }
+
+json ToJson(const ReferenceSpec& s) {
+  json j = {{"role", "reference"},
+            {"family", s.family},
+            {"axes", s.axes},
+            {"out_dir", s.out_dir},
+            {"seeds", s.seeds}};
+  if (!s.set_seeds.empty()) j["set_seeds"] = s.set_seeds;
+  return j;
+}
+
+ReferenceSpec ParseReferenceSpec(const json& j) {
+  const char* what = "reference";
+  RequireObject(what, j);
+  ReferenceSpec s;
+  ReadAs(what, j, "family", &s.family, true);
+  ReadAs(what, j, "axes", &s.axes, true);
+  ReadAs(what, j, "out_dir", &s.out_dir, true);
+  ReadAs(what, j, "seeds", &s.seeds, true);
+  ReadAs(what, j, "set_seeds", &s.set_seeds, false);
+  CheckAs(what, s.axes.is_object(), "`axes` is not an object");
+  CheckAs(what, !s.seeds.empty(), "no seeds");
+  CheckAs(what, s.set_seeds.empty() || s.set_seeds.size() == s.seeds.size(),
+          "`set_seeds` and `seeds` differ in length");
+  return s;
+}
+
+json ToJson(const CandidateRunSpec& s) {
+  json j = {{"role", "candidate"},
+            {"family", s.family},
+            {"axes", s.axes},
+            {"out_dir", s.out_dir},
+            {"seeds", s.seeds},
+            {"shared_object", s.shared_object},
+            {"abi", s.abi},
+            {"kernels", s.kernels},
+            {"write_outputs", s.write_outputs},
+            {"guard_pages", s.guard_pages}};
+  if (!s.arch.empty()) j["arch"] = s.arch;
+  return j;
+}
+
+CandidateRunSpec ParseCandidateRunSpec(const json& j) {
+  const char* what = "candidate";
+  RequireObject(what, j);
+  CandidateRunSpec s;
+  ReadAs(what, j, "family", &s.family, true);
+  ReadAs(what, j, "axes", &s.axes, true);
+  ReadAs(what, j, "out_dir", &s.out_dir, true);
+  ReadAs(what, j, "seeds", &s.seeds, true);
+  ReadAs(what, j, "shared_object", &s.shared_object, true);
+  ReadAs(what, j, "abi", &s.abi, false);
+  ReadAs(what, j, "arch", &s.arch, false);
+  ReadAs(what, j, "kernels", &s.kernels, false);
+  ReadAs(what, j, "write_outputs", &s.write_outputs, false);
+  ReadAs(what, j, "guard_pages", &s.guard_pages, false);
+  CheckAs(what, s.axes.is_object(), "`axes` is not an object");
+  CheckAs(what, !s.seeds.empty(), "no seeds");
+  return s;
+}
 
 json ToJson(const TimingSpec& s) {
   json j = {{"role", "timing"},

@@ -1,8 +1,9 @@
-// The numbers of the timing protocol, decided by the parent and sent to the timing child
-// (DESIGN.md section 6: fail closed). A child never sizes anything from what it finds at run
-// time (free memory after the candidate's constructors ran, a count in its own message):
-// it honours these or fails. Parsed strictly here, with the defaults defined only here, so
-// the parent's and the child's views of a spec cannot drift apart.
+// What the parent tells each child (its spec, one type per role) and the events whose meaning
+// the parent decides on, in one place (DESIGN.md section 6: fail closed). A child never sizes
+// anything from what it finds at run time (free memory after the candidate's constructors ran,
+// a count in its own message): it honours its spec or fails. Every spec is parsed strictly
+// here, with its defaults defined only here, so the parent's and the child's views of a spec
+// cannot drift apart.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,47 @@
 #include <nlohmann/json.hpp>
 
 namespace ptxbench {
+
+// The roles a child can take; its spec's `role` field.
+enum class ChildRole { kProbe, kLoadCheck, kReference, kCandidate, kTiming };
+const char* ToString(ChildRole role);
+// Throws std::invalid_argument for a spec that is not an object or names no known role.
+ChildRole ParseChildRole(const nlohmann::json& spec);
+
+// A candidate-free child that only reports the device (role "probe"): the parent's own
+// evidence about the GPU's health.
+nlohmann::json ProbeSpecJson();
+
+// A reference child (role "reference"): the trusted reference on `seeds`, its expected outputs
+// written to `out_dir`. With `set_seeds` (one per seed), the inputs are the family's timed
+// inputs derived from that buffer set's base, as the timing layer's re-checked calls had them.
+struct ReferenceSpec {
+  std::string family;
+  nlohmann::json axes = nlohmann::json::object();
+  std::string out_dir;
+  std::vector<uint64_t> seeds;
+  std::vector<uint64_t> set_seeds;
+};
+nlohmann::json ToJson(const ReferenceSpec& spec);
+ReferenceSpec ParseReferenceSpec(const nlohmann::json& j);
+
+// A candidate's correctness child (role "candidate"): one call per seed on fresh inputs, its
+// outputs written out for the parent to compare. Also the memory-checked and profiled calls.
+// The loader's own fields (`confine`, `preload`, `shared_object_sha256`) are added by
+// run/children.cc and read by the loader, not here.
+struct CandidateRunSpec {
+  std::string family;
+  nlohmann::json axes = nlohmann::json::object();
+  std::string out_dir;
+  std::vector<uint64_t> seeds;  // at least one
+  std::string shared_object, abi = "native";
+  std::string arch;      // empty: no architecture check before loading
+  bool kernels = false;  // record the launched kernels' names (CUPTI)
+  bool write_outputs = true;
+  bool guard_pages = true;  // off under compute-sanitizer, which knows exact bounds
+};
+nlohmann::json ToJson(const CandidateRunSpec& spec);
+CandidateRunSpec ParseCandidateRunSpec(const nlohmann::json& j);
 
 // The spec of a timing child (role "timing"): a candidate's, or a baseline's alone
 // (`baseline_only`), in a process no candidate ever enters.
@@ -59,6 +101,24 @@ nlohmann::json ToJson(const AfterLoopPlan& plan);
 // nullopt when the line is not a plan (the child then fails: no plan, no witness).
 std::optional<AfterLoopPlan> ParseAfterLoopPlan(const std::string& line);
 
+// The events the parent decides on, by name: a child's line with any other event is shown,
+// never believed.
+namespace event {
+inline constexpr const char* kDevice = "device";
+inline constexpr const char* kLoading = "loading";
+inline constexpr const char* kCallStarted = "call_started";
+inline constexpr const char* kTrial = "trial";
+inline constexpr const char* kReference = "reference";
+inline constexpr const char* kRefused = "refused";
+inline constexpr const char* kError = "error";
+inline constexpr const char* kNoGpu = "no_gpu";
+inline constexpr const char* kArchUnavailable = "arch_unavailable";
+inline constexpr const char* kLibraries = "libraries";
+inline constexpr const char* kTimingSample = "timing_sample";
+inline constexpr const char* kTimedLoopDone = "timed_loop_done";
+inline constexpr const char* kDone = "done";
+}  // namespace event
+
 // Events that say "the harness could not do this" rather than "the candidate failed". The
 // parent believes one only from a process that had not yet loaded a candidate, or from a
 // process that never loads one; in a candidate's process after its load they are the
@@ -67,7 +127,7 @@ bool IsHarnessClaim(const nlohmann::json& message);
 
 // The marker a child sends right before it maps a candidate: what it sent before is the
 // harness's own word; everything after may be forged.
-inline constexpr const char* kLoadingEvent = "loading";
+inline constexpr const char* kLoadingEvent = event::kLoading;
 
 // The index of the first `loading` marker in a child's messages; messages.size() when the
 // child never came to load a candidate (then all it sent is the harness's).

@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-TimingSpec CandidateSpec() {
+TimingSpec CandidateTimingSpec() {
   TimingSpec s;
   s.family = "gemm";
   s.axes = {{"M", 64}, {"N", 64}, {"K", 64}};
@@ -21,7 +21,7 @@ TimingSpec CandidateSpec() {
 }
 
 TEST(Protocol, TimingSpecRoundTrips) {
-  TimingSpec s = CandidateSpec();
+  TimingSpec s = CandidateTimingSpec();
   TimingSpec back = ParseTimingSpec(ToJson(s));
   EXPECT_EQ(back.kept_outputs, 50);
   EXPECT_EQ(back.witness_calls, 20);
@@ -35,29 +35,29 @@ TEST(Protocol, CandidateSpecMustCarryTheParentsNumbers) {
   // child would otherwise size them itself.
   for (const char* field : {"kept_outputs", "witness_calls", "digest_key", "shared_object",
                             "family", "axes", "seed_base", "out_dir"}) {
-    json j = ToJson(CandidateSpec());
+    json j = ToJson(CandidateTimingSpec());
     j.erase(field);
     EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument) << field;
   }
 }
 
 TEST(Protocol, OutOfRangeAndMistypedFieldsAreRefused) {
-  json j = ToJson(CandidateSpec());
+  json j = ToJson(CandidateTimingSpec());
   j["witness_calls"] = 51;  // more witness calls than kept outputs
   EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
-  j = ToJson(CandidateSpec());
+  j = ToJson(CandidateTimingSpec());
   j["kept_outputs"] = 51;  // more than the timed calls
   EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
-  j = ToJson(CandidateSpec());
+  j = ToJson(CandidateTimingSpec());
   j["kept_outputs"] = "50";
   EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
-  j = ToJson(CandidateSpec());
+  j = ToJson(CandidateTimingSpec());
   j["buffer_sets"] = 0;
   EXPECT_THROW(ParseTimingSpec(j), std::invalid_argument);
 }
 
 TEST(Protocol, BaselineSpecNeedsNoCandidateFields) {
-  TimingSpec s = CandidateSpec();
+  TimingSpec s = CandidateTimingSpec();
   s.baseline_only = true;
   s.baseline_phase = "baseline_after";
   s.peak_n = 8192;
@@ -97,6 +97,77 @@ TEST(Protocol, LoadingIndexSplitsTheHarnessWordFromTheCandidates) {
   EXPECT_EQ(LoadingIndex(m), 1u);
   m.erase(m.begin() + 1);
   EXPECT_EQ(LoadingIndex(m), 2u);
+}
+
+TEST(Protocol, EveryRoleIsNamedAndUnknownOnesAreRefused) {
+  for (ChildRole r : {ChildRole::kProbe, ChildRole::kLoadCheck, ChildRole::kReference,
+                      ChildRole::kCandidate, ChildRole::kTiming})
+    EXPECT_EQ(ParseChildRole({{"role", ToString(r)}}), r);
+  EXPECT_EQ(ParseChildRole(ProbeSpecJson()), ChildRole::kProbe);
+  EXPECT_THROW(ParseChildRole({{"role", "root_shell"}}), std::invalid_argument);
+  EXPECT_THROW(ParseChildRole({{"role", 3}}), std::invalid_argument);
+  EXPECT_THROW(ParseChildRole(json::array()), std::invalid_argument);
+}
+
+ReferenceSpec AReferenceSpec() {
+  ReferenceSpec s;
+  s.family = "gemm";
+  s.axes = {{"M", 64}, {"N", 64}, {"K", 64}};
+  s.out_dir = "/tmp/x";
+  s.seeds = {1, 2};
+  return s;
+}
+
+TEST(Protocol, ReferenceSpecRoundTripsAndIsCheckedStrictly) {
+  ReferenceSpec s = AReferenceSpec();
+  s.set_seeds = {10, 10};
+  ReferenceSpec back = ParseReferenceSpec(ToJson(s));
+  EXPECT_EQ(back.seeds, s.seeds);
+  EXPECT_EQ(back.set_seeds, s.set_seeds);
+  EXPECT_FALSE(ToJson(AReferenceSpec()).contains("set_seeds"));
+  for (const char* field : {"family", "axes", "out_dir", "seeds"}) {
+    json j = ToJson(s);
+    j.erase(field);
+    EXPECT_THROW(ParseReferenceSpec(j), std::invalid_argument) << field;
+  }
+  json j = ToJson(s);
+  j["set_seeds"] = {10};  // one per seed or none
+  EXPECT_THROW(ParseReferenceSpec(j), std::invalid_argument);
+  j = ToJson(s);
+  j["seeds"] = json::array();
+  EXPECT_THROW(ParseReferenceSpec(j), std::invalid_argument);
+  j = ToJson(s);
+  j["seeds"] = {"1"};
+  EXPECT_THROW(ParseReferenceSpec(j), std::invalid_argument);
+}
+
+TEST(Protocol, CandidateRunSpecRoundTripsWithItsDefaultsDefinedHere) {
+  CandidateRunSpec s;
+  s.family = "gemm";
+  s.axes = {{"M", 64}, {"N", 64}, {"K", 64}};
+  s.out_dir = "/tmp/x";
+  s.seeds = {5};
+  s.shared_object = "/tmp/x/candidate.so";
+  s.arch = "sm_90a";
+  s.kernels = true;
+  CandidateRunSpec back = ParseCandidateRunSpec(ToJson(s));
+  EXPECT_EQ(back.arch, "sm_90a");
+  EXPECT_TRUE(back.kernels);
+  EXPECT_TRUE(back.write_outputs);
+  EXPECT_TRUE(back.guard_pages);
+  EXPECT_EQ(back.abi, "native");
+  json j = ToJson(s);
+  j.erase("guard_pages");
+  j.erase("write_outputs");
+  EXPECT_TRUE(ParseCandidateRunSpec(j).guard_pages);  // absent means the safe default
+  for (const char* field : {"family", "axes", "out_dir", "seeds", "shared_object"}) {
+    json k = ToJson(s);
+    k.erase(field);
+    EXPECT_THROW(ParseCandidateRunSpec(k), std::invalid_argument) << field;
+  }
+  j = ToJson(s);
+  j["guard_pages"] = "no";  // a mistyped switch is refused, not read as "off"
+  EXPECT_THROW(ParseCandidateRunSpec(j), std::invalid_argument);
 }
 
 }  // namespace
