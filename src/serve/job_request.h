@@ -20,6 +20,9 @@ namespace ptxbench {
 
 // The longest task or workload name a request may carry (server.h kMaxNameBytes: the same).
 constexpr size_t kMaxRequestNameBytes = 256;
+// How deep a request body may nest: a job request is 3 levels deep (options hold scalars, a
+// tag strings and integers); 16 leaves room and refuses any bomb long before a walk recurses.
+constexpr int kMaxRequestDepth = 16;
 
 // The request as queued: every field checked, the workload resolved to its id, defaults
 // filled in. Throws InputError with one line that names the problem (field and why).

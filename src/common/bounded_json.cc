@@ -1,0 +1,75 @@
+#include "common/bounded_json.h"
+
+#include "common/error.h"
+
+namespace ptxbench {
+namespace {
+
+using nlohmann::json;
+
+// Thrown from the parser's callback: the parser stops at once, with nothing built past it.
+struct TooDeep {};
+
+json ParseWithDepthLimit(std::string_view text, int max_depth) {
+  // The callback sees every object and array as it opens, with its depth, before any of its
+  // contents is read: the walk never gets deeper than the limit.
+  json::parser_callback_t guard = [max_depth](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= max_depth)
+      throw TooDeep{};
+    return true;
+  };
+  return json::parse(text.begin(), text.end(), guard);
+}
+
+}  // namespace
+
+json ParseBoundedJson(std::string_view text, const std::string& what, const JsonLimits& limits) {
+  if (text.size() > limits.max_bytes)
+    throw InputError(what + " is " + std::to_string(text.size()) + " bytes, over the limit of " +
+                     std::to_string(limits.max_bytes));
+  try {
+    return ParseWithDepthLimit(text, limits.max_depth);
+  } catch (const TooDeep&) {
+    throw InputError(what + " nests deeper than " + std::to_string(limits.max_depth) +
+                     " levels of objects and arrays");
+  } catch (const json::exception& e) {
+    throw InputError(what + " is not valid JSON: " + std::string(e.what()));
+  }
+}
+
+json ParseBoundedJsonOrDiscarded(std::string_view text, const JsonLimits& limits) {
+  if (text.size() > limits.max_bytes) return json(json::value_t::discarded);
+  try {
+    return ParseWithDepthLimit(text, limits.max_depth);
+  } catch (const TooDeep&) {
+  } catch (const json::exception&) {
+  }
+  return json(json::value_t::discarded);
+}
+
+int JsonTextDepth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > deepest) deepest = depth;
+    } else if (c == ']' || c == '}') {
+      if (depth > 0) --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace ptxbench

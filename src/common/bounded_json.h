@@ -1,0 +1,36 @@
+// Parsing JSON that someone else wrote (a request body, a file a user imports, a record or a
+// child's line) with limits on its size and nesting, checked while the parser reads, before
+// anything walks the document: a document 100,000 arrays deep is refused after 65 of them,
+// never handed to code that recurses (nlohmann's dump(), our own walks) on a thread's stack.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace ptxbench {
+
+struct JsonLimits {
+  // Deep enough for every document the project writes (records nest about 8 deep), far below
+  // where a recursive walk would exhaust a thread's stack.
+  int max_depth = 64;
+  size_t max_bytes = size_t{64} << 20;
+};
+
+// Throws ptxbench::Error (kInput) naming the limit when the text is larger or nested deeper
+// than `limits`, or not JSON at all; `what` names the document in the message ("the request
+// body", "runs/x/run.json").
+nlohmann::json ParseBoundedJson(std::string_view text, const std::string& what,
+                                const JsonLimits& limits = {});
+
+// The same, returning a discarded value (is_discarded()) instead of throwing: for lines a
+// child or a peer may have garbled, where the caller decides what a bad line means.
+nlohmann::json ParseBoundedJsonOrDiscarded(std::string_view text, const JsonLimits& limits = {});
+
+// Nesting depth of a document's text without parsing it (strings and escapes skipped): for
+// callers that must decide before handing the text to any parser.
+int JsonTextDepth(std::string_view text);
+
+}  // namespace ptxbench

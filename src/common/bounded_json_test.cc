@@ -1,0 +1,59 @@
+#include "common/bounded_json.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.h"
+
+namespace ptxbench {
+namespace {
+
+std::string Nested(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(BoundedJson, ADocumentWithinTheLimitsParses) {
+  EXPECT_EQ(ParseBoundedJson(R"({"a": [1, {"b": "]]]"}]})", "x")["a"][1]["b"], "]]]");
+  EXPECT_NO_THROW(ParseBoundedJson(Nested(64), "x"));
+}
+
+TEST(BoundedJson, DeepNestingIsRefusedWithoutRecursion) {
+  // 100,000 arrays: the service's crash of issue 35. Refused at the 65th, with the limit named.
+  try {
+    ParseBoundedJson(Nested(100000), "the request body");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_NE(std::string(e.what()).find("the request body nests deeper than 64"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ParseBoundedJson(Nested(65), "x"), Error);
+  EXPECT_THROW(ParseBoundedJson(std::string(3000000, '{'), "x"), Error);  // also unterminated
+  EXPECT_TRUE(ParseBoundedJsonOrDiscarded(Nested(100000)).is_discarded());
+  JsonLimits shallow;
+  shallow.max_depth = 2;
+  EXPECT_THROW(ParseBoundedJson(R"({"a": {"b": {}}})", "x", shallow), Error);
+  EXPECT_NO_THROW(ParseBoundedJson(R"({"a": {"b": 1}})", "x", shallow));
+}
+
+TEST(BoundedJson, SizeAndSyntaxAreRefusedWithAClearError) {
+  JsonLimits small;
+  small.max_bytes = 10;
+  EXPECT_THROW(ParseBoundedJson(R"({"a": "0123456789"})", "x", small), Error);
+  try {
+    ParseBoundedJson("{\"a\": ", "runs/x/run.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("runs/x/run.json is not valid JSON"), std::string::npos);
+  }
+  EXPECT_TRUE(ParseBoundedJsonOrDiscarded("not json").is_discarded());
+}
+
+TEST(BoundedJson, TextDepthSkipsStrings) {
+  EXPECT_EQ(JsonTextDepth(R"({"a": "[[[[{{{{", "b": [[1]]})"), 3);
+  EXPECT_EQ(JsonTextDepth(R"(["\"[[["])"), 1);
+  EXPECT_EQ(JsonTextDepth(Nested(1000)), 1000);
+}
+
+}  // namespace
+}  // namespace ptxbench
