@@ -14,6 +14,7 @@
 #include "agent/prompt.h"
 #include "agent/run_identity.h"
 #include "agent/run_progress.h"
+#include "common/bounded_json.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
@@ -70,7 +71,7 @@ class Runner {
     info["schema"] = "ptxbench.run/1";
     std::string run_json = o_.run_dir + "/run.json";
     if (o_.resume && FileExists(run_json)) {
-      json before = json::parse(ReadFile(run_json));
+      json before = ParseBoundedJson(ReadFile(run_json), run_json);
       // Never two runs in one folder: the resumed run must be the same run.
       if (auto diff = RunIdentityDifference(before, info))
         throw UsageError("--resume: " + o_.run_dir + " is another run: " + *diff);
@@ -132,7 +133,8 @@ class Runner {
     t.index = index;
     t.id = (task.id.empty() ? t.task : task.id) + "-" + std::to_string(index);
     if (o_.resume && FileExists(TrajectoryPath(t.id))) {
-      Trajectory old = TrajectoryFromJson(json::parse(ReadFile(TrajectoryPath(t.id))));
+      Trajectory old = TrajectoryFromJson(
+          ParseBoundedJson(ReadFile(TrajectoryPath(t.id)), TrajectoryPath(t.id)));
       if (old.Finished()) {
         *reused = -1;
         return old;
@@ -194,7 +196,17 @@ class Runner {
     return best;
   }
 
+  bool StopRequested() const {
+    return o_.stop_requested && o_.stop_requested->load(std::memory_order_relaxed);
+  }
+
   void RunTrajectory(const RunTask& task, int index) {
+    if (StopRequested()) {  // never started: nothing to save, `--resume` starts it
+      std::lock_guard<std::mutex> lock(sum_mu_);
+      ++summary_.trajectories;
+      ++summary_.interrupted;
+      return;
+    }
     int reused = 0;
     Trajectory t = Start(task, index, &reused);
     if (reused < 0) {
@@ -211,6 +223,11 @@ class Runner {
     int ran = 0;
     const int limit = task.turns > 0 ? task.turns : o_.turns;
     while (t.SpentTurns() < limit) {
+      if (StopRequested()) {
+        Progress(t, "stopped before turn " + std::to_string(t.SpentTurns() + 1) +
+                        " (interrupted); --resume continues it");
+        break;
+      }
       auto t0 = Clock::now();
       TurnRecord turn;
       turn.turn = t.SpentTurns() + 1;
@@ -305,7 +322,9 @@ class Runner {
                true);
       if (reached) break;
     }
-    if (t.exit_status == "running") {  // zero turns asked for, or resumed at the limit
+    // Zero turns asked for, or resumed at the limit; a stopped trajectory stays "running" (as
+    // one whose process was killed), which is what --resume continues.
+    if (t.exit_status == "running" && t.SpentTurns() >= limit) {
       t.exit_status = "turn_limit";
       Save(t);
     }

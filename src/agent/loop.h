@@ -11,6 +11,7 @@
 //   evaluations/<task>-<k>/turn<N>.json       every evaluation record
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -81,6 +82,9 @@ struct AgentOptions {
   // the turn just added (null when none): where the results store is written. Thread-safe
   // (trajectories call it concurrently); must not throw.
   std::function<void(const nlohmann::json& trajectory, const nlohmann::json& record)> on_save;
+  // Set (from a signal handler, say) to stop: no new turn or trajectory starts; the turns in
+  // flight finish and are saved, and the rest count as interrupted (`--resume` continues).
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
 struct RunSummary {

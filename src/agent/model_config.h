@@ -16,6 +16,7 @@
 // reasoning reach each wire format.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct ModelConfig {
   double timeout_s = 900;                               // total deadline of one completion
   int max_retries = 6;                                  // on 429, 5xx, connection errors
   std::string file;                                     // replay: the trajectory to play
+  // Not from the models file: told of every retry (one line, the key redacted) so that a
+  // terminal shows a model endpoint's 429s and 5xx while they happen. Must not throw.
+  std::function<void(const std::string& line)> on_retry;
 };
 
 // Parses and checks a models file; throws InputError naming the file, the model and the field.

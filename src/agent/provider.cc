@@ -10,6 +10,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "common/http_client.h"
 #include "common/strings.h"
@@ -64,7 +65,7 @@ std::string StringAt(const json& j, const char* key) {
 // The human part of an error reply: error.message in all three formats ({"error": {"message":
 // ...}}), else a string "error" or "message", else the body's start.
 std::string ErrorMessageOf(const std::string& body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json j = ParseBoundedJsonOrDiscarded(body);
   if (j.is_array() && !j.empty()) j = j[0];  // Gemini has answered with [{"error": ...}]
   if (j.is_object()) {
     if (j.contains("error")) {
@@ -552,7 +553,7 @@ struct Transfer {
       state.done = true;
       return;
     }
-    json j = json::parse(d, nullptr, /*allow_exceptions=*/false);
+    json j = ParseBoundedJsonOrDiscarded(d);
     if (j.is_discarded()) {
       state.failure = Malformed("a stream event is not JSON: " + OneLine(d, 80));
       return;
@@ -651,6 +652,10 @@ class HttpProvider : public ChatProvider {
                       Attempts(reply.attempts) + ")";
         break;
       }
+      if (config_.on_retry)
+        config_.on_retry(Redact(
+            config_.name + ": " + a.error + "; attempt " + std::to_string(reply.attempts) + " of " +
+            std::to_string(config_.max_retries + 1) + ", retrying in " + Seconds(wait)));
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
     reply.seconds = SecondsBetween(start, Clock::now());
@@ -771,7 +776,7 @@ class HttpProvider : public ChatProvider {
     }
 
     if (!t.stream) {
-      json j = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+      json j = ParseBoundedJsonOrDiscarded(response.body);
       if (j.is_discarded())
         return FromParsed(Malformed("not JSON: " + OneLine(response.body, 80)), a);
       if (j.is_object() && j.contains("error")) {
@@ -787,7 +792,7 @@ class HttpProvider : public ChatProvider {
     t.sse.Finish([&t](const std::string& e, const std::string& d) { t.OnEvent(e, d); });
     if (t.sse.events() == 0) {
       // Not a stream: a server that ignored "stream" may answer with one JSON reply.
-      json j = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+      json j = ParseBoundedJsonOrDiscarded(response.body);
       if (j.is_object() && !j.contains("error")) return FromParsed(wire_->ParseReply(j), a);
       if (j.is_object()) {
         Parsed p;

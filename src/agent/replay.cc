@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "common/files.h"
 
@@ -17,16 +18,21 @@ std::unique_ptr<ReplayProvider> ReplayProvider::Load(const std::string& path,
                                                      const std::string& source_dir) {
   auto p = std::make_unique<ReplayProvider>();
   p->path_ = path;
-  json j;
-  try {
-    j = json::parse(ReadFile(path));
-  } catch (const json::exception& e) {
-    throw InputError(path + ": not JSON: " + e.what());
-  }
+  const json j = ParseBoundedJson(ReadFile(path), path);
+  if (!j.is_object()) throw InputError(path + ": not a replay (a JSON object with \"turns\")");
+  if (j.contains("task") && !j["task"].is_string())
+    throw InputError(path + ": \"task\" must be a string");
   p->task_ = j.value("task", "");
   if (!j.contains("turns") || !j["turns"].is_array() || j["turns"].empty())
     throw InputError(path + ": needs a non-empty \"turns\" array");
+  size_t n = 0;
   for (const auto& t : j["turns"]) {
+    ++n;
+    const std::string where = path + ": turn " + std::to_string(n);
+    if (!t.is_object()) throw InputError(where + " is not an object");
+    for (const char* key : {"text", "kernel"})
+      if (t.contains(key) && !t[key].is_string())
+        throw InputError(where + ": \"" + key + "\" must be a string");
     std::string reply = t.value("text", "");
     if (t.contains("kernel")) {
       std::string k = source_dir + "/" + t["kernel"].get<std::string>();

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "agent/replay.h"
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "common/files.h"
 
@@ -80,12 +81,7 @@ std::string FindTask(const json& trajectory, const std::string& task_message,
 UpstreamTrajectory ReadTrajectory(const std::string& folder, const std::string& id,
                                   const Catalog& catalog, const std::string& task) {
   std::string path = folder + "/trajectories/" + id + ".json";
-  json j;
-  try {
-    j = json::parse(ReadFile(path));
-  } catch (const json::exception& e) {
-    throw InputError("not JSON: " + std::string(e.what()));
-  }
+  const json j = ParseBoundedJson(ReadFile(path), "");  // the caller names the file
   if (!IsMiniSweAgent(j)) throw InputError("not a mini-swe-agent trajectory");
   UpstreamTrajectory t;
   t.id = id;
@@ -159,7 +155,7 @@ bool IsUpstreamExperiment(const std::string& path) {
     std::string name = e.path().filename().string();
     if (!e.is_regular_file() || !std::regex_match(name, kTrajectoryFile)) continue;
     try {
-      if (IsMiniSweAgent(json::parse(ReadFile(e.path().string())))) return true;
+      if (IsMiniSweAgent(ParseBoundedJsonOrDiscarded(ReadFile(e.path().string())))) return true;
     } catch (const std::exception&) {
     }
   }

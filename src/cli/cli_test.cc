@@ -195,6 +195,11 @@ TEST(Cli, BadOutputPathIsOneLineAndExitTwoBeforeAnyWork) {
       {{"submit", kernel, "--task", "gemm_n7168_k5120", "--evaluator", "http://127.0.0.1:9",
         "--json", missing},
        "does not exist"},
+      // Kernel filesystems, where root's access() says yes but nothing can be written: refused
+      // before the work, not after it (issue 35).
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--json", "/proc/self/status"},
+       "is on /proc"},
+      {{"report", "--runs", runs, "--html", "/sys/ptxbench-report.html"}, "is on /sys"},
   };
   for (const auto& c : cases) ExpectRefused(c.args, c.expect);
   // No folder was created, and the plain file is untouched.
@@ -551,6 +556,31 @@ TEST(Cli, FixitMineRefusesABadTurnRangeBeforeClearingAnything) {
 
 // The store's commands in both builds: with SQLite they import; without it they say so in
 // one line and exit 3 (the options are parsed either way, so they must outlive parsing).
+// Bad files and stores are the user's input: one line and exit 2, never "internal error"
+// (exit 3) or a bare 1 (issue 35).
+TEST(Cli, MalformedReplaysStoresAndImportsAreInputErrors) {
+  ScratchDir dir("cli-bad-files");
+  std::string replay = dir.File("replay.json");
+  WriteFileAtomic(replay, R"({"task": "gemm_n128_k2048", "turns": [{"text": 42}]})");
+  ExpectRefused({"run", "--replay", replay, "--out", dir.File("run")},
+                "turn 1: \"text\" must be a string");
+  WriteFileAtomic(replay, std::string(100000, '[') + std::string(100000, ']'));
+  ExpectRefused({"run", "--replay", replay, "--out", dir.File("run2")}, "nests deeper than 64");
+#ifdef PTXBENCH_HAVE_SQLITE
+  std::string runs = dir.File("runs");
+  MakeDirs(runs);
+  ExpectRefused({"import", runs, "--db", dir.path()}, "is a folder");
+  std::string not_db = dir.File("notes.txt");
+  WriteFileAtomic(not_db, "these are notes, not a database\n");
+  ExpectRefused({"report", "--db", not_db}, "not an SQLite database");
+  // A malformed file among the imported: what was well-formed lands, the exit says 2.
+  WriteFileAtomic(runs + "/broken.json", "{\"schema\": ");
+  CommandResult r = Ptxbench({"import", runs, "--db", dir.File("store.db")});
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("1 malformed"), std::string::npos) << r.output;
+#endif
+}
+
 TEST(Cli, ImportSaysWhenTheBuildHasNoStore) {
   ScratchDir dir("cli-import-lean");
   std::string runs = dir.File("runs"), db = dir.File("store.db");

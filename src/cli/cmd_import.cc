@@ -50,7 +50,7 @@ CommandRunner AddImportCommand(CLI::App& app) {
     std::string db_folder = std::filesystem::path(o->db).parent_path().string();
     if (!db_folder.empty()) MakeDirs(db_folder);
     auto store = ResultsStore::Open(o->db);
-    int problems = 0;
+    int problems = 0, malformed = 0;
     for (const std::string& p : o->paths) {
       if (IsUpstreamExperiment(p)) {
         // Upstream's verdicts are not ours to copy: every turn's kernel is judged again by our
@@ -79,9 +79,12 @@ CommandRunner AddImportCommand(CLI::App& app) {
           s.missing_evaluations);
       for (const auto& pr : s.problems)
         std::fprintf(stderr, "  %s: %s\n", pr.path.c_str(), pr.message.c_str());
-      problems += s.malformed;
+      malformed += s.malformed;
     }
     std::printf("store %s\n", store->path().c_str());
+    // Malformed files are bad input (exit 2, what was well-formed is in the store); a run
+    // judged again that did not finish cleanly is 1.
+    if (malformed) return 2;
     return problems ? 1 : 0;
   };
 #endif

@@ -1,7 +1,13 @@
 // `ptxbench run [--model NAME] --task T [...]`: the agent loop (agent/loop.h). With no model
 // named it replays the bundled trajectory (agent/replay/default.json) on its task.
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -21,6 +27,7 @@
 #include "cli/fixit_support.h"
 #include "cli/option_checks.h"
 #include "cli/shared_options.h"
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
@@ -36,6 +43,45 @@
 
 namespace ptxbench {
 namespace {
+
+// Ctrl-C on a run: the first stops it starting turns (those in flight finish and are saved:
+// the evaluation children have process groups of their own, so the terminal's SIGINT does not
+// reach them), the second stops it at once. Either way the run folder is resumable, and the
+// terminal says how.
+std::atomic<bool> g_stop_requested{false};
+std::atomic<int> g_interrupts{0};
+char g_first_notice[1024], g_second_notice[1024];
+
+void OnInterrupt(int) {
+  // Only async-signal-safe calls here: write(2) and _exit(2).
+  g_stop_requested.store(true);
+  if (g_interrupts.fetch_add(1) == 0) {
+    ssize_t ignored = ::write(2, g_first_notice, std::strlen(g_first_notice));
+    (void)ignored;
+    return;
+  }
+  ssize_t ignored = ::write(2, g_second_notice, std::strlen(g_second_notice));
+  (void)ignored;
+  ::_exit(130);
+}
+
+void StopOnInterrupt(const std::string& run_dir) {
+  std::snprintf(g_first_notice, sizeof g_first_notice,
+                "\nrun: stopping: no new turns; the turns in flight finish and are saved (Ctrl-C "
+                "again stops now). Continue later with the same command and --resume --out %s\n",
+                run_dir.c_str());
+  std::snprintf(g_second_notice, sizeof g_second_notice,
+                "\nrun: stopped now; finished turns are kept in %s. Continue with the same "
+                "command and --resume --out %s\n",
+                run_dir.c_str(), run_dir.c_str());
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;
+  // Restarted, not failed: a read or wait in flight (an evaluation's) carries on as if nothing
+  // had happened.
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+}
 
 using nlohmann::json;
 
@@ -207,7 +253,13 @@ int RunWith(RunOptions* o) {
       provider = std::move(r);
       replay = true;  // a replay reads no prompt: no pack by default
     } else {
-      provider = MakeHttpProvider(*m);
+      ModelConfig config = *m;
+      // The endpoint's 429s and 5xx on the terminal as they happen, not only in the record.
+      if (!o->quiet)
+        config.on_retry = [](const std::string& line) {
+          std::fprintf(stderr, "model %s\n", line.c_str());
+        };
+      provider = MakeHttpProvider(config);
     }
     model_info = PublicModelJson(*m);
     model_name = m->name;
@@ -302,7 +354,9 @@ int RunWith(RunOptions* o) {
       for (int attempt = 0; attempt < 2; ++attempt) {
         try {
           if (store_run.empty())
-            store_run = store->PutRun(json::parse(ReadFile(a.run_dir + "/run.json")), a.run_dir);
+            store_run = store->PutRun(
+                ParseBoundedJson(ReadFile(a.run_dir + "/run.json"), a.run_dir + "/run.json"),
+                a.run_dir);
           std::vector<StoredEvaluation> evals;
           const json& turns = trajectory["info"]["turns"];
           if (record.is_object() && !turns.empty())
@@ -325,6 +379,8 @@ int RunWith(RunOptions* o) {
   if (!o->db.empty())
     throw EnvironmentError("this ptxbench was built without SQLite: no results store (--db)");
 #endif
+  StopOnInterrupt(a.run_dir);
+  a.stop_requested = &g_stop_requested;
   RunSummary s = RunAgent(a, *provider, evaluate);
 #ifdef PTXBENCH_HAVE_SQLITE
   if (store && store_failures > 0) {
@@ -345,6 +401,12 @@ int RunWith(RunOptions* o) {
       "correct in %d, verified in %d; agent overhead per turn max %.1f ms, mean %.1f ms\n",
       a.run_dir.c_str(), s.trajectories, s.finished, s.interrupted, s.turns_run, s.turns_reused,
       s.correct, s.verified, s.max_overhead_s * 1e3, s.mean_overhead_s * 1e3);
+  if (g_stop_requested.load()) {
+    std::printf(
+        "run %s: stopped by Ctrl-C; continue it with the same command and --resume --out %s\n",
+        a.run_dir.c_str(), a.run_dir.c_str());
+    return 130;
+  }
   return s.interrupted ? 3 : 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "agent/provider.h"
 #include "agent/replay.h"
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_fields.h"
@@ -65,7 +66,12 @@ Teacher LoadTeacher(const std::string& models_file, const std::string& name) {
         replay = std::string(PTXBENCH_SOURCE_DIR) + "/" + replay;
       t.provider = ReplayProvider::Load(replay, PTXBENCH_SOURCE_DIR);
     } else {
-      t.provider = MakeHttpProvider(m);
+      ModelConfig config = m;
+      // The teacher endpoint's 429s and 5xx on the terminal as they happen.
+      config.on_retry = [](const std::string& line) {
+        std::fprintf(stderr, "teacher %s\n", line.c_str());
+      };
+      t.provider = MakeHttpProvider(config);
     }
     return t;
   }
@@ -108,7 +114,8 @@ std::function<void(const json&, const json&)> StoreFollower(const std::string& d
     if (st->failed) return;
     try {
       if (st->run_id.empty())
-        st->run_id = st->store->PutRun(json::parse(ReadFile(run_dir + "/run.json")), run_dir);
+        st->run_id = st->store->PutRun(
+            ParseBoundedJson(ReadFile(run_dir + "/run.json"), run_dir + "/run.json"), run_dir);
       std::vector<StoredEvaluation> evals;
       const json& turns = trajectory["info"]["turns"];
       if (record.is_object() && !turns.empty())

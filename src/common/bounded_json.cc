@@ -25,16 +25,17 @@ json ParseWithDepthLimit(std::string_view text, int max_depth) {
 }  // namespace
 
 json ParseBoundedJson(std::string_view text, const std::string& what, const JsonLimits& limits) {
+  const std::string prefix = what.empty() ? "" : what + ": ";
   if (text.size() > limits.max_bytes)
-    throw InputError(what + " is " + std::to_string(text.size()) + " bytes, over the limit of " +
+    throw InputError(prefix + std::to_string(text.size()) + " bytes, over the limit of " +
                      std::to_string(limits.max_bytes));
   try {
     return ParseWithDepthLimit(text, limits.max_depth);
   } catch (const TooDeep&) {
-    throw InputError(what + " nests deeper than " + std::to_string(limits.max_depth) +
+    throw InputError(prefix + "nests deeper than " + std::to_string(limits.max_depth) +
                      " levels of objects and arrays");
   } catch (const json::exception& e) {
-    throw InputError(what + " is not valid JSON: " + std::string(e.what()));
+    throw InputError(prefix + "not valid JSON: " + std::string(e.what()));
   }
 }
 

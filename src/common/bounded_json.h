@@ -20,8 +20,8 @@ struct JsonLimits {
 };
 
 // Throws ptxbench::Error (kInput) naming the limit when the text is larger or nested deeper
-// than `limits`, or not JSON at all; `what` names the document in the message ("the request
-// body", "runs/x/run.json").
+// than `limits`, or not JSON at all; `what` names the document at the start of the message
+// ("runs/x/run.json: not valid JSON: ..."; empty: no name, for callers that add their own).
 nlohmann::json ParseBoundedJson(std::string_view text, const std::string& what,
                                 const JsonLimits& limits = {});
 

@@ -23,7 +23,7 @@ TEST(BoundedJson, DeepNestingIsRefusedWithoutRecursion) {
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInput);
-    EXPECT_NE(std::string(e.what()).find("the request body nests deeper than 64"),
+    EXPECT_NE(std::string(e.what()).find("the request body: nests deeper than 64"),
               std::string::npos)
         << e.what();
   }
@@ -44,7 +44,7 @@ TEST(BoundedJson, SizeAndSyntaxAreRefusedWithAClearError) {
     ParseBoundedJson("{\"a\": ", "runs/x/run.json");
     FAIL() << "accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("runs/x/run.json is not valid JSON"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("runs/x/run.json: not valid JSON"), std::string::npos);
   }
   EXPECT_TRUE(ParseBoundedJsonOrDiscarded("not json").is_discarded());
 }

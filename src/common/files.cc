@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -108,6 +109,39 @@ std::string ParentOf(const std::string& path) {
   return parent.empty() ? "." : parent.string();
 }
 
+// Kernel filesystems (/proc, /sys and their kin) take no output files, and root's access()
+// says yes to them anyway: name them before any work is done.
+const char* KernelFilesystem(const std::string& folder) {
+  struct statfs fs {};
+  if (::statfs(folder.c_str(), &fs) != 0) return nullptr;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0x9fa0:  // PROC_SUPER_MAGIC
+      return "/proc";
+    case 0x62656572:  // SYSFS_MAGIC
+      return "/sys";
+    case 0x27e0eb:    // CGROUP_SUPER_MAGIC
+    case 0x63677270:  // CGROUP2_SUPER_MAGIC
+      return "a cgroup filesystem";
+    case 0x64626720:  // DEBUGFS_MAGIC
+      return "debugfs";
+    case 0x73636673:  // SECURITYFS_MAGIC
+      return "securityfs";
+    default:
+      return nullptr;
+  }
+}
+
+// Whether a file can really be made in `folder` (a read-only mount, a full disk, an ACL that
+// access() does not see): one is made and removed at once. Empty when it can.
+std::string FolderRefusesFiles(const std::string& folder) {
+  std::string probe = folder + "/.ptxbench-write-probe-XXXXXX";
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
 }  // namespace
 
 void CheckOutputPath(const std::string& path, const std::string& option) {
@@ -134,8 +168,12 @@ void CheckOutputPath(const std::string& path, const std::string& option) {
     std::string target = fs::canonical(path, ec).string();
     if (ec) throw bad("cannot be resolved (" + ec.message() + ")");
     std::string folder = ParentOf(target);
+    if (const char* kernel_fs = KernelFilesystem(folder))
+      throw bad("is on " + std::string(kernel_fs) + ", where no output file can be written");
     if (::access(folder.c_str(), W_OK | X_OK) != 0)
       throw bad("the folder " + folder + " is not writable (" + std::strerror(errno) + ")");
+    if (std::string why = FolderRefusesFiles(folder); !why.empty())
+      throw bad("the folder " + folder + " is not writable (" + why + ")");
     return;
   }
   int stat_errno = errno;
@@ -151,8 +189,12 @@ void CheckOutputPath(const std::string& path, const std::string& option) {
   if (!S_ISDIR(pst.st_mode)) throw bad(folder + " is not a folder");
   if (stat_errno != ENOENT)
     throw bad(std::string("cannot be reached (") + std::strerror(stat_errno) + ")");
+  if (const char* kernel_fs = KernelFilesystem(folder))
+    throw bad("is on " + std::string(kernel_fs) + ", where no output file can be written");
   if (::access(folder.c_str(), W_OK | X_OK) != 0)
     throw bad("the folder " + folder + " is not writable (" + std::strerror(errno) + ")");
+  if (std::string why = FolderRefusesFiles(folder); !why.empty())
+    throw bad("the folder " + folder + " is not writable (" + why + ")");
 }
 
 void CheckOutputPaths(const std::vector<std::pair<std::string, std::string>>& options) {

@@ -1,5 +1,6 @@
 #include "fixit/failure.h"
 
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_fields.h"
@@ -67,7 +68,7 @@ json ToJson(const Manifest& m) {
 }
 
 Manifest ReadManifest(const std::string& path) {
-  json j = json::parse(ReadFile(path), nullptr, false);
+  json j = ParseBoundedJsonOrDiscarded(ReadFile(path));
   if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "ptxbench.fixit.manifest/1")
     throw InputError(path + ": not a fixit manifest (ptxbench.fixit.manifest/1)");
   Manifest m;

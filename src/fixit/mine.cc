@@ -4,6 +4,7 @@
 #include <set>
 
 #include "agent/trajectory.h"
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_fields.h"
@@ -26,7 +27,7 @@ bool In(const std::vector<std::string>& accepted, const std::string& v) {
 std::vector<ChatMessage> FailureContext(const TrajectoryRow& t, const TurnRow& u) {
   if (t.run_dir.empty()) throw InputError("the run's folder is not known");
   std::string file = t.run_dir + "/trajectories/" + t.id + ".json";
-  Trajectory tr = TrajectoryFromJson(json::parse(ReadFile(file)));
+  Trajectory tr = TrajectoryFromJson(ParseBoundedJson(ReadFile(file), file));
   size_t feedback = tr.preamble + 2 * static_cast<size_t>(u.turn - 1) + 1;
   if (feedback >= tr.messages.size())
     throw InputError(file + " has no feedback message for turn " + std::to_string(u.turn));

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
 #include "common/files.h"
 #include "common/json_fields.h"
 #include "record/record.h"
@@ -18,7 +19,7 @@ using nlohmann::json;
 namespace {
 
 void LoadRun(const fs::path& run, RunFolderLoad* out) {
-  json info = json::parse(ReadFile((run / "run.json").string()), nullptr, false);
+  json info = ParseBoundedJsonOrDiscarded(ReadFile((run / "run.json").string()));
   if (info.is_discarded() || !info.is_object()) {
     out->skipped.push_back((run / "run.json").string() + ": not JSON");
     return;
@@ -30,7 +31,7 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const fs::path& f : files) {
-    json t = json::parse(ReadFile(f.string()), nullptr, false);
+    json t = ParseBoundedJsonOrDiscarded(ReadFile(f.string()));
     if (t.is_discarded() || !t.contains("info") || !t["info"].contains("turns")) {
       out->skipped.push_back(f.string() + ": not a trajectory");
       continue;
@@ -69,7 +70,7 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
       r.model_seconds = u.value("model_seconds", 0.0);
       r.evaluation_seconds = u.value("evaluation_seconds", 0.0);
       if (!r.evaluation_file.empty() && FileExists((run / r.evaluation_file).string())) {
-        json rec = json::parse(ReadFile((run / r.evaluation_file).string()), nullptr, false);
+        json rec = ParseBoundedJsonOrDiscarded(ReadFile((run / r.evaluation_file).string()));
         AddRecordColumns(FromJson(rec), row.arch, &r);
       }
       row.turns.push_back(r);

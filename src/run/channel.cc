@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "common/bounded_json.h"
+
 namespace ptxbench {
 
 void ChannelWriter::Send(const nlohmann::json& message) {
@@ -44,11 +46,20 @@ std::string ReadControlLine(int fd, int timeout_ms) {
   }
 }
 
+namespace {
+// Our own events nest 4 levels at most (a timing sample's activity and its kernels).
+constexpr int kMaxChannelDepth = 16;
+}  // namespace
+
 std::vector<nlohmann::json> ParseChannel(const std::vector<std::string>& lines,
                                          std::vector<std::string>* garbage) {
   std::vector<nlohmann::json> out;
   for (const auto& l : lines) {
-    auto j = nlohmann::json::parse(l, nullptr, false);
+    // A candidate's process can write anything here: nesting is bounded while the line is
+    // parsed, before anything (a record's dump) walks it recursively.
+    JsonLimits limits;
+    limits.max_depth = kMaxChannelDepth;
+    auto j = ParseBoundedJsonOrDiscarded(l, limits);
     if (j.is_discarded() || !j.is_object() || !j.contains("event")) {
       if (garbage) garbage->push_back(l);
       continue;

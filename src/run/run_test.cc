@@ -119,6 +119,15 @@ TEST(Channel, UntrustedLinesAreSetApart) {
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0]["event"], "done");
   EXPECT_EQ(garbage.size(), 3u);
+  // A candidate's process writing a line 500,000 levels deep: set apart while parsed, never
+  // handed to a record's recursive dump (issue 35).
+  const std::string deep =
+      "{\"event\":\"trial\",\"x\":" + std::string(500000, '[') + std::string(500000, ']') + "}";
+  garbage.clear();
+  m = ParseChannel({deep, "{\"event\":\"done\"}"}, &garbage);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]["event"], "done");
+  EXPECT_EQ(garbage.size(), 1u);
 }
 
 TEST(ReferenceCache, StoresAndFindsEntriesBySeed) {

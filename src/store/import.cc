@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/json_fields.h"
@@ -44,7 +45,7 @@ class Importer {
   std::optional<json> Parse(const fs::path& p, std::string* text = nullptr) {
     try {
       std::string content = ReadFile(p.string());
-      json j = json::parse(content);
+      json j = ParseBoundedJson(content, "");  // Problem() names the file
       if (text) *text = std::move(content);
       return j;
     } catch (const json::exception& e) {

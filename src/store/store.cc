@@ -1,9 +1,12 @@
 #include "store/store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 #include <utility>
@@ -396,10 +399,33 @@ sqlite3* ResultsStore::Connect() const {
   return db;
 }
 
+// A path the user gave that cannot be a store is their input's fault (exit 2), said before
+// SQLite is asked: a folder, something that is not a regular file, or a file that is not an
+// SQLite database at all (its first 16 bytes are SQLite's header; an empty file is a new store).
+static void RefuseWhatIsNotAStoreFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // a new store
+  if (S_ISDIR(st.st_mode))
+    throw InputError(path + ": is a folder; --db names the results store's file (e.g. " + path +
+                     "/ptxbench.db)");
+  if (!S_ISREG(st.st_mode)) throw InputError(path + ": not a regular file, so not a results store");
+  if (st.st_size == 0) return;
+  static const char kHeader[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
+                                   'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+  char head[16] = {};
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return;  // unreadable: SQLite says why
+  size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  if (n != sizeof head || std::memcmp(head, kHeader, sizeof head) != 0)
+    throw InputError(path + ": not an SQLite database, so not a results store");
+}
+
 std::unique_ptr<ResultsStore> ResultsStore::Open(const std::string& path) {
   if (path.empty()) throw EnvironmentError("the results store needs a path (--db or $PTXBENCH_DB)");
   if (!sqlite3_threadsafe())
     throw EnvironmentError(path + ": this SQLite library is built without thread support");
+  RefuseWhatIsNotAStoreFile(path);
   std::unique_ptr<ResultsStore> s(new ResultsStore(path));
   s->writer_ = s->Connect();
   sqlite3* db = s->writer_;
@@ -407,7 +433,7 @@ std::unique_ptr<ResultsStore> ResultsStore::Open(const std::string& path) {
     // Refuse a database that is not ours before changing anything in it.
     int64_t n_objects = QueryInt(db, path, "SELECT count(*) FROM sqlite_master");
     if (n_objects > 0 && QueryInt(db, path, "PRAGMA application_id") != kApplicationId)
-      throw EnvironmentError(path + ": not a ptxbench results store (another program's database)");
+      throw InputError(path + ": not a ptxbench results store (another program's database)");
     int64_t version = QueryInt(db, path, "PRAGMA user_version");
     auto refuse_newer = [&](int64_t v) {
       if (v > kSchemaVersion)
@@ -431,7 +457,8 @@ std::unique_ptr<ResultsStore> ResultsStore::Open(const std::string& path) {
       txn.Commit();
     }
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kEnvironment) throw;
+    // The user's own --db that is not a store stays their input's fault (exit 2).
+    if (e.kind() == ErrorKind::kEnvironment || e.kind() == ErrorKind::kInput) throw;
     throw EnvironmentError(std::string(e.what()));
   }
   return s;

@@ -326,7 +326,7 @@ TEST_F(StoreTest, MigratesAnEmptyFileAndRefusesNewerOrForeignFiles) {
     ResultsStore::Open(foreign);
     FAIL() << "another program's database was opened";
   } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kEnvironment);
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);  // the user's --db, exit 2
     EXPECT_NE(std::string(e.what()).find("not a ptxbench results store"), std::string::npos);
   }
   std::string garbage = dir_.File("garbage.db");
@@ -335,8 +335,17 @@ TEST_F(StoreTest, MigratesAnEmptyFileAndRefusesNewerOrForeignFiles) {
     ResultsStore::Open(garbage);
     FAIL() << "a non-database file was opened";
   } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kEnvironment);
-    EXPECT_NE(std::string(e.what()).find(garbage), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_NE(std::string(e.what()).find(garbage + ": not an SQLite database"), std::string::npos)
+        << e.what();
+  }
+  // A folder given as --db (issue 35: was exit 3, "cannot open").
+  try {
+    ResultsStore::Open(dir_.path());
+    FAIL() << "a folder was opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_NE(std::string(e.what()).find("is a folder"), std::string::npos) << e.what();
   }
   try {
     ResultsStore::Open(dir_.File("no/such/folder/x.db"));

@@ -267,6 +267,56 @@ TEST(RunEndToEnd, AKilledRunResumesWithoutRepeatingFinishedTurns) {
     }
 }
 
+// Ctrl-C (issue 35): the first finishes the turn in flight, saves it and says how to resume;
+// a model endpoint's 429 shows on the terminal as it happens; --resume then runs only the rest.
+TEST(RunEndToEnd, CtrlCFinishesTheTurnInFlightAndSaysHowToResume) {
+  ScratchDir dir("run-e2e-sigint");
+  ScriptedModelServer server;
+  TurnScript script({
+      {1, {ScriptStep::Status(429, "", "slow down"), ScriptStep::Reply("Thinking.")}},
+      {2, {ScriptStep::Hang(2, Fenced(kDoesNotCompile))}},
+      {3, {ScriptStep::Reply("Done thinking.")}},
+  });
+  server.SetResponder(script.Responder());
+  std::string models = ModelsFile(dir, server, ScriptedWire::kAnthropic, /*stream=*/false, 300);
+  std::string run = dir.File("run");
+  std::vector<std::string> args = {Bin(),    "run",    "--model", "scripted", "--models",
+                                   models,   "--task", kTask,     "--turns",  "3",
+                                   "--pack", "none",   "--out",   run};
+  ProcessSpec spec;
+  spec.argv = args;
+  spec.set_env = kFastRetries;
+  spec.log_path = dir.File("session1.log");
+  Child child = Child::Start(spec);
+  auto give_up = std::chrono::steady_clock::now() + 120s;
+  while (script.requests(2) == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(script.requests(2), 1) << ReadFile(spec.log_path);
+  ::kill(-child.pid(), SIGINT);  // what the terminal sends: the run's process group
+  ExitInfo e = child.Wait(std::chrono::steady_clock::now() + 60s);
+  const std::string log = ReadFile(spec.log_path);
+  EXPECT_EQ(e.kind, ExitKind::kExited) << log;
+  EXPECT_EQ(e.code, 130) << log;
+  EXPECT_TRUE(Contains(log, "retrying in")) << log;  // turn 1's 429, on the terminal
+  EXPECT_TRUE(Contains(log, "stopped by Ctrl-C")) << log;
+  EXPECT_TRUE(Contains(log, "--resume --out " + run)) << log;
+  EXPECT_TRUE(Contains(log, "run " + run + ": 1 trajectories")) << log;  // the summary line
+  json t1 = Trajectory(run);
+  ASSERT_EQ(t1["info"]["turns"].size(), 2u) << log;  // the turn in flight finished and saved
+  EXPECT_EQ(t1["info"]["turns"][1]["outcome"], "compile");
+  EXPECT_EQ(t1["info"]["exit_status"], "running");
+  EXPECT_EQ(script.requests(3), 0);
+
+  args.push_back("--resume");
+  CommandResult r = RunCommand(args, 300s, kFastRetries);
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  json t2 = Trajectory(run);
+  EXPECT_EQ(t2["info"]["turns"].size(), 3u);
+  EXPECT_EQ(t2["info"]["exit_status"], "turn_limit");
+  EXPECT_EQ(script.requests(2), 1);
+  EXPECT_EQ(script.requests(3), 1);
+}
+
 // Every file under `root` whose content contains `needle`.
 std::vector<std::string> FilesContaining(const std::string& root, const std::string& needle) {
   std::vector<std::string> hits;
