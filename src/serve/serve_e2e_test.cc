@@ -86,6 +86,7 @@ size_t Collect(char* d, size_t s, size_t n, void* out) {
 struct Via {
   std::string source_ip;
   std::string cainfo;
+  std::string method;  // empty: GET, or POST with a body
 };
 
 // One HTTP request; `headers` verbatim ("Authorization: Bearer x"). A body goes as JSON unless
@@ -108,6 +109,7 @@ Reply Http(const std::string& url, const std::string* body = nullptr,
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
   }
+  if (!via.method.empty()) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, via.method.c_str());
   if (!via.source_ip.empty()) curl_easy_setopt(c, CURLOPT_INTERFACE, via.source_ip.c_str());
   if (!via.cainfo.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, via.cainfo.c_str());
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Collect);
@@ -852,9 +854,19 @@ TEST(Serve, OutOfRangeNumbersAndHugeNamesAreRefusedCheaply) {
   EXPECT_LT(ms_get, 500);
 }
 
-// One request on a raw socket: returns the connected descriptor (or -1).
-int Connect(int port) {
+// One request on a raw socket: returns the connected descriptor (or -1). `from`: the client's
+// address (another loopback address is another client), else 127.0.0.1.
+int Connect(int port, const char* from = nullptr) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (from) {
+    sockaddr_in me{};
+    me.sin_family = AF_INET;
+    ::inet_pton(AF_INET, from, &me.sin_addr);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
@@ -890,6 +902,28 @@ size_t Offer(int fd, const std::string& piece, size_t total) {
     sent += static_cast<size_t>(k);
   }
   return sent;
+}
+// Everything the server sends on a raw connection until it closes it, or nothing more came
+// for `ms`.
+std::string ReadAll(int fd, int ms) {
+  std::string out;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return out;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+// One request on a raw connection, and all of its answer.
+std::string RawExchange(int port, const std::string& request, int ms = 3000) {
+  int fd = Connect(port);
+  if (fd < 0) return "";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string reply = ReadAll(fd, ms);
+  ::close(fd);
+  return reply;
 }
 double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -968,7 +1002,7 @@ TEST(Serve, TricklingConnectionsFromOneAddressCannotTakeTheService) {
   for (int i = 0; i < kSlow; ++i) fds.push_back(Connect(s.port()));  // from 127.0.0.1
   const std::string line = "GET /v1/health HTTP/1.1\r\n";
   std::vector<bool> closed(kSlow, false);
-  const Via other{"127.0.0.2", ""};  // another client
+  const Via other{"127.0.0.2", "", ""};  // another client
   std::vector<double> health_ms, submit_ms;
   std::vector<long> health_status, submit_status;
   std::string sub = Submission("// k");
@@ -1238,6 +1272,143 @@ TEST(Serve, ATokenOverPlainHttpBeyondLoopbackIsRefused) {
   EXPECT_EQ(r.exit.code, 2) << r.output;
   EXPECT_TRUE(Contains(r.output, "--allow-plain-http")) << r.output;
   EXPECT_EQ(SplitLines(Trim(r.output)).size(), 1u) << r.output;
+}
+
+// ---- Issue 35: no request brings the service down; fair sharing against slow clients. ----
+
+// Deep (100,000 nested arrays or objects), wide (up to a million values within the body limit)
+// and huge (over the limit) documents, as the body of every endpoint and inside the fields of a
+// submission, and deep ones in the query: each gets a 4xx naming the problem, never a 5xx or a
+// crash; 16 wide bodies at once cost little memory (they are refused as they are read); the
+// service then answers health and a normal submission.
+TEST(Serve, DeepWideAndHugeDocumentsToEveryEndpointGetA4xx) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers"});  // the defaults: 1 MiB sources, bodies up to 2.06 MB
+  std::string sub = Submission("// k");
+  std::string id = Http(s.Url("/v1/evaluations"), &sub).Json()["id"];
+  const size_t kWithin = 2000000, kOver = 3000000;
+  auto repeat = [](const std::string& piece, size_t n) {
+    std::string out;
+    out.reserve(piece.size() * n);
+    for (size_t i = 0; i < n; ++i) out += piece;
+    return out;
+  };
+  auto wide_array = [&](size_t bytes) { return "[" + repeat("0,", bytes / 2 - 1) + "0]"; };
+  auto wide_object = [&](size_t bytes) {
+    std::string o = "{";
+    for (size_t i = 0; o.size() + 16 < bytes; ++i) o += "\"k" + std::to_string(i) + "\":0,";
+    return o + "\"end\":0}";
+  };
+  auto field = [&](const std::string& name, const std::string& value) {
+    return std::string(R"({"task": ")") + kTask + R"(", "source": "x", ")" + name + "\": " + value +
+           "}";
+  };
+  const std::string deep_arrays = repeat("[", 100000) + repeat("]", 100000);
+  const std::string deep_objects = repeat("{\"a\":", 100000) + "1" + repeat("}", 100000);
+  const std::string deep_mixed = repeat("[{\"a\":", 50000) + "1" + repeat("}]", 50000);
+  std::vector<std::pair<std::string, std::string>> docs = {
+      {"deep arrays", deep_arrays},
+      {"deep objects", deep_objects},
+      {"deep mixed", deep_mixed},
+      {"wide array", wide_array(kWithin)},
+      {"wide object", wide_object(kWithin)},
+      {"huge array", wide_array(kOver)},
+      {"huge object", wide_object(kOver)},
+  };
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"options deep", field("options", deep_arrays)},
+      {"options wide", field("options", wide_object(kWithin - 100))},
+      {"tag deep", field("tag", deep_objects)},
+      {"tag wide", field("tag", wide_object(kWithin - 100))},
+      {"workload wide", field("workload", wide_array(kWithin - 100))},
+      {"source huge", field("source", "\"" + std::string(kOver, 'x') + "\"")},
+  };
+  const std::vector<std::pair<std::string, std::string>> endpoints = {
+      {"POST", "/v1/evaluations"},
+      {"GET", "/v1/evaluations/" + id + "?wait=0"},
+      {"GET", "/v1/evaluations/" + id + "/job"},
+      {"GET", "/v1/tasks"},
+      {"GET", std::string("/v1/tasks/") + kTask},
+      {"GET", "/v1/health"},
+      {"GET", "/v1/nothing"},
+      {"PUT", "/v1/evaluations"},
+  };
+  double rss_before = RssMiB(s.pid()), slowest_ms = 0;
+  int sent = 0;
+  std::map<long, int> statuses;
+  auto expect4xx = [&](const Reply& r, const std::string& what) {
+    ++sent;
+    ++statuses[r.status];
+    EXPECT_GE(r.status, 400) << what << ": " << r.body.substr(0, 300);
+    EXPECT_LT(r.status, 500) << what << ": " << r.body.substr(0, 300);
+    json j = json::parse(r.body, nullptr, false);
+    EXPECT_TRUE(j.is_object() && j["error"].is_string()) << what << ": " << r.body.substr(0, 300);
+    EXPECT_FALSE(s.Exited()) << what << " took the service down:\n" << s.Log();
+  };
+  for (const auto& [method, path] : endpoints)
+    for (const auto& [name, doc] : docs) {
+      auto t0 = Clock::now();
+      Via via;
+      via.method = method;
+      Reply r = Http(s.Url(path), &doc, {}, 30000, via);
+      slowest_ms = std::max(slowest_ms, MsSince(t0));
+      expect4xx(r, method + " " + path + " with a " + name + " body");
+    }
+  for (const auto& [name, body] : fields) {
+    auto t0 = Clock::now();
+    Reply r = Http(s.Url("/v1/evaluations"), &body, {}, 30000);
+    slowest_ms = std::max(slowest_ms, MsSince(t0));
+    expect4xx(r, "a submission with " + name);
+  }
+  // In the query: read by no JSON parser, and refused all the same (an unknown parameter, a
+  // wait that is not a number; a line over the connection's memory is libmicrohttpd's 414).
+  for (const auto& [method, path] : endpoints) {
+    if (method != "GET") continue;
+    const std::string sep = path.find('?') == std::string::npos ? "?" : "&";
+    for (size_t depth : {size_t{20000}, size_t{100000}}) {
+      std::string line = method + " " + path + sep + "q=" + repeat("[", depth) + repeat("]", depth);
+      std::string reply =
+          RawExchange(s.port(), line + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      ++sent;
+      EXPECT_TRUE(reply.rfind("HTTP/1.1 4", 0) == 0)
+          << line.substr(0, 60) << ": " << reply.substr(0, 300);
+    }
+  }
+  std::string waits =
+      RawExchange(s.port(), "GET /v1/evaluations/" + id + "?wait=" + repeat("[", 20000) +
+                                " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(waits.rfind("HTTP/1.1 400", 0) == 0) << waits.substr(0, 300);
+  double rss_serial = RssMiB(s.pid());
+  // 16 wide bodies at once: refused as they are read, so memory stays near the bodies' own.
+  std::vector<std::thread> many;
+  std::atomic<int> many_4xx{0};
+  const std::string wide = field("tag", wide_object(kWithin - 100));
+  for (int i = 0; i < 16; ++i)
+    many.emplace_back([&] {
+      Reply r = Http(s.Url("/v1/evaluations"), &wide, {}, 60000);
+      many_4xx += r.status >= 400 && r.status < 500;
+    });
+  for (auto& t : many) t.join();
+  double rss_after = RssMiB(s.pid());
+  auto t0 = Clock::now();
+  Reply health = Http(s.Url("/v1/health"));
+  double health_ms = MsSince(t0);
+  Reply normal = Http(s.Url("/v1/evaluations"), &sub);
+  std::string counts;
+  for (const auto& [status, n] : statuses)
+    counts += " " + std::to_string(n) + "x" + std::to_string(status);
+  std::printf(
+      "%d hostile documents (deep 100,000, wide to 1,000,000 values, huge 3 MB) to %zu endpoints "
+      "and in the query:%s, the slowest %.0f ms; serve RSS %.1f -> %.1f MiB, then 16 wide "
+      "bodies at once (%d refused) -> %.1f MiB; health %ld in %.1f ms, a submission %ld\n",
+      sent, endpoints.size(), counts.c_str(), slowest_ms, rss_before, rss_serial, many_4xx.load(),
+      rss_after, health.status, health_ms, normal.status);
+  EXPECT_EQ(many_4xx.load(), 16);
+  EXPECT_EQ(health.status, 200) << s.Log();
+  EXPECT_EQ(normal.status, 202) << normal.body;
+  EXPECT_LT(rss_after - rss_before, 100.0) << "wide bodies are refused before they are built";
+  EXPECT_EQ(Http(s.Url("/v1/health")).Json()["queue"]["queued"], 2) << "nothing else went in";
 }
 
 }  // namespace

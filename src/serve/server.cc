@@ -180,6 +180,7 @@ bool IsLoopbackName(std::string name) {
 struct ConnectionState {
   int requests = 0;
 };
+
 // Per request (MHD's con_cls): the body as it arrives.
 struct RequestState {
   std::string body;
@@ -189,6 +190,19 @@ std::optional<std::string> Header(MHD_Connection* c, const char* name) {
   const char* v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
   if (!v) return std::nullopt;
   return std::string(v);
+}
+
+// The query parameters of a request, by name, in order.
+std::vector<std::string> QueryNames(MHD_Connection* c) {
+  std::vector<std::string> names;
+  MHD_get_connection_values(
+      c, MHD_GET_ARGUMENT_KIND,
+      [](void* cls, MHD_ValueKind, const char* key, const char*) -> MHD_Result {
+        static_cast<std::vector<std::string>*>(cls)->push_back(key ? key : "");
+        return MHD_YES;
+      },
+      &names);
+  return names;
 }
 
 // libmicrohttpd's own messages: kept for the start-up error; while serving, one line per 10 s
@@ -368,6 +382,12 @@ class Api {
         a.close = true;
         return a;
       }
+      // Only a submission has a body: any other request's would be read for nothing.
+      if (n > 0 && !posts) {
+        Answer a = Fail(400, "a " + method.substr(0, 10) + " request carries no body");
+        a.close = true;
+        return a;
+      }
     }
     if (method == "POST") {
       std::string type = Lower(Header(c, "Content-Type").value_or(""));
@@ -382,8 +402,34 @@ class Api {
   Answer Route(MHD_Connection* c, const std::string& method, const std::string& path,
                const std::string& body) {
     const std::string evals = "/v1/evaluations/", tasks = "/v1/tasks/";
-    if (method == "POST" && path == "/v1/evaluations") return Submit(body);
+    // Each endpoint takes the query parameters it names and no others (?wiat=30 would be a
+    // poll that silently does not wait), each once.
+    const std::vector<std::string> query = QueryNames(c);
+    auto takes = [&](std::initializer_list<const char*> known) -> std::optional<Answer> {
+      std::vector<std::string> seen;
+      for (const std::string& q : query) {
+        const bool ok =
+            std::any_of(known.begin(), known.end(), [&](const char* k) { return q == k; });
+        const std::string name = ValidUtf8(Truncate(q, 64));
+        if (!ok)
+          return Fail(400, "unknown query parameter " + name + " (this endpoint takes " +
+                               (known.size() ? "wait only)" : "none)"));
+        if (std::find(seen.begin(), seen.end(), q) != seen.end())
+          return Fail(400, "the query parameter " + name + " is given twice");
+        seen.push_back(q);
+      }
+      return std::nullopt;
+    };
+    if (method == "POST" && path == "/v1/evaluations") {
+      if (auto refused = takes({})) return *refused;
+      return Submit(body);
+    }
     if (method == "GET") {
+      if (StartsWith(path, evals) && IsJobId(path.substr(evals.size()))) {
+        if (auto refused = takes({"wait"})) return *refused;
+        return Poll(c, path.substr(evals.size()));
+      }
+      if (auto refused = takes({})) return *refused;
       if (path == "/v1/health") return Health();
       if (path == "/v1/tasks") return Tasks();
       if (StartsWith(path, tasks) && path.size() > tasks.size() &&
@@ -391,7 +437,6 @@ class Api {
         return Task(path.substr(tasks.size()));
       if (StartsWith(path, evals)) {
         std::string rest = path.substr(evals.size());
-        if (IsJobId(rest)) return Poll(c, rest);
         if (rest.size() == 36 && IsJobId(rest.substr(0, 32)) && rest.substr(32) == "/job")
           return JobOf(rest.substr(0, 32));
         return Fail(404, "no evaluation " + rest + " (ids are 32 hex digits)");
@@ -406,6 +451,8 @@ class Api {
     // server down through a recursive walk on a connection thread's stack).
     JsonLimits limits;
     limits.max_depth = kMaxRequestDepth;
+    limits.max_bytes = max_body_;
+    limits.max_values = kMaxRequestValues;
     try {
       body = ParseBoundedJson(text, "the body", limits);
     } catch (const Error& e) {

@@ -8,6 +8,10 @@
 //   GET  /v1/tasks/NAME              one definition, with its workloads
 //   GET  /v1/health                  version, GPUs, queue depth, running per GPU, workers
 //
+// Request bodies are parsed with limits on size, nesting and value count (common/bounded_json.h)
+// before anything walks them; only a submission has a body (any other request with one is
+// 400), and each endpoint takes only the query parameters it names (400 otherwise).
+//
 // Errors: 400 malformed or invalid input (numbers out of range included), 401 a missing or
 // wrong bearer token (when the server has one), 403 a server without a token asked through a
 // Host that is not a loopback name (DNS rebinding) or from another Origin (a browser on another
