@@ -925,6 +925,14 @@ std::string RawExchange(int port, const std::string& request, int ms = 3000) {
   ::close(fd);
   return reply;
 }
+// How many status lines (header blocks) an answer holds.
+int StatusLines(const std::string& reply) {
+  int n = 0;
+  for (size_t at = reply.find("HTTP/1."); at != std::string::npos;
+       at = reply.find("HTTP/1.", at + 1))
+    ++n;
+  return n;
+}
 double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -1409,6 +1417,56 @@ TEST(Serve, DeepWideAndHugeDocumentsToEveryEndpointGetA4xx) {
   EXPECT_EQ(normal.status, 202) << normal.body;
   EXPECT_LT(rss_after - rss_before, 100.0) << "wide bodies are refused before they are built";
   EXPECT_EQ(Http(s.Url("/v1/health")).Json()["queue"]["queued"], 2) << "nothing else went in";
+}
+
+// HTTP details: two Content-Length (or Host) headers are refused (400), a malformed
+// Content-Length gets exactly one answer, the Authorization scheme is matched whatever its
+// case ("bearer" as "Bearer").
+TEST(Serve, DuplicateLengthsBadLengthsAndTheBearerSchemeFollowHttp) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  const std::string token = "t0ken-of-the-test";
+  Service s(db, {"--no-workers"}, {{"PTXBENCH_SERVE_TOKEN", token}});
+  const std::string auth = "Authorization: Bearer " + token + "\r\n";
+  const std::string sub = Submission("// k");
+  auto post = [&](const std::string& headers, const std::string& body) {
+    return RawExchange(s.port(), "POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth +
+                                     "Content-Type: application/json\r\n" + headers + "\r\n" +
+                                     body);
+  };
+  // The first length is the body's: the request would be accepted if only the first counted.
+  std::string two = post("Content-Length: " + std::to_string(sub.size()) +
+                             "\r\nContent-Length: 5\r\nConnection: close\r\n",
+                         sub);
+  EXPECT_TRUE(two.rfind("HTTP/1.1 400", 0) == 0) << two.substr(0, 300);
+  EXPECT_TRUE(Contains(two, "more than one Content-Length")) << two;
+  std::string two_same = post("Content-Length: " + std::to_string(sub.size()) +
+                                  "\r\nContent-Length: " + std::to_string(sub.size()) + "\r\n",
+                              sub);
+  EXPECT_TRUE(two_same.rfind("HTTP/1.1 400", 0) == 0) << two_same.substr(0, 300);
+  std::string hosts = RawExchange(s.port(),
+                                  "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example"
+                                  "\r\n" +
+                                      auth + "\r\n");
+  EXPECT_TRUE(hosts.rfind("HTTP/1.1 400", 0) == 0) << hosts.substr(0, 300);
+  for (const std::string bad : {"abc", "-1", "5x", "99999999999999999999999", "1 2", ""}) {
+    std::string r = post("Content-Length: " + bad + "\r\n", sub);
+    EXPECT_TRUE(r.rfind("HTTP/1.1 4", 0) == 0) << "Content-Length: " << bad << ": " << r;
+    EXPECT_EQ(StatusLines(r), 1) << "Content-Length: " << bad << ": " << r;
+  }
+  std::printf("Content-Length twice: %s; Content-Length: abc: %d status line(s)\n",
+              two.substr(0, 24).c_str(), StatusLines(post("Content-Length: abc\r\n", sub)));
+  // The scheme's name in any case; extra spaces before the token are allowed.
+  for (const std::string scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+    Reply r = Http(s.Url("/v1/health"), nullptr, {"Authorization: " + scheme + " " + token});
+    EXPECT_EQ(r.status, 200) << scheme << ": " << r.body;
+  }
+  EXPECT_EQ(Http(s.Url("/v1/health"), nullptr, {"Authorization: bearer   " + token}).status, 200);
+  EXPECT_EQ(Http(s.Url("/v1/health"), nullptr, {"Authorization: Basic " + token}).status, 401);
+  EXPECT_EQ(Http(s.Url("/v1/health"), nullptr, {"Authorization: bearer" + token}).status, 401);
+  EXPECT_EQ(Http(s.Url("/v1/health"), nullptr, {"Authorization: bearer wrong"}).status, 401);
+  json h = Http(s.Url("/v1/health"), nullptr, {"Authorization: Bearer " + token}).Json();
+  EXPECT_EQ(h["queue"]["queued"], 0) << "no request with two lengths went in: " << h.dump();
 }
 
 }  // namespace

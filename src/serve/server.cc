@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 
@@ -11,6 +12,7 @@
 #include <cctype>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -192,6 +194,23 @@ std::optional<std::string> Header(MHD_Connection* c, const char* name) {
   return std::string(v);
 }
 
+// How many times a header (or a query parameter) occurs: the lookup above sees the first only.
+int Occurrences(MHD_Connection* c, MHD_ValueKind kind, const char* name) {
+  struct Count {
+    const char* name;
+    int n = 0;
+  } count{name};
+  MHD_get_connection_values(
+      c, kind,
+      [](void* cls, MHD_ValueKind, const char* key, const char*) -> MHD_Result {
+        auto* k = static_cast<Count*>(cls);
+        if (key && ::strcasecmp(key, k->name) == 0) ++k->n;
+        return MHD_YES;
+      },
+      &count);
+  return count.n;
+}
+
 // The query parameters of a request, by name, in order.
 std::vector<std::string> QueryNames(MHD_Connection* c) {
   std::vector<std::string> names;
@@ -209,11 +228,21 @@ std::vector<std::string> QueryNames(MHD_Connection* c) {
 // at most (a flood of refused connections would otherwise flood the log).
 class MhdLog {
  public:
+  explicit MhdLog(bool tls) : tls_(tls) {}
   static void Callback(void* cls, const char* format, va_list ap) {
     char buf[512];
     std::vsnprintf(buf, sizeof buf, format, ap);
     std::string line = Trim(buf);
-    static_cast<MhdLog*>(cls)->Add(line);
+    auto* log = static_cast<MhdLog*>(cls);
+    // "Failed to parse `Content-Length' header", "Too large value of 'Content-Length' header"
+    if (line.find("Content-Length' header") != std::string::npos)
+      AnswerBadLengthOnce(log->tls_, line.find("Too large") != std::string::npos);
+    log->Add(line);
+  }
+  // libmicrohttpd's callback for each request line, on the connection's own thread.
+  static void* OnRequestLine(void*, const char*, MHD_Connection* c) {
+    t_connection = c;
+    return nullptr;  // what the handler's first call sees: no request state yet
   }
   void Add(const std::string& line) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -238,12 +267,43 @@ class MhdLog {
   }
 
  private:
+  // libmicrohttpd 0.9.75 answers a malformed Content-Length ("abc", "-1", over 2^64) itself and
+  // then builds that answer's header a second time: the client reads two header blocks. No
+  // handler of ours runs in between, but this log line does, on the connection's own thread
+  // (one thread per connection, whose connection the request-line callback noted), before the
+  // library writes anything. So the answer is given here, once, and the socket shut: the
+  // library's own then goes nowhere. Over TLS the socket is only shut (no answer).
+  static void AnswerBadLengthOnce(bool tls, bool too_large) {
+    if (!t_connection) return;
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(t_connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info || info->connect_fd < 0) return;
+    if (!tls) {
+      std::string body =
+          json({{"error", too_large ? "the Content-Length is over any body this server accepts"
+                                    : "the Content-Length is not a number"}})
+              .dump() +
+          "\n";
+      std::string text = std::string("HTTP/1.1 ") +
+                         (too_large ? "413 Content Too Large" : "400 Bad Request") +
+                         "\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                         "Content-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body;
+      (void)::send(info->connect_fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    ::shutdown(info->connect_fd, SHUT_RDWR);
+  }
+  static thread_local MHD_Connection* t_connection;
+
+  const bool tls_;
   std::mutex mu_;
   std::string last_;
   bool serving_ = false;
   int unlogged_ = 0;
   SteadyClock::time_point logged_at_ = SteadyClock::now() - std::chrono::hours(1);
 };
+
+thread_local MHD_Connection* MhdLog::t_connection = nullptr;
 
 class Api {
  public:
@@ -344,6 +404,14 @@ class Api {
       a.close = true;
       return a;
     }
+    // Two lengths (or two Hosts) are two readings of one request: a proxy in front may have
+    // taken the other (request smuggling). Refused, and the connection closed.
+    for (const char* once : {"Content-Length", "Host"})
+      if (Occurrences(c, MHD_HEADER_KIND, once) > 1) {
+        Answer a = Fail(400, std::string("the request has more than one ") + once + " header");
+        a.close = true;
+        return a;
+      }
     if (o_.token.empty()) {
       // No token: a browser must not be able to reach this API from another site, through a
       // name that resolves to loopback (DNS rebinding) or a cross-origin request.
@@ -362,14 +430,15 @@ class Api {
                                "requests from other sites");
       }
     } else {
-      std::string auth = Header(c, "Authorization").value_or("");
-      const std::string prefix = "Bearer ";
-      if (!StartsWith(auth, prefix)) {
+      // The scheme's name is case-insensitive (RFC 9110 11.1): "bearer" is "Bearer".
+      std::string auth = Trim(Header(c, "Authorization").value_or(""));
+      const size_t space = auth.find_first_of(" \t");
+      if (space == std::string::npos || Lower(auth.substr(0, space)) != "bearer") {
         Answer a = Fail(401, "this server requires a bearer token (Authorization: Bearer …)");
         a.headers.emplace_back("WWW-Authenticate", "Bearer");
         return a;
       }
-      if (!TokenMatches(auth.substr(prefix.size()), o_.token))
+      if (!TokenMatches(Trim(auth.substr(space + 1)), o_.token))
         return Fail(401, "the bearer token is not this server's");
     }
     if (length) {
@@ -654,7 +723,7 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
     }
   }
   Api api(o, queue, stop);
-  MhdLog log;
+  MhdLog log(tls);
   const std::string where = o.host + ":" + std::to_string(o.port);
   std::vector<std::vector<unsigned char>> addresses = Addresses(o.host, o.port);
   if (addresses.empty())
@@ -682,6 +751,7 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
          nullptr},
         {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Api::OnCompleted), &api},
         {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Api::OnConnection), &api},
+        {MHD_OPTION_URI_LOG_CALLBACK, reinterpret_cast<intptr_t>(&MhdLog::OnRequestLine), nullptr},
     };
     if (tls) {
       opts.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, key.data()});
