@@ -184,7 +184,7 @@ CommandRunner AddServeCommand(CLI::App& app) {
     std::string host = "127.0.0.1", db, gpus = "all", tasks_dir, cache_dir;
     std::string token_env = "PTXBENCH_SERVE_TOKEN";
     int port = 8737, workers = 1, lease = 30, lock_timeout = 600;
-    int max_connections = 256, max_connections_per_ip = 128;
+    int max_connections = 256, max_connections_per_ip = 128, request_timeout = 30;
     std::string tls_cert, tls_key;
     int64_t max_source_bytes = kMaxSourceBytes;
     double min_free_disk_mb = 64;
@@ -233,6 +233,10 @@ CommandRunner AddServeCommand(CLI::App& app) {
                  "Open connections from one client address (0: no limit; behind a reverse "
                  "proxy every client is the proxy); at least the clients' --concurrency",
                  0, 4096);
+  AddRangeOption(cmd, "--request-timeout", &o->request_timeout,
+                 "Seconds a request's line, headers and body may take to arrive, however they "
+                 "trickle (from the connection's start or its previous reply)",
+                 1, 3600);
   CLI::Option* cert = cmd->add_option("--tls-cert", o->tls_cert,
                                       "PEM certificate (chain): serve HTTPS only (with --tls-key)")
                           ->check(CLI::ExistingFile);
@@ -277,6 +281,7 @@ CommandRunner AddServeCommand(CLI::App& app) {
     so.max_source_bytes = static_cast<size_t>(o->max_source_bytes);
     so.max_connections = o->max_connections;
     so.max_connections_per_ip = o->max_connections_per_ip;
+    so.request_timeout_s = o->request_timeout;
     so.tls_cert = o->tls_cert;
     so.tls_key = o->tls_key;
     so.tasks_dir = o->tasks_dir;

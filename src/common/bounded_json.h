@@ -17,11 +17,16 @@ struct JsonLimits {
   // where a recursive walk would exhaust a thread's stack.
   int max_depth = 64;
   size_t max_bytes = size_t{64} << 20;
+  // Values (scalars, objects, arrays; an object's keys not counted) at most; 0: no limit. A
+  // document of known shape can say how many it needs: a request body of 2 MB holding 300,000
+  // keys would cost ~40 MB of memory once parsed, and is refused after the first max_values.
+  size_t max_values = 0;
 };
 
-// Throws ptxbench::Error (kInput) naming the limit when the text is larger or nested deeper
-// than `limits`, or not JSON at all; `what` names the document at the start of the message
-// ("runs/x/run.json: not valid JSON: ..."; empty: no name, for callers that add their own).
+// Throws ptxbench::Error (kInput) naming the limit when the text is larger, nested deeper or
+// holds more values than `limits`, or not JSON at all; `what` names the document at the start
+// of the message ("runs/x/run.json: not valid JSON: ..."; empty: no name, for callers that add
+// their own).
 nlohmann::json ParseBoundedJson(std::string_view text, const std::string& what,
                                 const JsonLimits& limits = {});
 

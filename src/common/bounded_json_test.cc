@@ -49,6 +49,26 @@ TEST(BoundedJson, SizeAndSyntaxAreRefusedWithAClearError) {
   EXPECT_TRUE(ParseBoundedJsonOrDiscarded("not json").is_discarded());
 }
 
+TEST(BoundedJson, AValueCountLimitRefusesWideDocumentsAsTheyAreRead) {
+  JsonLimits few;
+  few.max_values = 5;
+  // 5 values: the object, the array, three numbers; keys are not values.
+  EXPECT_NO_THROW(ParseBoundedJson(R"({"a": [1, 2], "b": 3})", "x", few));
+  EXPECT_THROW(ParseBoundedJson(R"({"a": [1, 2], "b": 3, "c": 4})", "x", few), Error);
+  std::string wide = "[";
+  for (int i = 0; i < 300000; ++i) wide += "0,";
+  wide += "0]";
+  try {
+    ParseBoundedJson(wide, "the body", few);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the body: holds more than 5 values"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(ParseBoundedJsonOrDiscarded(wide, few).is_discarded());
+  EXPECT_EQ(ParseBoundedJson(wide, "x").size(), 300001u) << "no limit by default";
+}
+
 TEST(BoundedJson, TextDepthSkipsStrings) {
   EXPECT_EQ(JsonTextDepth(R"({"a": "[[[[{{{{", "b": [[1]]})"), 3);
   EXPECT_EQ(JsonTextDepth(R"(["\"[[["])"), 1);

@@ -23,6 +23,10 @@ constexpr size_t kMaxRequestNameBytes = 256;
 // How deep a request body may nest: a job request is 3 levels deep (options hold scalars, a
 // tag strings and integers); 16 leaves room and refuses any bomb long before a walk recurses.
 constexpr int kMaxRequestDepth = 16;
+// How many values (bounded_json.h) a request body may hold: about 30 fields and options, and a
+// tag of at most 4096 bytes; a body of 2 MB with 300,000 keys is refused as it is read rather
+// than built (~40 MB of memory on a connection's thread).
+constexpr size_t kMaxRequestValues = 4096;
 
 // The request as queued: every field checked, the workload resolved to its id, defaults
 // filled in. Throws InputError with one line that names the problem (field and why).

@@ -852,9 +852,19 @@ TEST(Serve, OutOfRangeNumbersAndHugeNamesAreRefusedCheaply) {
   EXPECT_LT(ms_get, 500);
 }
 
-// One request on a raw socket: returns the connected descriptor (or -1).
-int Connect(int port) {
+// One request on a raw socket: returns the connected descriptor (or -1). `from`: the client's
+// address (another loopback address is another client), else 127.0.0.1.
+int Connect(int port, const char* from = nullptr) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (from) {
+    sockaddr_in me{};
+    me.sin_family = AF_INET;
+    ::inet_pton(AF_INET, from, &me.sin_addr);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
@@ -890,6 +900,65 @@ size_t Offer(int fd, const std::string& piece, size_t total) {
     sent += static_cast<size_t>(k);
   }
   return sent;
+}
+// Everything the server sends on a raw connection until it closes it, or nothing more came
+// for `ms`.
+std::string ReadAll(int fd, int ms) {
+  std::string out;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return out;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+// One request on a raw connection, and all of its answer.
+std::string RawExchange(int port, const std::string& request, int ms = 3000) {
+  int fd = Connect(port);
+  if (fd < 0) return "";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string reply = ReadAll(fd, ms);
+  ::close(fd);
+  return reply;
+}
+// A request with a body on a raw connection, the body sent until the server answers: it may
+// refuse from the headers and close, and a client library can then fail in its send (a reset)
+// and never read the answer. The status and body of the answer (status 0: none came).
+Reply RawRequest(int port, const std::string& method, const std::string& path,
+                 const std::string& body) {
+  Reply r;
+  int fd = Connect(port);
+  if (fd < 0) return r;
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  std::string text = method + " " + path +
+                     " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     "Connection: close\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body;
+  for (size_t sent = 0; sent < text.size();) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) break;  // answered (or closed) before the body was all in
+    ssize_t k = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
+    if (k <= 0) break;
+    sent += static_cast<size_t>(k);
+  }
+  std::string reply = ReadAll(fd, 10000);
+  ::close(fd);
+  size_t blank = reply.find("\r\n\r\n");
+  if (reply.rfind("HTTP/1.", 0) != 0 || reply.size() < 12 || blank == std::string::npos) return r;
+  r.status = std::atol(reply.substr(9, 3).c_str());
+  r.body = reply.substr(blank + 4);
+  return r;
+}
+// How many status lines (header blocks) an answer holds.
+int StatusLines(const std::string& reply) {
+  int n = 0;
+  for (size_t at = reply.find("HTTP/1."); at != std::string::npos;
+       at = reply.find("HTTP/1.", at + 1))
+    ++n;
+  return n;
 }
 double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -1238,6 +1307,490 @@ TEST(Serve, ATokenOverPlainHttpBeyondLoopbackIsRefused) {
   EXPECT_EQ(r.exit.code, 2) << r.output;
   EXPECT_TRUE(Contains(r.output, "--allow-plain-http")) << r.output;
   EXPECT_EQ(SplitLines(Trim(r.output)).size(), 1u) << r.output;
+}
+
+// ---- Issue 35: no request brings the service down; fair sharing against slow clients. ----
+
+// Percentile of some latencies (sorted here), in ms.
+double Percentile(std::vector<double> ms, double q) {
+  if (ms.empty()) return 0;
+  std::sort(ms.begin(), ms.end());
+  return ms[std::min(ms.size() - 1, static_cast<size_t>(q * static_cast<double>(ms.size())))];
+}
+
+// Deep (100,000 nested arrays or objects), wide (up to a million values within the body limit)
+// and huge (over the limit) documents, as the body of every endpoint and inside the fields of a
+// submission, and deep ones in the query: each gets a 4xx naming the problem, never a 5xx or a
+// crash; 16 wide bodies at once cost little memory (they are refused as they are read); the
+// service then answers health and a normal submission.
+TEST(Serve, DeepWideAndHugeDocumentsToEveryEndpointGetA4xx) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers"});  // the defaults: 1 MiB sources, bodies up to 2.06 MB
+  std::string sub = Submission("// k");
+  std::string id = Http(s.Url("/v1/evaluations"), &sub).Json()["id"];
+  const size_t kWithin = 2000000, kOver = 3000000;
+  auto repeat = [](const std::string& piece, size_t n) {
+    std::string out;
+    out.reserve(piece.size() * n);
+    for (size_t i = 0; i < n; ++i) out += piece;
+    return out;
+  };
+  auto wide_array = [&](size_t bytes) { return "[" + repeat("0,", bytes / 2 - 1) + "0]"; };
+  auto wide_object = [&](size_t bytes) {
+    std::string o = "{";
+    for (size_t i = 0; o.size() + 16 < bytes; ++i) o += "\"k" + std::to_string(i) + "\":0,";
+    return o + "\"end\":0}";
+  };
+  auto field = [&](const std::string& name, const std::string& value) {
+    return std::string(R"({"task": ")") + kTask + R"(", "source": "x", ")" + name + "\": " + value +
+           "}";
+  };
+  const std::string deep_arrays = repeat("[", 100000) + repeat("]", 100000);
+  const std::string deep_objects = repeat("{\"a\":", 100000) + "1" + repeat("}", 100000);
+  const std::string deep_mixed = repeat("[{\"a\":", 50000) + "1" + repeat("}]", 50000);
+  std::vector<std::pair<std::string, std::string>> docs = {
+      {"deep arrays", deep_arrays},
+      {"deep objects", deep_objects},
+      {"deep mixed", deep_mixed},
+      {"wide array", wide_array(kWithin)},
+      {"wide object", wide_object(kWithin)},
+      {"huge array", wide_array(kOver)},
+      {"huge object", wide_object(kOver)},
+  };
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"options deep", field("options", deep_arrays)},
+      {"options wide", field("options", wide_object(kWithin - 100))},
+      {"tag deep", field("tag", deep_objects)},
+      {"tag wide", field("tag", wide_object(kWithin - 100))},
+      {"workload wide", field("workload", wide_array(kWithin - 100))},
+      {"source huge", field("source", "\"" + std::string(kOver, 'x') + "\"")},
+  };
+  const std::vector<std::pair<std::string, std::string>> endpoints = {
+      {"POST", "/v1/evaluations"},
+      {"GET", "/v1/evaluations/" + id + "?wait=0"},
+      {"GET", "/v1/evaluations/" + id + "/job"},
+      {"GET", "/v1/tasks"},
+      {"GET", std::string("/v1/tasks/") + kTask},
+      {"GET", "/v1/health"},
+      {"GET", "/v1/nothing"},
+      {"PUT", "/v1/evaluations"},
+  };
+  double rss_before = RssMiB(s.pid()), slowest_ms = 0;
+  int sent = 0;
+  std::map<long, int> statuses;
+  auto expect4xx = [&](const Reply& r, const std::string& what) {
+    ++sent;
+    ++statuses[r.status];
+    EXPECT_GE(r.status, 400) << what << ": " << r.body.substr(0, 300);
+    EXPECT_LT(r.status, 500) << what << ": " << r.body.substr(0, 300);
+    json j = json::parse(r.body, nullptr, false);
+    EXPECT_TRUE(j.is_object() && j["error"].is_string()) << what << ": " << r.body.substr(0, 300);
+    EXPECT_FALSE(s.Exited()) << what << " took the service down:\n" << s.Log();
+  };
+  for (const auto& [method, path] : endpoints)
+    for (const auto& [name, doc] : docs) {
+      auto t0 = Clock::now();
+      Reply r = RawRequest(s.port(), method, path, doc);
+      slowest_ms = std::max(slowest_ms, MsSince(t0));
+      expect4xx(r, method + " " + path + " with a " + name + " body");
+    }
+  for (const auto& [name, body] : fields) {
+    auto t0 = Clock::now();
+    Reply r = RawRequest(s.port(), "POST", "/v1/evaluations", body);
+    slowest_ms = std::max(slowest_ms, MsSince(t0));
+    expect4xx(r, "a submission with " + name);
+  }
+  // In the query: read by no JSON parser, and refused all the same (an unknown parameter, a
+  // wait that is not a number; a line over the connection's memory is libmicrohttpd's 414).
+  for (const auto& [method, path] : endpoints) {
+    if (method != "GET") continue;
+    const std::string sep = path.find('?') == std::string::npos ? "?" : "&";
+    for (size_t depth : {size_t{20000}, size_t{100000}}) {
+      std::string line = method + " " + path + sep + "q=" + repeat("[", depth) + repeat("]", depth);
+      std::string reply =
+          RawExchange(s.port(), line + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      ++sent;
+      EXPECT_TRUE(reply.rfind("HTTP/1.1 4", 0) == 0)
+          << line.substr(0, 60) << ": " << reply.substr(0, 300);
+    }
+  }
+  std::string waits =
+      RawExchange(s.port(), "GET /v1/evaluations/" + id + "?wait=" + repeat("[", 20000) +
+                                " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(waits.rfind("HTTP/1.1 400", 0) == 0) << waits.substr(0, 300);
+  double rss_serial = RssMiB(s.pid());
+  // 16 wide bodies at once: refused as they are read, so memory stays near the bodies' own.
+  std::vector<std::thread> many;
+  std::atomic<int> many_4xx{0};
+  const std::string wide = field("tag", wide_object(kWithin - 100));
+  for (int i = 0; i < 16; ++i)
+    many.emplace_back([&] {
+      Reply r = Http(s.Url("/v1/evaluations"), &wide, {}, 60000);
+      many_4xx += r.status >= 400 && r.status < 500;
+    });
+  for (auto& t : many) t.join();
+  double rss_after = RssMiB(s.pid());
+  auto t0 = Clock::now();
+  Reply health = Http(s.Url("/v1/health"));
+  double health_ms = MsSince(t0);
+  Reply normal = Http(s.Url("/v1/evaluations"), &sub);
+  std::string counts;
+  for (const auto& [status, n] : statuses)
+    counts += " " + std::to_string(n) + "x" + std::to_string(status);
+  std::printf(
+      "%d hostile documents (deep 100,000, wide to 1,000,000 values, huge 3 MB) to %zu endpoints "
+      "and in the query:%s, the slowest %.0f ms; serve RSS %.1f -> %.1f MiB, then 16 wide "
+      "bodies at once (%d refused) -> %.1f MiB; health %ld in %.1f ms, a submission %ld\n",
+      sent, endpoints.size(), counts.c_str(), slowest_ms, rss_before, rss_serial, many_4xx.load(),
+      rss_after, health.status, health_ms, normal.status);
+  EXPECT_EQ(many_4xx.load(), 16);
+  EXPECT_EQ(health.status, 200) << s.Log();
+  EXPECT_EQ(normal.status, 202) << normal.body;
+  EXPECT_LT(rss_after - rss_before, 100.0) << "wide bodies are refused before they are built";
+  EXPECT_EQ(Http(s.Url("/v1/health")).Json()["queue"]["queued"], 2) << "nothing else went in";
+}
+
+// HTTP details: two Content-Length (or Host) headers are refused (400), a malformed
+// Content-Length gets exactly one answer, the Authorization scheme is matched whatever its
+// case ("bearer" as "Bearer").
+TEST(Serve, DuplicateLengthsBadLengthsAndTheBearerSchemeFollowHttp) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  const std::string token = "t0ken-of-the-test";
+  Service s(db, {"--no-workers"}, {{"PTXBENCH_SERVE_TOKEN", token}});
+  const std::string auth = "Authorization: Bearer " + token + "\r\n";
+  const std::string sub = Submission("// k");
+  auto post = [&](const std::string& headers, const std::string& body) {
+    return RawExchange(s.port(), "POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth +
+                                     "Content-Type: application/json\r\n" + headers + "\r\n" +
+                                     body);
+  };
+  // The first length is the body's: the request would be accepted if only the first counted.
+  std::string two = post("Content-Length: " + std::to_string(sub.size()) +
+                             "\r\nContent-Length: 5\r\nConnection: close\r\n",
+                         sub);
+  EXPECT_TRUE(two.rfind("HTTP/1.1 400", 0) == 0) << two.substr(0, 300);
+  EXPECT_TRUE(Contains(two, "more than one Content-Length")) << two;
+  std::string two_same = post("Content-Length: " + std::to_string(sub.size()) +
+                                  "\r\nContent-Length: " + std::to_string(sub.size()) + "\r\n",
+                              sub);
+  EXPECT_TRUE(two_same.rfind("HTTP/1.1 400", 0) == 0) << two_same.substr(0, 300);
+  std::string hosts = RawExchange(s.port(),
+                                  "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example"
+                                  "\r\n" +
+                                      auth + "\r\n");
+  EXPECT_TRUE(hosts.rfind("HTTP/1.1 400", 0) == 0) << hosts.substr(0, 300);
+  for (const std::string bad : {"abc", "-1", "5x", "99999999999999999999999", "1 2", ""}) {
+    std::string r = post("Content-Length: " + bad + "\r\n", sub);
+    EXPECT_TRUE(r.rfind("HTTP/1.1 4", 0) == 0) << "Content-Length: " << bad << ": " << r;
+    EXPECT_EQ(StatusLines(r), 1) << "Content-Length: " << bad << ": " << r;
+  }
+  std::printf("Content-Length twice: %s; Content-Length: abc: %d status line(s)\n",
+              two.substr(0, 24).c_str(), StatusLines(post("Content-Length: abc\r\n", sub)));
+  // The scheme's name in any case; extra spaces before the token are allowed.
+  for (const std::string scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+    Reply r = Http(s.Url("/v1/health"), nullptr, {"Authorization: " + scheme + " " + token});
+    EXPECT_EQ(r.status, 200) << scheme << ": " << r.body;
+  }
+  EXPECT_EQ(Http(s.Url("/v1/health"), nullptr, {"Authorization: bearer   " + token}).status, 200);
+  EXPECT_EQ(Http(s.Url("/v1/health"), nullptr, {"Authorization: Basic " + token}).status, 401);
+  EXPECT_EQ(Http(s.Url("/v1/health"), nullptr, {"Authorization: bearer" + token}).status, 401);
+  EXPECT_EQ(Http(s.Url("/v1/health"), nullptr, {"Authorization: bearer wrong"}).status, 401);
+  json h = Http(s.Url("/v1/health"), nullptr, {"Authorization: Bearer " + token}).Json();
+  EXPECT_EQ(h["queue"]["queued"], 0) << "no request with two lengths went in: " << h.dump();
+}
+
+// Health's long_polls once it equals `n`, within `limit`; the time it took (or -1).
+double MsUntilLongPolls(const Service& s, int n, std::chrono::milliseconds limit) {
+  auto t0 = Clock::now();
+  while (Clock::now() - t0 < limit) {
+    Reply r = Http(s.Url("/v1/health"), nullptr, {}, 5000);
+    if (r.status == 200 && r.Json()["long_polls"] == n) return MsSince(t0);
+    std::this_thread::sleep_for(20ms);
+  }
+  return -1;
+}
+
+// A long poll whose client hung up gives its slot back within a poll period, not at the end
+// of its wait (60 s).
+TEST(Serve, ALongPollWhoseClientHungUpFreesItsSlotAtOnce) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers"});
+  std::string sub = Submission("// k");
+  std::string id = Http(s.Url("/v1/evaluations"), &sub).Json()["id"];
+  constexpr int kPolls = 20;
+  std::vector<int> fds;
+  const std::string poll =
+      "GET /v1/evaluations/" + id + "?wait=60 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  for (int i = 0; i < kPolls; ++i) {
+    fds.push_back(Connect(s.port()));
+    ASSERT_GE(fds.back(), 0);
+    ::send(fds.back(), poll.data(), poll.size(), MSG_NOSIGNAL);
+  }
+  ASSERT_GE(MsUntilLongPolls(s, kPolls, 5s), 0) << "the polls did not all wait";
+  for (int fd : fds) ::close(fd);
+  double freed_ms = MsUntilLongPolls(s, 0, 5s);
+  std::printf("%d long polls (wait=60) whose clients hung up: slots free after %.0f ms\n", kPolls,
+              freed_ms);
+  EXPECT_GE(freed_ms, 0) << "hung-up polls still hold their slots after 5 s";
+  EXPECT_LT(freed_ms, 1500);
+  EXPECT_EQ(Http(s.Url("/v1/evaluations/" + id + "?wait=0.2")).Json()["waited"], true);
+}
+
+// 96 clients that ignore Retry-After (each asks again at once, a new connection each time)
+// against 64 connections (32 may wait): health from their own address and from another one is
+// never refused and stays fast.
+TEST(Serve, ClientsThatIgnoreRetryAfterCannotSlowOrRefuseHealth) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers", "--max-connections", "64", "--max-connections-per-ip", "0"});
+  std::string sub = Submission("// k");
+  std::string id = Http(s.Url("/v1/evaluations"), &sub).Json()["id"];
+  std::atomic<bool> stop{false};
+  std::atomic<long> polls{0};
+  std::vector<std::thread> hammer;
+  for (int i = 0; i < 96; ++i)
+    hammer.emplace_back([&] {
+      while (!stop) {
+        Http(s.Url("/v1/evaluations/" + id + "?wait=30"), nullptr, {}, 35000);
+        ++polls;
+      }
+    });
+  std::this_thread::sleep_for(1s);
+  std::vector<double> same_ms, other_ms;
+  int same_refused = 0, other_refused = 0;
+  const Via other{"127.0.0.2", ""};
+  auto t_end = Clock::now() + 5s;
+  while (Clock::now() < t_end) {
+    auto t0 = Clock::now();
+    Reply a = Http(s.Url("/v1/health"), nullptr, {}, 5000);
+    same_ms.push_back(MsSince(t0));
+    same_refused += a.status != 200;
+    t0 = Clock::now();
+    Reply b = Http(s.Url("/v1/health"), nullptr, {}, 5000, other);
+    other_ms.push_back(MsSince(t0));
+    other_refused += b.status != 200;
+    std::this_thread::sleep_for(50ms);
+  }
+  long during = polls.load();
+  stop = true;
+  std::printf(
+      "connections: %s\n",
+      Http(s.Url("/v1/health"), nullptr, {}, 5000, other).Json()["connections"].dump().c_str());
+  std::printf(
+      "health while 96 clients ignore Retry-After (64 connections, 32 may wait; %ld polls "
+      "answered in 6 s): same address p50 %.1f ms, max %.1f ms, %d of %zu not 200; another "
+      "address p50 %.1f ms, max %.1f ms, %d of %zu not 200\n",
+      during, Percentile(same_ms, 0.5), Percentile(same_ms, 1.0), same_refused, same_ms.size(),
+      Percentile(other_ms, 0.5), Percentile(other_ms, 1.0), other_refused, other_ms.size());
+  // Before: 34 % and 43 % not answered (closed at the cap). From the hammering address a
+  // health probe is one more client of it (1-8 % cut off in runs on a loaded 2-core machine);
+  // from another address a newcomer can still meet libmicrohttpd's own limit while ended
+  // connections are being closed (0-2 %).
+  EXPECT_LE(same_refused * 5, static_cast<int>(same_ms.size()));
+  EXPECT_LE(other_refused * 10, static_cast<int>(other_ms.size()));
+  EXPECT_LT(Percentile(other_ms, 0.5), 100.0);
+  EXPECT_LT(Percentile(same_ms, 0.5), 100.0);
+  EXPECT_LT(Percentile(other_ms, 1.0), 2000.0);
+  // The 32 waiting polls would wait 30 s: stopping the service answers them at once.
+  ::kill(s.pid(), SIGTERM);
+  for (auto& t : hammer) t.join();
+}
+
+// A slowloris client on its own thread: from one address it keeps up to `wanted` connections
+// to `port` open, re-opening each one the server closes at once, and trickles a byte a second
+// into each (a request line and headers that never end, so no idle timeout ends them).
+class Trickler {
+ public:
+  Trickler(int port, const char* from, int wanted)
+      : thread_([=, this] { Run(port, from, wanted); }) {}
+  ~Trickler() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int held() const { return held_; }
+  // How long each connection the server closed had lived, in seconds.
+  std::vector<double> Lifetimes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lifetimes_;
+  }
+
+ private:
+  void Run(int port, const char* from, int wanted) {
+    std::vector<int> fds(static_cast<size_t>(wanted), -1);
+    std::vector<Clock::time_point> born(fds.size());
+    const std::string line = "POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    for (long tick = 0; !stop_; ++tick) {
+      int open = 0;
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i] >= 0) {
+          char c;
+          pollfd p{fds[i], POLLIN, 0};
+          bool gone = ::poll(&p, 1, 0) > 0 && ::recv(fds[i], &c, 1, MSG_DONTWAIT) <= 0;
+          if (!gone && tick % 10 == static_cast<long>(i % 10))  // a byte a second, spread out
+            gone = ::send(fds[i], &line[static_cast<size_t>(tick / 10) % line.size()], 1,
+                          MSG_NOSIGNAL) != 1;
+          if (gone) {
+            std::lock_guard<std::mutex> lock(mu_);
+            lifetimes_.push_back(std::chrono::duration<double>(Clock::now() - born[i]).count());
+            ::close(fds[i]);
+            fds[i] = -1;
+          }
+        }
+        if (fds[i] < 0) {
+          fds[i] = Connect(port, from);
+          born[i] = Clock::now();
+        }
+        open += fds[i] >= 0;
+      }
+      if (tick % 10 == 0) held_ = open;
+      std::this_thread::sleep_for(100ms);
+    }
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
+  std::atomic<bool> stop_{false};
+  std::atomic<int> held_{0};
+  std::mutex mu_;
+  std::vector<double> lifetimes_;
+  std::thread thread_;
+};
+
+// Health (and every 8th time a submission) from `via` to `url` every 200 ms for `span`.
+struct Probes {
+  std::vector<double> ms;
+  int not_ok = 0, submitted = 0, submissions = 0;
+};
+Probes ProbeHealth(const std::string& url, const Via& via, std::chrono::seconds span) {
+  Probes p;
+  std::string sub = Submission("// k");
+  auto t_end = Clock::now() + span;
+  while (Clock::now() < t_end) {
+    auto t0 = Clock::now();
+    Reply h = Http(url + "/v1/health", nullptr, {}, 5000, via);
+    p.ms.push_back(MsSince(t0));
+    p.not_ok += h.status != 200;
+    if (p.ms.size() % 8 == 0) {
+      ++p.submissions;
+      p.submitted += Http(url + "/v1/evaluations", &sub, {}, 5000, via).status == 202;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  return p;
+}
+
+// Slowloris from two addresses with the default caps (256 connections, 128 per address): each
+// keeps as many connections as it can, re-opening every one that is closed, trickling a byte a
+// second into each. Health and submissions from a third address still answer: a newcomer at
+// the cap is let in by ending a trickler of the address holding the most, and no request may
+// take longer than --request-timeout to arrive.
+TEST(Serve, TricklingFromTwoAddressesCannotStarveAThird) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  constexpr int kDeadline = 3;
+  Service s(db, {"--no-workers", "--request-timeout", std::to_string(kDeadline)});
+  Trickler a(s.port(), "127.0.0.2", 200), b(s.port(), "127.0.0.3", 200);
+  std::this_thread::sleep_for(1500ms);
+  Probes p = ProbeHealth(s.Url(), Via{"127.0.0.4", ""}, 7s);
+  int held = a.held() + b.held();
+  a.Stop();
+  b.Stop();
+  std::vector<double> lifetimes = a.Lifetimes(), more = b.Lifetimes();
+  lifetimes.insert(lifetimes.end(), more.begin(), more.end());
+  double longest = lifetimes.empty() ? 0 : *std::max_element(lifetimes.begin(), lifetimes.end());
+  std::printf(
+      "2 addresses trickling into all the connections they can get (256 cap, 128 per address, "
+      "--request-timeout %d): they held %d at the end, %zu of theirs were closed, the longest "
+      "lived %.1f s; health from a third address: %d of %zu not 200, p50 %.1f ms, max %.1f "
+      "ms; %d of %d submissions accepted\n",
+      kDeadline, held, lifetimes.size(), longest, p.not_ok, p.ms.size(), Percentile(p.ms, 0.5),
+      Percentile(p.ms, 1.0), p.submitted, p.submissions);
+  EXPECT_EQ(p.not_ok, 0);
+  EXPECT_LT(Percentile(p.ms, 1.0), 2000.0);
+  EXPECT_EQ(p.submitted, p.submissions);
+  EXPECT_GT(lifetimes.size(), 0u);
+  EXPECT_LT(longest, kDeadline + 2.0) << "a trickling request outlived the request deadline";
+  EXPECT_EQ(Http(s.Url("/v1/health")).status, 200);
+}
+
+// The documented deployment behind a reverse proxy: nginx (Debian's nginx-light, started here
+// with the configuration the README gives) in front of serve on 127.0.0.1 with
+// --max-connections-per-ip 0. Two addresses trickle headers into nginx; nginx ends each after
+// client_header_timeout and never passes an unfinished request on, so health and submissions
+// from a third address answer through it, and a long poll passes (proxy_read_timeout over the
+// longest wait). Skipped where nginx is not installed.
+TEST(Serve, BehindNginxTricklingClientsCannotStarveTheApi) {
+  std::string nginx;
+  for (const char* candidate : {"/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"})
+    if (::access(candidate, X_OK) == 0) nginx = candidate;
+  if (nginx.empty()) GTEST_SKIP() << "no nginx here (Debian: apt-get install nginx-light)";
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--no-workers", "--max-connections-per-ip", "0"});
+  const int proxy_port = testing::FreeTcpPort();
+  const std::string conf = ReadFile(Src() + "/docs/nginx-ptxbench.conf");
+  std::string text = conf;
+  auto set = [&](const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " is not in docs/nginx-ptxbench.conf";
+    text.replace(at, from.size(), to);
+  };
+  set("listen 443 ssl;", "listen 127.0.0.1:" + std::to_string(proxy_port) + ";");
+  set("ssl_certificate /etc/ssl/ptxbench/cert.pem;", "");
+  set("ssl_certificate_key /etc/ssl/ptxbench/key.pem;", "");
+  set("server 127.0.0.1:8737", "server 127.0.0.1:" + std::to_string(s.port()));
+  set("client_header_timeout 10s;", "client_header_timeout 3s;");
+  // A configuration of its own (prefix, pid, logs, temp folders in the scratch folder), in the
+  // foreground, one process.
+  std::string top = "daemon off;\nmaster_process off;\npid " + dir.File("nginx.pid") +
+                    ";\nerror_log " + dir.File("error.log") + " warn;\nevents { " +
+                    "worker_connections 2048; }\nhttp {\naccess_log off;\n";
+  for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
+    top += std::string(t) + "_temp_path " + dir.File(std::string(t) + "_temp") + ";\n";
+  WriteFileAtomic(dir.File("nginx.conf"), top + text + "}\n");
+  ProcessSpec spec;
+  spec.argv = {nginx, "-p", dir.path(), "-c", dir.File("nginx.conf"), "-e", dir.File("error.log")};
+  spec.log_path = dir.File("nginx.out");
+  Child proxy = Child::Start(spec);
+  const std::string url = "http://127.0.0.1:" + std::to_string(proxy_port);
+  auto deadline = Clock::now() + 10s;
+  while (Clock::now() < deadline && Http(url + "/v1/health", nullptr, {}, 1000).status != 200)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(Http(url + "/v1/health").status, 200) << ReadFile(dir.File("error.log"));
+  std::string sub = Submission("// k");
+  std::string id = Http(url + "/v1/evaluations", &sub).Json()["id"];
+  {
+    Trickler a(proxy_port, "127.0.0.2", 300), b(proxy_port, "127.0.0.3", 300);
+    std::this_thread::sleep_for(1500ms);
+    auto t0 = Clock::now();
+    Reply poll = Http(url + "/v1/evaluations/" + id + "?wait=2", nullptr, {}, 10000);
+    double poll_ms = MsSince(t0);
+    Probes p = ProbeHealth(url, Via{"127.0.0.4", ""}, 6s);
+    int held = a.held() + b.held();
+    a.Stop();
+    b.Stop();
+    std::vector<double> lifetimes = a.Lifetimes(), more = b.Lifetimes();
+    lifetimes.insert(lifetimes.end(), more.begin(), more.end());
+    double longest = lifetimes.empty() ? 0 : *std::max_element(lifetimes.begin(), lifetimes.end());
+    std::printf(
+        "behind nginx (docs/nginx-ptxbench.conf, client_header_timeout 3s): 2 addresses "
+        "trickling held %d connections to nginx, %zu closed, the longest lived %.1f s; a long "
+        "poll (wait=2) %ld in %.0f ms; health from a third address: %d of %zu not 200, p50 "
+        "%.1f ms, max %.1f ms; %d of %d submissions accepted\n",
+        held, lifetimes.size(), longest, poll.status, poll_ms, p.not_ok, p.ms.size(),
+        Percentile(p.ms, 0.5), Percentile(p.ms, 1.0), p.submitted, p.submissions);
+    EXPECT_EQ(poll.status, 202) << poll.body;
+    EXPECT_GE(poll_ms, 1900);
+    EXPECT_EQ(p.not_ok, 0);
+    EXPECT_EQ(p.submitted, p.submissions);
+    EXPECT_LT(Percentile(p.ms, 1.0), 2000.0);
+    EXPECT_LT(longest, 3 + 2.0) << "nginx let a trickling header outlive client_header_timeout";
+  }
+  ::kill(proxy.pid(), SIGTERM);
+  proxy.Wait(Clock::now() + 10s);
 }
 
 }  // namespace

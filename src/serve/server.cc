@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 
@@ -11,10 +13,13 @@
 #include <cctype>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -180,6 +185,175 @@ bool IsLoopbackName(std::string name) {
 struct ConnectionState {
   int requests = 0;
 };
+
+// Who a client is for fair sharing: its IPv4 address, or the /64 of its IPv6 address (one
+// host is handed a whole /64).
+std::string ClientKey(const sockaddr* a) {
+  if (!a) return "";
+  if (a->sa_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(a);
+    return std::string(reinterpret_cast<const char*>(&v4->sin_addr), 4);
+  }
+  if (a->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(a);
+    const auto* b = reinterpret_cast<const unsigned char*>(&v6->sin6_addr);
+    static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::equal(b, b + 12, kMapped))
+      return std::string(reinterpret_cast<const char*>(b + 12), 4);
+    return std::string(reinterpret_cast<const char*>(b), 8);
+  }
+  return "";
+}
+
+// What libmicrohttpd 0.9.75 lacks against clients that hold connections without finishing a
+// request (slowloris): its timeout is reset by every byte, and its caps close newcomers while
+// the old connections stay. Here each open connection is tracked from the accept:
+//   reading ──(its request is in: the handler runs)──► handling ──(reply sent)──► reading
+// A connection reading one request (line, headers, body; or idle before its next) for longer
+// than the request deadline is shut down. At the cap a newcomer is admitted by shutting down
+// a reading connection of the address that holds the most (its own, or one holding more than
+// its own): a few addresses cannot keep the others out, and a connection that is working
+// (a handler running, a long poll waiting) is never the one ended; when every connection is
+// working, a newcomer from an address holding under a quarter of the cap comes in over it (up
+// to libmicrohttpd's own limit), one from a heavier address is refused. shutdown(2) wakes the
+// connection's thread, which closes it as if the client had; the descriptor is used only
+// while the connection is registered (libmicrohttpd notifies the close before it closes the
+// descriptor), under the lock.
+class ConnectionTable {
+ public:
+  ConnectionTable(int cap, int deadline_s) : cap_(cap), deadline_(deadline_s) {}
+
+  // libmicrohttpd's accept policy: on the listening thread, before the connection exists.
+  static MHD_Result OnAccept(void* cls, const sockaddr* addr, socklen_t) {
+    return static_cast<ConnectionTable*>(cls)->Admit(ClientKey(addr)) ? MHD_YES : MHD_NO;
+  }
+  void Started(MHD_Connection* c) {
+    const MHD_ConnectionInfo* fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const MHD_ConnectionInfo* who = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    Entry e;
+    e.fd = fd ? fd->connect_fd : -1;
+    e.client = ClientKey(who ? who->client_addr : nullptr);
+    e.since = SteadyClock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++per_client_[e.client];
+    ++live_;
+    open_[c] = std::move(e);
+  }
+  void Closed(MHD_Connection* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(c);
+    if (it == open_.end()) return;
+    if (!it->second.ended) Forget(it->second);
+    open_.erase(it);
+  }
+  // Its request is in (or refused from its headers): the handler has it, no deadline.
+  void Handling(MHD_Connection* c) { Set(c, true); }
+  // Its reply went out: the next request's clock starts now.
+  void Reading(MHD_Connection* c) { Set(c, false); }
+
+  // Shuts down the connections whose request has not come in within the deadline; returns
+  // how many.
+  int EndOverdue() {
+    std::lock_guard<std::mutex> lock(mu_);
+    int n = 0;
+    for (auto& [c, e] : open_)
+      if (!e.handling && !e.ended && SecondsSince(e.since) > deadline_) {
+        End(e);
+        ++n;
+      }
+    overdue_ += n;
+    return n;
+  }
+  // For health: open connections, and what was done at the deadline and the cap so far.
+  nlohmann::json Counts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {{"open", live_},
+            {"closed_over_deadline", overdue_},
+            {"closed_for_newcomers", evicted_},
+            {"admitted_over_cap", over_cap_},
+            {"refused_at_cap", refused_}};
+  }
+
+ private:
+  struct Entry {
+    int fd = -1;
+    std::string client;
+    SteadyClock::time_point since;
+    bool handling = false;
+    bool ended = false;  // shut down by us, not yet closed by libmicrohttpd
+  };
+
+  bool Admit(const std::string& client) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (live_ < cap_) return true;
+    auto mine = per_client_.find(client);
+    const int own = mine == per_client_.end() ? 0 : mine->second;
+    // The victim: a reading connection of the client holding the most, its oldest; taken if
+    // it is the newcomer's own client, or one holding more than the newcomer's.
+    Entry* victim = nullptr;
+    int victim_count = 0;
+    for (auto& [c, e] : open_) {
+      if (e.handling || e.ended || e.fd < 0) continue;
+      const int count = per_client_[e.client];
+      if (!victim || count > victim_count || (count == victim_count && e.since < victim->since)) {
+        victim = &e;
+        victim_count = count;
+      }
+    }
+    if (victim && (victim->client == client || victim_count > own)) {
+      End(*victim);
+      ++evicted_;
+      return true;
+    }
+    // Every connection is working (answers under way; long polls hold at most half): a client
+    // holding under a quarter of the cap comes in over it (libmicrohttpd's own limit, a quarter
+    // above, bounds that), so that the clients keeping the cap busy cannot keep it out; theirs
+    // are refused.
+    if (own * 4 < cap_) {
+      ++over_cap_;
+      return true;
+    }
+    ++refused_;
+    return false;
+  }
+  void End(Entry& e) {
+    ::shutdown(e.fd, SHUT_RDWR);
+    e.ended = true;
+    Forget(e);
+  }
+  void Forget(const Entry& e) {
+    --live_;
+    auto it = per_client_.find(e.client);
+    if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+  }
+  void Set(MHD_Connection* c, bool handling) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(c);
+    if (it == open_.end()) return;
+    it->second.handling = handling;
+    if (!handling) it->second.since = SteadyClock::now();
+  }
+
+  const int cap_;
+  const double deadline_;
+  std::mutex mu_;
+  std::unordered_map<MHD_Connection*, Entry> open_;
+  std::map<std::string, int> per_client_;  // live (not ended) connections per client
+  int live_ = 0;
+  long overdue_ = 0, evicted_ = 0, over_cap_ = 0, refused_ = 0;
+};
+
+// True when the client of a connection has gone (closed or reset its end): a long poll for it
+// need not wait on. Data waiting to be read (a pipelined request) is not a hang-up.
+bool ClientHungUp(MHD_Connection* c) {
+  const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (!info || info->connect_fd < 0) return false;
+  pollfd p{info->connect_fd, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return true;
+  char b;
+  return ::recv(info->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
 // Per request (MHD's con_cls): the body as it arrives.
 struct RequestState {
   std::string body;
@@ -191,15 +365,55 @@ std::optional<std::string> Header(MHD_Connection* c, const char* name) {
   return std::string(v);
 }
 
+// How many times a header (or a query parameter) occurs: the lookup above sees the first only.
+int Occurrences(MHD_Connection* c, MHD_ValueKind kind, const char* name) {
+  struct Count {
+    const char* name;
+    int n = 0;
+  } count{name};
+  MHD_get_connection_values(
+      c, kind,
+      [](void* cls, MHD_ValueKind, const char* key, const char*) -> MHD_Result {
+        auto* k = static_cast<Count*>(cls);
+        if (key && ::strcasecmp(key, k->name) == 0) ++k->n;
+        return MHD_YES;
+      },
+      &count);
+  return count.n;
+}
+
+// The query parameters of a request, by name, in order.
+std::vector<std::string> QueryNames(MHD_Connection* c) {
+  std::vector<std::string> names;
+  MHD_get_connection_values(
+      c, MHD_GET_ARGUMENT_KIND,
+      [](void* cls, MHD_ValueKind, const char* key, const char*) -> MHD_Result {
+        static_cast<std::vector<std::string>*>(cls)->push_back(key ? key : "");
+        return MHD_YES;
+      },
+      &names);
+  return names;
+}
+
 // libmicrohttpd's own messages: kept for the start-up error; while serving, one line per 10 s
 // at most (a flood of refused connections would otherwise flood the log).
 class MhdLog {
  public:
+  explicit MhdLog(bool tls) : tls_(tls) {}
   static void Callback(void* cls, const char* format, va_list ap) {
     char buf[512];
     std::vsnprintf(buf, sizeof buf, format, ap);
     std::string line = Trim(buf);
-    static_cast<MhdLog*>(cls)->Add(line);
+    auto* log = static_cast<MhdLog*>(cls);
+    // "Failed to parse `Content-Length' header", "Too large value of 'Content-Length' header"
+    if (line.find("Content-Length' header") != std::string::npos)
+      AnswerBadLengthOnce(log->tls_, line.find("Too large") != std::string::npos);
+    log->Add(line);
+  }
+  // libmicrohttpd's callback for each request line, on the connection's own thread.
+  static void* OnRequestLine(void*, const char*, MHD_Connection* c) {
+    t_connection = c;
+    return nullptr;  // what the handler's first call sees: no request state yet
   }
   void Add(const std::string& line) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -224,12 +438,43 @@ class MhdLog {
   }
 
  private:
+  // libmicrohttpd 0.9.75 answers a malformed Content-Length ("abc", "-1", over 2^64) itself and
+  // then builds that answer's header a second time: the client reads two header blocks. No
+  // handler of ours runs in between, but this log line does, on the connection's own thread
+  // (one thread per connection, whose connection the request-line callback noted), before the
+  // library writes anything. So the answer is given here, once, and the socket shut: the
+  // library's own then goes nowhere. Over TLS the socket is only shut (no answer).
+  static void AnswerBadLengthOnce(bool tls, bool too_large) {
+    if (!t_connection) return;
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(t_connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info || info->connect_fd < 0) return;
+    if (!tls) {
+      std::string body =
+          json({{"error", too_large ? "the Content-Length is over any body this server accepts"
+                                    : "the Content-Length is not a number"}})
+              .dump() +
+          "\n";
+      std::string text = std::string("HTTP/1.1 ") +
+                         (too_large ? "413 Content Too Large" : "400 Bad Request") +
+                         "\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                         "Content-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body;
+      (void)::send(info->connect_fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    ::shutdown(info->connect_fd, SHUT_RDWR);
+  }
+  static thread_local MHD_Connection* t_connection;
+
+  const bool tls_;
   std::mutex mu_;
   std::string last_;
   bool serving_ = false;
   int unlogged_ = 0;
   SteadyClock::time_point logged_at_ = SteadyClock::now() - std::chrono::hours(1);
 };
+
+thread_local MHD_Connection* MhdLog::t_connection = nullptr;
 
 class Api {
  public:
@@ -245,7 +490,10 @@ class Api {
         long_poll_cap_(std::max(
             1, static_cast<int>(static_cast<double>(o.max_connections) * o.long_poll_share))),
         probe_(queue, o.min_free_disk_mb),
-        loopback_only_(IsLoopbackName(o.host)) {}
+        loopback_only_(IsLoopbackName(o.host)),
+        connections_(o.max_connections, o.request_timeout_s) {}
+
+  ConnectionTable& connections() { return connections_; }
 
   static MHD_Result OnRequest(void* cls, MHD_Connection* c, const char* url, const char* method,
                               const char*, const char* upload_data, size_t* upload_data_size,
@@ -256,7 +504,10 @@ class Api {
       *con_cls = req = new RequestState;
       MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
                                 static_cast<unsigned>(api->o_.io_timeout_s));
-      if (std::optional<Answer> refused = api->Screen(c, method)) return api->Send(c, *refused);
+      if (std::optional<Answer> refused = api->Screen(c, method)) {
+        api->connections_.Handling(c);
+        return api->Send(c, *refused);
+      }
       return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -266,6 +517,7 @@ class Api {
       *upload_data_size = 0;
       return MHD_YES;
     }
+    api->connections_.Handling(c);
     Answer a;
     try {
       a = api->Route(c, method, url ? url : "", req->body);
@@ -279,15 +531,21 @@ class Api {
     delete static_cast<RequestState*>(*con_cls);
     *con_cls = nullptr;
     // Between requests a keep-alive connection may idle for keep_alive_s only.
-    if (c)
+    if (c) {
+      auto* api = static_cast<Api*>(cls);
       MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
-                                static_cast<unsigned>(static_cast<Api*>(cls)->o_.keep_alive_s));
+                                static_cast<unsigned>(api->o_.keep_alive_s));
+      api->connections_.Reading(c);
+    }
   }
-  static void OnConnection(void*, MHD_Connection*, void** socket_context,
+  static void OnConnection(void* cls, MHD_Connection* c, void** socket_context,
                            MHD_ConnectionNotificationCode code) {
+    auto* api = static_cast<Api*>(cls);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
       *socket_context = new ConnectionState;
+      api->connections_.Started(c);
     } else {
+      api->connections_.Closed(c);
       delete static_cast<ConnectionState*>(*socket_context);
       *socket_context = nullptr;
     }
@@ -330,6 +588,14 @@ class Api {
       a.close = true;
       return a;
     }
+    // Two lengths (or two Hosts) are two readings of one request: a proxy in front may have
+    // taken the other (request smuggling). Refused, and the connection closed.
+    for (const char* once : {"Content-Length", "Host"})
+      if (Occurrences(c, MHD_HEADER_KIND, once) > 1) {
+        Answer a = Fail(400, std::string("the request has more than one ") + once + " header");
+        a.close = true;
+        return a;
+      }
     if (o_.token.empty()) {
       // No token: a browser must not be able to reach this API from another site, through a
       // name that resolves to loopback (DNS rebinding) or a cross-origin request.
@@ -348,14 +614,15 @@ class Api {
                                "requests from other sites");
       }
     } else {
-      std::string auth = Header(c, "Authorization").value_or("");
-      const std::string prefix = "Bearer ";
-      if (!StartsWith(auth, prefix)) {
+      // The scheme's name is case-insensitive (RFC 9110 11.1): "bearer" is "Bearer".
+      std::string auth = Trim(Header(c, "Authorization").value_or(""));
+      const size_t space = auth.find_first_of(" \t");
+      if (space == std::string::npos || Lower(auth.substr(0, space)) != "bearer") {
         Answer a = Fail(401, "this server requires a bearer token (Authorization: Bearer …)");
         a.headers.emplace_back("WWW-Authenticate", "Bearer");
         return a;
       }
-      if (!TokenMatches(auth.substr(prefix.size()), o_.token))
+      if (!TokenMatches(Trim(auth.substr(space + 1)), o_.token))
         return Fail(401, "the bearer token is not this server's");
     }
     if (length) {
@@ -365,6 +632,12 @@ class Api {
       if (static_cast<unsigned long long>(n) > max_body_) {
         Answer a = Fail(413, "the request body is over this server's limit (sources up to " +
                                  std::to_string(o_.max_source_bytes) + " bytes)");
+        a.close = true;
+        return a;
+      }
+      // Only a submission has a body: any other request's would be read for nothing.
+      if (n > 0 && !posts) {
+        Answer a = Fail(400, "a " + method.substr(0, 10) + " request carries no body");
         a.close = true;
         return a;
       }
@@ -382,8 +655,34 @@ class Api {
   Answer Route(MHD_Connection* c, const std::string& method, const std::string& path,
                const std::string& body) {
     const std::string evals = "/v1/evaluations/", tasks = "/v1/tasks/";
-    if (method == "POST" && path == "/v1/evaluations") return Submit(body);
+    // Each endpoint takes the query parameters it names and no others (?wiat=30 would be a
+    // poll that silently does not wait), each once.
+    const std::vector<std::string> query = QueryNames(c);
+    auto takes = [&](std::initializer_list<const char*> known) -> std::optional<Answer> {
+      std::vector<std::string> seen;
+      for (const std::string& q : query) {
+        const bool ok =
+            std::any_of(known.begin(), known.end(), [&](const char* k) { return q == k; });
+        const std::string name = ValidUtf8(Truncate(q, 64));
+        if (!ok)
+          return Fail(400, "unknown query parameter " + name + " (this endpoint takes " +
+                               (known.size() ? "wait only)" : "none)"));
+        if (std::find(seen.begin(), seen.end(), q) != seen.end())
+          return Fail(400, "the query parameter " + name + " is given twice");
+        seen.push_back(q);
+      }
+      return std::nullopt;
+    };
+    if (method == "POST" && path == "/v1/evaluations") {
+      if (auto refused = takes({})) return *refused;
+      return Submit(body);
+    }
     if (method == "GET") {
+      if (StartsWith(path, evals) && IsJobId(path.substr(evals.size()))) {
+        if (auto refused = takes({"wait"})) return *refused;
+        return Poll(c, path.substr(evals.size()));
+      }
+      if (auto refused = takes({})) return *refused;
       if (path == "/v1/health") return Health();
       if (path == "/v1/tasks") return Tasks();
       if (StartsWith(path, tasks) && path.size() > tasks.size() &&
@@ -391,7 +690,6 @@ class Api {
         return Task(path.substr(tasks.size()));
       if (StartsWith(path, evals)) {
         std::string rest = path.substr(evals.size());
-        if (IsJobId(rest)) return Poll(c, rest);
         if (rest.size() == 36 && IsJobId(rest.substr(0, 32)) && rest.substr(32) == "/job")
           return JobOf(rest.substr(0, 32));
         return Fail(404, "no evaluation " + rest + " (ids are 32 hex digits)");
@@ -406,6 +704,8 @@ class Api {
     // server down through a recursive walk on a connection thread's stack).
     JsonLimits limits;
     limits.max_depth = kMaxRequestDepth;
+    limits.max_bytes = max_body_;
+    limits.max_values = kMaxRequestValues;
     try {
       body = ParseBoundedJson(text, "the body", limits);
     } catch (const Error& e) {
@@ -478,11 +778,13 @@ class Api {
       std::optional<JobState> state = queue_.State(id);
       if (!state) return Fail(404, "no evaluation " + id);
       bool finished = *state == JobState::kDone || *state == JobState::kFailed;
-      if (finished || SteadyClock::now() >= deadline || stop_) {
+      // A client that hung up waits no more: its slot is free for the next poll at once.
+      const bool gone = waits && ClientHungUp(c);
+      if (finished || SteadyClock::now() >= deadline || stop_ || gone) {
         std::optional<Job> job = queue_.Get(id);
         if (!job) return Fail(404, "no evaluation " + id);
         if (Finished(*job) && job->result) return Reply(200, *job->result);
-        if (SteadyClock::now() >= deadline || stop_) {
+        if (SteadyClock::now() >= deadline || stop_ || gone) {
           Answer a = Reply(202, {{"id", id},
                                  {"state", ToString(job->state)},
                                  {"attempts", job->attempts},
@@ -550,7 +852,8 @@ class Api {
                    {"running_by_gpu", h.running_by_gpu}}},
                  {"workers_alive", alive},
                  {"workers", workers},
-                 {"long_polls", long_polls_.load()}};
+                 {"long_polls", long_polls_.load()},
+                 {"connections", connections_.Counts()}};
     if (!problems.empty()) {
       body["problems"] = problems;
       body["error"] = Join(problems, "; ");
@@ -567,6 +870,7 @@ class Api {
   std::atomic<int> long_polls_{0};
   HealthProbe probe_;
   const bool loopback_only_;
+  ConnectionTable connections_;
 };
 
 // Every address `host` names (a numeric address or a name), in the resolver's order.
@@ -607,7 +911,7 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
     }
   }
   Api api(o, queue, stop);
-  MhdLog log;
+  MhdLog log(tls);
   const std::string where = o.host + ":" + std::to_string(o.port);
   std::vector<std::vector<unsigned char>> addresses = Addresses(o.host, o.port);
   if (addresses.empty())
@@ -628,21 +932,28 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
         {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&MhdLog::Callback), &log},
         {MHD_OPTION_SOCK_ADDR, 0, const_cast<sockaddr*>(sa)},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, SOMAXCONN, nullptr},
-        {MHD_OPTION_CONNECTION_LIMIT, o.max_connections, nullptr},
+        // Above our own cap (ConnectionTable: max_connections), so that a newcomer at the cap
+        // still reaches the accept policy, which ends a reading connection to let it in, or
+        // lets it in over the cap while every connection is working; the margin also holds the
+        // ended ones until their threads have closed them.
+        {MHD_OPTION_CONNECTION_LIMIT, o.max_connections + std::max(32, o.max_connections / 4),
+         nullptr},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, o.max_connections_per_ip, nullptr},
         {MHD_OPTION_CONNECTION_TIMEOUT, o.io_timeout_s, nullptr},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(o.connection_memory_bytes),
          nullptr},
         {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Api::OnCompleted), &api},
         {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Api::OnConnection), &api},
+        {MHD_OPTION_URI_LOG_CALLBACK, reinterpret_cast<intptr_t>(&MhdLog::OnRequestLine), nullptr},
     };
     if (tls) {
       opts.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, key.data()});
       opts.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, cert.data()});
     }
     opts.push_back({MHD_OPTION_END, 0, nullptr});
-    daemon = MHD_start_daemon(flags, static_cast<uint16_t>(o.port), nullptr, nullptr,
-                              &Api::OnRequest, &api, MHD_OPTION_ARRAY, opts.data(), MHD_OPTION_END);
+    daemon = MHD_start_daemon(flags, static_cast<uint16_t>(o.port), &ConnectionTable::OnAccept,
+                              &api.connections(), &Api::OnRequest, &api, MHD_OPTION_ARRAY,
+                              opts.data(), MHD_OPTION_END);
     if (daemon) break;
   }
   if (!daemon) {
@@ -660,6 +971,7 @@ void ServeHttp(const ServerOptions& o, JobQueue& queue, const std::atomic<bool>&
   int unlogged = 0;
   while (!stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    api.connections().EndOverdue();
     if (SecondsSince(last_expiry) >= 1.0) {
       last_expiry = SteadyClock::now();
       try {

@@ -8,6 +8,10 @@
 //   GET  /v1/tasks/NAME              one definition, with its workloads
 //   GET  /v1/health                  version, GPUs, queue depth, running per GPU, workers
 //
+// Request bodies are parsed with limits on size, nesting and value count (common/bounded_json.h)
+// before anything walks them; only a submission has a body (any other request with one is
+// 400), and each endpoint takes only the query parameters it names (400 otherwise).
+//
 // Errors: 400 malformed or invalid input (numbers out of range included), 401 a missing or
 // wrong bearer token (when the server has one), 403 a server without a token asked through a
 // Host that is not a loopback name (DNS rebinding) or from another Origin (a browser on another
@@ -20,9 +24,12 @@
 //
 // Limits against hostile clients: one thread per connection (a long poll or a slow client
 // holds only its own), at most max_connections open at once and max_connections_per_ip from
-// one address (more are closed as they are accepted), an idle timeout per connection, and
-// connection_memory_bytes for a request's line and headers. With tls_cert and tls_key the
-// service speaks only HTTPS (GnuTLS through libmicrohttpd).
+// one address, an idle timeout per connection, a deadline for the whole of each request
+// (request_timeout_s, however slowly it trickles), connection_memory_bytes for a request's
+// line and headers. At the cap a newcomer is let in by closing a connection that is still
+// reading its request, of the address holding the most (its own, or one holding more): a few
+// addresses cannot keep the others out. A long poll whose client hung up ends at once. With
+// tls_cert and tls_key the service speaks only HTTPS (GnuTLS through libmicrohttpd).
 #pragma once
 
 #include <atomic>
@@ -62,10 +69,17 @@ struct ServerOptions {
   // Per connection: one that makes no progress (reading a request, or taking a reply) for
   // io_timeout_s is closed; between requests a keep-alive connection may idle keep_alive_s,
   // and it is closed after keep_alive_max requests. A client trickling a byte at a time is
-  // not idle: max_connections_per_ip bounds how many such connections one address holds.
+  // not idle: request_timeout_s below ends it.
   int io_timeout_s = 10;
   int keep_alive_s = 5;
   int keep_alive_max = 100;
+  // The whole of a request (line, headers and body; counted from the connection's accept, or
+  // from the previous reply of a keep-alive connection) must arrive within request_timeout_s,
+  // however it trickles; the connection is closed otherwise. At the max_connections cap a new
+  // connection is let in by closing a connection still reading its request, from the client
+  // address that holds the most (never one whose request is being answered): a few addresses
+  // cannot keep the others out.
+  int request_timeout_s = 30;
   // Long polls (GET …?wait=S) may hold at most this share of max_connections; beyond it a
   // poll is answered at once with the job's state (202, Retry-After: 1, "waited": false), so
   // that health and submissions always find a connection.
