@@ -22,8 +22,10 @@ optional_packages=(libcpp-httplib-dev libmicrohttpd-dev libsqlite3-dev libpq-dev
 # CI runs the report's browser test, so there Chromium is required.
 [[ "${CI:-}" == "true" ]] && packages+=(chromium)
 # CI tests the service's PostgreSQL queue against a real throwaway server: required there.
+# And the service behind nginx, the reverse proxy the README's multi-host setup puts in front of
+# it (docs/nginx-ptxbench.conf, tested against trickling clients).
 if [[ "${CI:-}" == "true" ]]; then
-  packages+=(postgresql)
+  packages+=(postgresql nginx-light)
   optional_packages=("${optional_packages[@]/libpq-dev/}")
 fi
 have_header() { [[ -e "/usr/include/$1" || -e "/usr/local/include/$1" ]]; }
@@ -47,6 +49,7 @@ for p in "${packages[@]}"; do
     libpq-dev) have_header postgresql/libpq-fe.h && continue ;;
     postgresql) compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && continue ;;
     chromium) command -v chromium >/dev/null && continue ;;
+    nginx-light) command -v nginx >/dev/null && continue ;;
     cmake) command -v cmake >/dev/null && continue ;;
     ninja-build) command -v ninja >/dev/null && continue ;;
     g++) command -v g++ >/dev/null && continue ;;
