@@ -1477,5 +1477,50 @@ TEST(Serve, AKilledWorkersScratchIsRemovedByTheServeThatReapsIt) {
   EXPECT_EQ(lost["reason"], "worker_lost") << lost.dump();
 }
 
+// The queue's location from a private file ($PTXBENCH_DB_FILE, as the README shows): serve
+// and its workers use it with no --db on any command line; a file others can read is refused
+// (exit 2) without its contents in the message.
+TEST(Serve, TheDatabaseFileKeepsTheQueueOffEveryCommandLine) {
+#ifndef PTXBENCH_HAVE_SQLITE
+  GTEST_SKIP() << "this build has no SQLite";
+#else
+  ScratchDir dir("serve-e2e"), cache("serve-e2e-cache");
+  const std::string db = dir.File("from-file.db"), file = dir.File("db-url");
+  WriteFileAtomic(file, db + "\n");
+  ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  const int port = testing::FreeTcpPort();
+  std::vector<std::string> argv = {Bin(),         "serve",     "--port",    std::to_string(port),
+                                   "--gpus",      "none",      "--workers", "1",
+                                   "--cache-dir", cache.path()};
+  CommandResult refused = RunCommand(argv, 60s, {{"PTXBENCH_DB_FILE", file}});
+  EXPECT_EQ(refused.exit.code, 2) << refused.output;
+  EXPECT_TRUE(Contains(refused.output, "chmod 600")) << refused.output;
+  EXPECT_FALSE(Contains(refused.output, "from-file.db")) << refused.output;
+  ASSERT_EQ(::chmod(file.c_str(), 0600), 0);
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.set_env = {{"PTXBENCH_DB_FILE", file}};
+  spec.unset_env = {"PTXBENCH_DB", "PTXBENCH_SERVE_TOKEN"};
+  spec.log_path = dir.File("serve.log");
+  Child serve = Child::Start(spec);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  json h;
+  for (auto deadline = Clock::now() + 60s; Clock::now() < deadline;) {
+    Reply r = Http(url + "/v1/health", nullptr, {}, 2000);
+    if (r.status == 200 && (h = r.Json())["workers_alive"] == 1) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(h["workers_alive"], 1) << h.dump() << ReadFile(dir.File("serve.log"));
+  EXPECT_TRUE(FileExists(db)) << "the queue is where the file says";
+  for (pid_t pid : {serve.pid(), static_cast<pid_t>(h["workers"][0]["pid"].get<int64_t>())}) {
+    std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    EXPECT_FALSE(Contains(cmdline, "from-file.db")) << cmdline;
+    EXPECT_FALSE(Contains(cmdline, "--db")) << cmdline;
+  }
+  ::kill(serve.pid(), SIGTERM);
+  serve.Wait(Clock::now() + 20s);
+#endif
+}
+
 }  // namespace
 }  // namespace ptxbench
