@@ -312,10 +312,10 @@ CommandRunner AddServeCommand(CLI::App& app) {
                  1, 64);
   cmd->add_flag("--no-workers", o->no_workers,
                 "Start no worker here (they run elsewhere: `ptxbench worker --db …`)");
-  AddRangeOption(cmd, "--min-workers", &o->min_workers,
-                 "Health is not ok (503) with fewer live workers (default: 1 when serve starts "
-                 "workers, 0 with --no-workers)",
-                 0, 4096);
+  cmd->add_option("--min-workers", o->min_workers,
+                  "Health is not ok (503) with fewer live workers (default: 1 when serve starts "
+                  "workers, 0 with --no-workers)")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--worker-dir", o->worker_dir,
                   "The workers' private folder (their --lock-dir; default: each worker's own "
                   "choice, see `ptxbench worker --help`)");
