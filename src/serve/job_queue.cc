@@ -15,6 +15,7 @@
 #include "common/enum_names.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "record/record.h"
 
 namespace ptxbench {
@@ -85,10 +86,12 @@ json FitRecord(const json& record, size_t limit) {
   json out = json::object();
   for (const auto& [key, value] : record.items()) {
     size_t n = value.dump(-1, ' ', false, json::error_handler_t::replace).size();
-    if (n > 16 * 1024)
-      out[key] = {{"cut", true}, {"bytes", n}};
-    else
+    if (n <= 16 * 1024)
       out[key] = value;
+    else if (value.is_string())  // a message stays a string: its beginning
+      out[key] = ValidUtf8(value.get<std::string>().substr(0, 16 * 1024)) + " … (cut)";
+    else
+      out[key] = {{"cut", true}, {"bytes", n}};
   }
   out["record_cut"] = {{"bytes", bytes}, {"limit", limit}};
   return out;

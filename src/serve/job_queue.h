@@ -97,8 +97,9 @@ constexpr size_t kMaxStoredRecordBytes = 2 << 20;
 std::string StoredRecordText(const nlohmann::json& record, const std::string& job_id);
 
 // `record` made to fit `limit` bytes for storage: its small fields (schema, status, reason,
-// message, task, candidate, service, …) kept, each field over 16 KiB replaced by
-// {"cut": true, "bytes": N}, and "record_cut" saying how large it was. Unchanged when it fits.
+// task, candidate, service, …) kept, a string over 16 KiB cut to its first 16 KiB, any other
+// field over 16 KiB replaced by {"cut": true, "bytes": N}, and "record_cut" saying how large it
+// was. Unchanged when it fits.
 nlohmann::json FitRecord(const nlohmann::json& record, size_t limit = kMaxStoredRecordBytes);
 
 class JobQueue {

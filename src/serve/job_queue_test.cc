@@ -243,6 +243,11 @@ TEST_P(JobQueueTest, ARecordOverTheQueuesLimitIsRefusedAndFitRecordKeepsTheVerdi
   EXPECT_EQ(fit["build"]["cut"], true);
   EXPECT_GT(fit["record_cut"]["bytes"].get<size_t>(), size_t{3} << 20);
   EXPECT_EQ(FitRecord(Record()), Record()) << "a record that fits is left alone";
+  json long_message = Record("INFRA_ERROR");
+  long_message["message"] = std::string(3 << 20, 'm');
+  json cut = FitRecord(long_message);
+  ASSERT_TRUE(cut["message"].is_string()) << "a message stays a string";
+  EXPECT_LT(cut["message"].get<std::string>().size(), 17u * 1024);
   EXPECT_TRUE(q_->Complete(id, job->lease_token, fit, {}));
   EXPECT_EQ(q_->Get(id)->result->at("status"), "COMPILE_ERROR");
 }

@@ -557,7 +557,7 @@ class Worker {
     return {{"schema", kEvaluationSchema},
             {"status", "INFRA_ERROR"},
             {"reason", reason},
-            {"message", ValidUtf8(message)},
+            {"message", ValidUtf8(Truncate(message, 4096))},
             {"task",
              {{"definition", ValidUtf8(Truncate(Field(r, "task"), 256))},
               {"workload_id", ValidUtf8(Truncate(Field(r, "workload"), 256))}}},
