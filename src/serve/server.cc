@@ -158,7 +158,21 @@ Answer Fail(int status, const std::string& message) {
 // locked), so that clients wait and ask again; the body says only what kind of failure it is,
 // the log has the rest.
 Answer StorageFailed(const StorageError& e, const std::string& during) {
-  LogLine("database failure on " + during + ": " + e.what());
+  // One line a second at most: through an outage every polling client fails every 2 s.
+  static std::mutex mu;
+  static SteadyClock::time_point logged_at;
+  static int unlogged = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (logged_at.time_since_epoch().count() != 0 && SecondsSince(logged_at) < 1) {
+      ++unlogged;
+    } else {
+      LogLine("database failure on " + during + ": " + e.what() +
+              (unlogged ? " (and " + std::to_string(unlogged) + " more since the last line)" : ""));
+      logged_at = SteadyClock::now();
+      unlogged = 0;
+    }
+  }
   Answer a = Fail(503, e.PublicMessage());
   if (e.retryable()) a.headers.emplace_back("Retry-After", "2");
   return a;
