@@ -11,6 +11,8 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
@@ -144,11 +146,25 @@ class Server:
                 raise AssertionError("ptxbench serve exited %d:\n%s" % (self.proc.returncode, self.output()))
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
+                    pass
             except OSError:
                 time.sleep(0.1)
+                continue
+            # With workers, health is ok once one of them is alive (until then 503).
+            if not workers or self.healthy():
+                return
+            time.sleep(0.1)
         self.stop()
         raise AssertionError("ptxbench serve did not listen within 30 s:\n" + self.output())
+
+    def healthy(self):
+        req = urllib.request.Request(self.url + "/v1/health",
+                                     headers={"Authorization": "Bearer " + self.token})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
 
     def output(self):
         self.log.flush()

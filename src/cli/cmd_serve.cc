@@ -8,20 +8,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/shared_options.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/source_policy.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "serve/job_queue.h"
+#include "serve/leftovers.h"
 #include "serve/server.h"
 
 extern char** environ;
@@ -82,13 +87,21 @@ std::vector<Gpu> SelectGpus(const std::string& spec) {
 }
 
 // Worker processes: started, watched, started again when they die, stopped with the server.
+//
+//   not running ──(its start time came)──► running ──(exited or killed)──► not running
+//
+// A worker that ran for a while and died is started again at once (its jobs come back
+// through their leases); one that exits soon after every start (it cannot open the queue, its
+// private folder is refused) is started again after a pause that doubles with each such exit
+// (1 s, 2 s, … 60 s), and health says so until one of its starts lasts.
 class WorkerSupervisor {
  public:
   // `db` reaches the workers through their environment ($PTXBENCH_DB), never their command
   // lines, which every user of the host can read (ps, /proc/PID/cmdline).
-  WorkerSupervisor(std::vector<std::vector<std::string>> argvs, const std::string& db)
-      : argvs_(std::move(argvs)) {
-    pids_.assign(argvs_.size(), -1);
+  WorkerSupervisor(std::vector<std::vector<std::string>> argvs, const std::string& db,
+                   std::string cache_root)
+      : argvs_(std::move(argvs)), cache_root_(std::move(cache_root)) {
+    slots_.resize(argvs_.size());
     // A worker killed in the middle of a build leaves its compiler's helpers (cicc, ptxas)
     // running where the sandbox had no PID namespace to end them: as a subreaper, this
     // process inherits them and ends them (Check, Stop).
@@ -100,51 +113,127 @@ class WorkerSupervisor {
   ~WorkerSupervisor() { Stop(); }
 
   void StartAll() {
+    std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < argvs_.size(); ++i) Start(i);
   }
-  // Reaps workers that died and starts them again (at most once a second each).
+  // Reaps workers that died and starts them again when their time comes.
   void Check() {
-    for (size_t i = 0; i < pids_.size(); ++i) {
-      if (pids_[i] <= 0) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<pid_t> dead;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& w = slots_[i];
+      if (w.pid <= 0) {
+        if (!stopping_ && SteadyClock::now() >= w.next_start) Start(i);
+        continue;
+      }
+      const double ran = SecondsSince(w.started);
+      if (ran >= kLasting && w.quick_exits > 0) w.quick_exits = 0;  // this start lasted
       int st = 0;
-      if (::waitpid(pids_[i], &st, WNOHANG) != pids_[i]) continue;
-      std::fprintf(stderr, "serve: worker %zu (pid %d) %s; starting it again\n", i, pids_[i],
-                   WIFSIGNALED(st) ? ("killed by signal " + std::to_string(WTERMSIG(st))).c_str()
-                                   : ("exited " + std::to_string(WEXITSTATUS(st))).c_str());
-      pids_[i] = -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      Start(i);
+      if (::waitpid(w.pid, &st, WNOHANG) != w.pid) continue;
+      w.last_exit = WIFSIGNALED(st) ? "killed by signal " + std::to_string(WTERMSIG(st))
+                                    : "exited " + std::to_string(WEXITSTATUS(st));
+      double pause = 0.2;
+      if (ran < kLasting) {
+        ++w.quick_exits;
+        pause = std::min(kLongestPause, std::ldexp(1.0, std::min(w.quick_exits, 7) - 1));
+      }
+      std::fprintf(
+          stderr, "serve: worker %zu (pid %d) %s after %.1f s; starting it again in %.1f s%s\n", i,
+          w.pid, w.last_exit.c_str(), ran, pause,
+          w.quick_exits > 1 ? (" (" + std::to_string(w.quick_exits) +
+                               " exits in a row soon after starting: its lines above say why)")
+                                  .c_str()
+                            : "");
+      dead.push_back(w.pid);
+      w.pid = -1;
+      w.next_start = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                              std::chrono::duration<double>(pause));
     }
-    EndOrphans();
+    EndOrphans(dead);
+    RemoveScratchOf(dead);
+  }
+  // For health: the workers that keep exiting soon after they start (public words: no pid).
+  std::vector<std::string> Problems() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& w = slots_[i];
+      if (w.quick_exits < 2) continue;
+      std::string next =
+          w.pid > 0 ? "a new start is running"
+                    : "next start in " +
+                          FormatNumber("%.0f", std::max(0.0, -SecondsSince(w.next_start))) + " s";
+      out.push_back("worker " + std::to_string(i) + " cannot stay up: it ended " +
+                    std::to_string(w.quick_exits) + " times in a row within " +
+                    FormatNumber("%.0f", kLasting) + " s of starting (last: " + w.last_exit + "; " +
+                    next + "; the server's log has its messages)");
+    }
+    return out;
   }
   // Asks every worker to stop (SIGTERM: they finish what they hold), waits up to `grace`,
   // then kills the rest (their jobs come back when the leases expire).
   void Stop(std::chrono::seconds grace = std::chrono::seconds(10)) {
-    for (pid_t p : pids_)
-      if (p > 0) ::kill(p, SIGTERM);
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    std::vector<pid_t> killed;
+    for (const Slot& w : slots_)
+      if (w.pid > 0) ::kill(w.pid, SIGTERM);
     auto deadline = std::chrono::steady_clock::now() + grace;
-    for (pid_t& p : pids_) {
-      while (p > 0) {
+    for (Slot& w : slots_) {
+      while (w.pid > 0) {
         int st;
-        if (::waitpid(p, &st, WNOHANG) == p) {
-          p = -1;
+        if (::waitpid(w.pid, &st, WNOHANG) == w.pid) {
+          w.pid = -1;
         } else if (std::chrono::steady_clock::now() > deadline) {
-          ::kill(p, SIGKILL);
-          ::waitpid(p, &st, 0);
-          p = -1;
+          ::kill(w.pid, SIGKILL);
+          ::waitpid(w.pid, &st, 0);
+          killed.push_back(w.pid);
+          w.pid = -1;
         } else {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
       }
     }
-    EndOrphans();
+    EndOrphans(killed);
+    RemoveScratchOf(killed);
   }
 
  private:
-  void EndOrphans() {
+  static constexpr double kLasting = 10;       // a start that lasts this long is not a failure
+  static constexpr double kLongestPause = 60;  // between starts of a worker that keeps exiting
+  struct Slot {
+    pid_t pid = -1;
+    SteadyClock::time_point started, next_start;
+    int quick_exits = 0;  // exits in a row, each within kLasting of its start
+    std::string last_exit;
+  };
+
+  std::vector<pid_t> Pids() const {
+    std::vector<pid_t> pids;
+    for (const Slot& w : slots_) pids.push_back(w.pid);
+    return pids;
+  }
+  // Ends the processes dead workers left (as their subreaper); their pids join `dead`.
+  void EndOrphans(std::vector<pid_t>& dead) {
     if (!subreaper_) return;
-    if (int n = KillOrphans(pids_); n > 0)
+    std::vector<pid_t> before;
+    for (const auto& [pid, cmd] : ChildProcesses()) before.push_back(pid);
+    if (int n = KillOrphans(Pids()); n > 0) {
       std::fprintf(stderr, "serve: ended %d process(es) left behind by dead workers\n", n);
+      for (pid_t p : before)
+        if (std::find(dead.begin(), dead.end(), p) == dead.end()) dead.push_back(p);
+    }
+  }
+  // The scratch of workers (and of the processes they left) that this process saw die: their
+  // /dev/shm folders, nvcc's temporary files, unfinished cache entries.
+  void RemoveScratchOf(const std::vector<pid_t>& dead) {
+    if (dead.empty()) return;
+    Leftovers gone = RemoveLeftovers(cache_root_, dead);
+    if (gone.total() > 0)
+      std::fprintf(stderr,
+                   "serve: removed what dead workers left: %d scratch folder(s), %d nvcc "
+                   "temporary file(s), %d unfinished cache entr(y/ies)\n",
+                   gone.scratch_folders, gone.tmpxft_files, gone.cache_tmp);
   }
   void Start(size_t i) {
     std::vector<char*> argv, envp;
@@ -162,15 +251,18 @@ class WorkerSupervisor {
       ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
-    pids_[i] = pid;
+    slots_[i].pid = pid;
+    slots_[i].started = SteadyClock::now();
     std::fprintf(stderr, "serve: worker %zu started (pid %d): %s\n", i, pid,
                  ValidUtf8(RedactSecrets(Join(argvs_[i], " "))).c_str());
   }
 
   std::vector<std::vector<std::string>> argvs_;
+  std::string cache_root_;
   std::vector<std::string> env_;
-  std::vector<pid_t> pids_;
-  bool subreaper_ = false;
+  std::mutex mu_;  // Check and Stop (the watch thread), Problems (health's threads)
+  std::vector<Slot> slots_;
+  bool subreaper_ = false, stopping_ = false;
 };
 
 bool IsLoopback(const std::string& host) {
@@ -181,9 +273,9 @@ bool IsLoopback(const std::string& host) {
 
 CommandRunner AddServeCommand(CLI::App& app) {
   struct Options {
-    std::string host = "127.0.0.1", db, gpus = "all", tasks_dir, cache_dir;
+    std::string host = "127.0.0.1", db, db_file, gpus = "all", tasks_dir, cache_dir, worker_dir;
     std::string token_env = "PTXBENCH_SERVE_TOKEN";
-    int port = 8737, workers = 1, lease = 30, lock_timeout = 600;
+    int port = 8737, workers = 1, lease = 30, lock_timeout = 600, min_workers = -1;
     int max_connections = 256, max_connections_per_ip = 128, request_timeout = 30;
     std::string tls_cert, tls_key;
     int64_t max_source_bytes = kMaxSourceBytes;
@@ -200,6 +292,7 @@ CommandRunner AddServeCommand(CLI::App& app) {
                  "The queue and results: a store file (default " + DefaultStorePath() +
                      ") or postgresql://… (shared with workers on other hosts)",
                  StoreSource::kEnvironment);
+  AddQueueFileOption(cmd, &o->db_file);
   cmd->add_option("--gpus", o->gpus, "Devices to start workers for: all, none, or 0,1,…")
       ->check(CLI::Validator(
           [](std::string& in) -> std::string {
@@ -219,6 +312,13 @@ CommandRunner AddServeCommand(CLI::App& app) {
                  1, 64);
   cmd->add_flag("--no-workers", o->no_workers,
                 "Start no worker here (they run elsewhere: `ptxbench worker --db …`)");
+  cmd->add_option("--min-workers", o->min_workers,
+                  "Health is not ok (503) with fewer live workers (default: 1 when serve starts "
+                  "workers, 0 with --no-workers)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--worker-dir", o->worker_dir,
+                  "The workers' private folder (their --lock-dir; default: each worker's own "
+                  "choice, see `ptxbench worker --help`)");
   AddRangeOption(cmd, "--lease", &o->lease, "Seconds of a job's lease", 2, 3600);
   AddRangeOption(cmd, "--max-source-bytes", &o->max_source_bytes, "Largest source accepted",
                  int64_t{1}, int64_t{1} << 30);
@@ -266,12 +366,15 @@ CommandRunner AddServeCommand(CLI::App& app) {
                        ": a bearer token would travel in clear over plain HTTP beyond this "
                        "machine; pass --tls-cert and --tls-key, serve on 127.0.0.1 behind a TLS "
                        "reverse proxy, or pass --allow-plain-http");
-    std::string db = o->db.empty() ? DefaultStorePath() : o->db;
+    std::string db = QueueLocation(o->db, o->db_file);
+    if (db.empty()) db = DefaultStorePath();
     if (!IsPostgresUrl(db)) {
       std::string dir = db.find('/') == std::string::npos ? "" : db.substr(0, db.rfind('/'));
       if (!dir.empty()) MakeDirs(dir);
     }
     std::unique_ptr<JobQueue> queue = OpenJobQueue(db);
+    // A request waits at most this long for another writer's lock, then gets 503 Retry-After.
+    queue->SetLockWait(std::chrono::seconds(5));
 
     ServerOptions so;
     so.host = o->host;
@@ -315,6 +418,7 @@ CommandRunner AddServeCommand(CLI::App& app) {
                                          std::to_string(o->lock_timeout)};
         if (!o->tasks_dir.empty()) argv.insert(argv.end(), {"--tasks-dir", o->tasks_dir});
         if (!o->cache_dir.empty()) argv.insert(argv.end(), {"--cache-dir", o->cache_dir});
+        if (!o->worker_dir.empty()) argv.insert(argv.end(), {"--lock-dir", o->worker_dir});
         argvs.push_back(argv);
       }
     }
@@ -323,7 +427,9 @@ CommandRunner AddServeCommand(CLI::App& app) {
     sa.sa_handler = OnStopSignal;
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
-    WorkerSupervisor workers(argvs, db);
+    WorkerSupervisor workers(argvs, db, o->cache_dir.empty() ? CacheRoot() : o->cache_dir);
+    so.min_workers_alive = o->min_workers >= 0 ? o->min_workers : (argvs.empty() ? 0 : 1);
+    so.worker_problems = [&workers] { return workers.Problems(); };
     workers.StartAll();
     std::thread watch([&] {
       while (!g_stop) {

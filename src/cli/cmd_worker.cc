@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/shared_options.h"
 #include "common/error.h"
+#include "serve/job_queue.h"
 #include "serve/worker.h"
 
 namespace ptxbench {
@@ -22,7 +23,7 @@ void OnStopSignal(int) { g_stop = true; }
 
 CommandRunner AddWorkerCommand(CLI::App& app) {
   struct Options {
-    std::string db, gpu = "none", tasks_dir, cache_dir, lock_dir;
+    std::string db, db_file, gpu = "none", tasks_dir, cache_dir, lock_dir;
     int lease = 30, lock_timeout = 600;
     bool quiet = false;
   };
@@ -31,9 +32,9 @@ CommandRunner AddWorkerCommand(CLI::App& app) {
       "worker", "A worker of the evaluation service: claims jobs from a queue, evaluates them");
   AddStoreOption(cmd, &o->db,
                  "The queue: a store file (one host) or postgresql://… (many); better given "
-                 "through $PTXBENCH_DB, which keeps a password off the command line",
-                 StoreSource::kEnvironment)
-      ->required();
+                 "through $PTXBENCH_DB or --db-file, which keep a password off the command line",
+                 StoreSource::kEnvironment);
+  AddQueueFileOption(cmd, &o->db_file);
   cmd->add_option("--gpu", o->gpu,
                   "The device this worker uses (an index or a GPU UUID; it sees only that one), "
                   "or none")
@@ -45,7 +46,9 @@ CommandRunner AddWorkerCommand(CLI::App& app) {
   cmd->add_option("--lock-dir", o->lock_dir,
                   "The worker's private folder (0700, this user's): the per-GPU lock files and "
                   "scratch (default " +
-                      DefaultWorkerDir() + ", created if missing)")
+                      DefaultWorkerDir() +
+                      ", created if missing; another user's or a symlink is passed over for "
+                      "$HOME/.cache/ptxbench/worker-HOST)")
       ->check(CLI::ExistingDirectory);
   AddRangeOption(cmd, "--lock-timeout", &o->lock_timeout,
                  "Seconds to wait for the GPU's lock before the job ends INFRA_ERROR "
@@ -53,6 +56,9 @@ CommandRunner AddWorkerCommand(CLI::App& app) {
                  1, 86400);
   cmd->add_flag("--quiet", o->quiet, "No log lines");
   return [o]() {
+    std::string db = QueueLocation(o->db, o->db_file);
+    if (db.empty())
+      throw UsageError("worker: the queue is needed: --db, $PTXBENCH_DB or --db-file");
     for (char c : o->gpu)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
         throw UsageError("--gpu '" + o->gpu + "': an index, a GPU UUID or none");
@@ -64,7 +70,7 @@ CommandRunner AddWorkerCommand(CLI::App& app) {
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
     WorkerOptions w;
-    w.db = o->db;
+    w.db = db;
     w.gpu = o->gpu;
     w.lease = std::chrono::seconds(o->lease);
     w.tasks_dir = o->tasks_dir;

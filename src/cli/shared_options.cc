@@ -4,6 +4,7 @@
 
 #include "cli/option_checks.h"
 #include "common/strings.h"
+#include "serve/job_queue.h"
 
 namespace ptxbench {
 
@@ -185,6 +186,20 @@ CLI::Option* AddStoreOption(CLI::App* cmd, std::string* db, const std::string& h
   if (source == StoreSource::kEnvironment) option->envname("PTXBENCH_DB");
   if (source == StoreSource::kExistingFile) option->check(CLI::ExistingFile);
   return option;
+}
+
+CLI::Option* AddQueueFileOption(CLI::App* cmd, std::string* file) {
+  return cmd
+      ->add_option("--db-file", *file,
+                   "A file (yours, mode 600) whose first line is the queue: keeps a database "
+                   "password off command lines (used when --db and $PTXBENCH_DB are not given)")
+      ->envname("PTXBENCH_DB_FILE");
+}
+
+std::string QueueLocation(const std::string& db, const std::string& db_file) {
+  if (!db.empty()) return db;
+  if (!db_file.empty()) return ReadQueueLocationFile(db_file);
+  return "";
 }
 
 CLI::Option* AddModelsFileOption(CLI::App* cmd, std::string* file) {

@@ -62,6 +62,12 @@ enum class StoreSource {
 CLI::Option* AddStoreOption(CLI::App* cmd, std::string* db, const std::string& help,
                             StoreSource source);
 
+// --db-file (also $PTXBENCH_DB_FILE): a private file holding the service's queue location, so
+// that a database password is on no command line. QueueLocation: --db (or $PTXBENCH_DB) when
+// given, else the file's first line (ReadQueueLocationFile), else "".
+CLI::Option* AddQueueFileOption(CLI::App* cmd, std::string* file);
+std::string QueueLocation(const std::string& db, const std::string& db_file);
+
 // --models: the models file (default agent/models.json); the same words on every command
 // (`fixit repair` and `fixit reason` said "(default agent/…)", `run` "(default: agent/…)").
 CLI::Option* AddModelsFileOption(CLI::App* cmd, std::string* file);

@@ -288,7 +288,10 @@ ScratchDir::ScratchDir(std::string_view prefix) {
   } else {
     base = "/tmp";
   }
-  std::string tmpl = base + "/" + std::string(prefix) + ".XXXXXX";
+  // The pid in the name: what a killed process left is found and removed by whoever notices
+  // (serve/leftovers.h).
+  std::string tmpl =
+      base + "/" + std::string(prefix) + "." + std::to_string(::getpid()) + ".XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr)
     throw EnvironmentError("cannot create a scratch folder in " + base + ": " +
                            std::strerror(errno));

@@ -138,6 +138,9 @@ HttpResponse SendHttpRequest(const HttpRequest& request, const HttpObserver& obs
   const CURLcode rc = curl_easy_perform(curl.get());
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &response.status);
   response.transfer = TransferOf(rc);
+  long sent = 0;
+  curl_easy_getinfo(curl.get(), CURLINFO_REQUEST_SIZE, &sent);
+  response.request_sent = sent > 0 || rc == CURLE_OK;
   if (rc != CURLE_OK) response.error = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
   return response;
 }

@@ -41,7 +41,10 @@ struct HttpResponse {
   long status = 0;  // the HTTP status; 0 when none arrived
   std::string body;
   bool too_large = false;  // the body passed max_response_bytes (transfer is kFailed)
-  std::string error;       // why the transfer did not complete (libcurl's words), else ""
+  // Whether any of the request went out: false when no connection was made (refused, no
+  // route), so that even a request that is not idempotent may be sent again.
+  bool request_sent = false;
+  std::string error;  // why the transfer did not complete (libcurl's words), else ""
 };
 
 // What a caller may watch while a response arrives (streams, Retry-After).

@@ -2,6 +2,7 @@
 // `ptxbench run --evaluator URL`, `ptxbench submit`, and (one line) the Fixit stages.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,13 +18,17 @@ struct RemoteOptions {
   nlohmann::json options = nlohmann::json::object();  // job_request.h's "options"
   double poll_s = 30;                                 // one long poll
   double deadline_s = 7200;                           // give up on one evaluation after this long
+  // How long one outage of the service is waited through (503: its database down, restarting
+  // or locked; no connection: the server restarting), within deadline_s.
+  double outage_s = 600;
 };
 
 class EvaluationClient {
  public:
   explicit EvaluationClient(RemoteOptions o);
   // Submits one evaluation; returns its id. Throws InputError with the server's message on a
-  // 4xx, EnvironmentError when the server cannot be reached or answers 5xx.
+  // 4xx, EnvironmentError when the server cannot be reached or answers 5xx (a 503 or no
+  // connection only after waiting through outage_s).
   // `tag` (optional): which turn of which trajectory it is (EvaluationTag::ToJson).
   std::string Submit(const std::string& task, const std::string& workload,
                      const std::string& source,
@@ -33,6 +38,7 @@ class EvaluationClient {
   nlohmann::json Get(const std::string& path) const;  // any GET of the API, e.g. /v1/health
 
  private:
+  std::chrono::steady_clock::duration OutageWait() const;
   RemoteOptions o_;
 };
 

@@ -1,14 +1,21 @@
 #include "serve/job_queue.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "common/enum_names.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "record/record.h"
 
 namespace ptxbench {
@@ -31,6 +38,63 @@ JobState ParseJobState(const std::string& s) {
 
 bool IsPostgresUrl(const std::string& where) {
   return where.rfind("postgresql://", 0) == 0 || where.rfind("postgres://", 0) == 0;
+}
+
+std::string ReadQueueLocationFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    throw UsageError("--db-file " + path + ": cannot open it (" + std::strerror(errno) + ")");
+  struct stat st {};
+  std::string text;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (ok && st.st_size <= 64 * 1024) {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (!ok) throw UsageError("--db-file " + path + ": not a regular file");
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    char mode[16];
+    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    throw UsageError("--db-file " + path +
+                     ": it may hold the database's password, so it must be yours and private "
+                     "(chmod 600); it is mode " +
+                     mode + " of uid " + std::to_string(st.st_uid));
+  }
+  std::string first = text.substr(0, text.find('\n'));
+  while (!first.empty() && std::isspace(static_cast<unsigned char>(first.back()))) first.pop_back();
+  size_t start = 0;
+  while (start < first.size() && std::isspace(static_cast<unsigned char>(first[start]))) ++start;
+  first = first.substr(start);
+  if (first.empty()) throw UsageError("--db-file " + path + ": the file is empty");
+  return first;
+}
+
+std::string StoredRecordText(const json& record, const std::string& job_id) {
+  std::string text = record.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > kMaxStoredRecordBytes)
+    throw InputError("the result of job " + job_id + " is " + std::to_string(text.size()) +
+                     " bytes, over the queue's limit of " + std::to_string(kMaxStoredRecordBytes) +
+                     " bytes per record");
+  return text;
+}
+
+json FitRecord(const json& record, size_t limit) {
+  const size_t bytes = record.dump(-1, ' ', false, json::error_handler_t::replace).size();
+  if (bytes <= limit || !record.is_object()) return record;
+  json out = json::object();
+  for (const auto& [key, value] : record.items()) {
+    size_t n = value.dump(-1, ' ', false, json::error_handler_t::replace).size();
+    if (n <= 16 * 1024)
+      out[key] = value;
+    else if (value.is_string())  // a message stays a string: its beginning
+      out[key] = ValidUtf8(value.get<std::string>().substr(0, 16 * 1024)) + " … (cut)";
+    else
+      out[key] = {{"cut", true}, {"bytes", n}};
+  }
+  out["record_cut"] = {{"bytes", bytes}, {"limit", limit}};
+  return out;
 }
 
 double UnixNow() {

@@ -13,6 +13,9 @@
 // A lease is a token and an expiry; the holder renews it while it works. Only the holder of
 // the current lease may complete the job: a late result from a worker whose lease expired
 // (presumed dead, and the job retried elsewhere) is refused, so every job has one result.
+//
+// A failure of the database throws StorageError (store/storage_error.h): retryable() when it is
+// down, restarting or locked, so that the service answers 503 with Retry-After, not 500.
 #pragma once
 
 #include <chrono>
@@ -24,6 +27,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "store/storage_error.h"
 
 namespace ptxbench {
 
@@ -82,6 +87,21 @@ struct GpuStageTimes {
 // A job whose lease expired this many times ends failed instead of going back to the queue.
 constexpr int kMaxJobAttempts = 2;
 
+// The most one job may write as its result: a record over this is refused by Complete (an
+// InputError; nothing written). The evaluation caps its own record at 1 MiB (CapRecordSize);
+// this is the queue's own word, whatever a worker sends.
+constexpr size_t kMaxStoredRecordBytes = 2 << 20;
+
+// The text a record is stored as; throws InputError, naming the sizes, over
+// kMaxStoredRecordBytes.
+std::string StoredRecordText(const nlohmann::json& record, const std::string& job_id);
+
+// `record` made to fit `limit` bytes for storage: its small fields (schema, status, reason,
+// task, candidate, service, …) kept, a string over 16 KiB cut to its first 16 KiB, any other
+// field over 16 KiB replaced by {"cut": true, "bytes": N}, and "record_cut" saying how large it
+// was. Unchanged when it fits.
+nlohmann::json FitRecord(const nlohmann::json& record, size_t limit = kMaxStoredRecordBytes);
+
 class JobQueue {
  public:
   virtual ~JobQueue() = default;
@@ -119,16 +139,25 @@ class JobQueue {
   virtual bool Release(const std::string& job_id, const std::string& lease_token) = 0;
   // A small real write to the queue's database, for health: nullopt when it went through,
   // else what failed (a lock not had within `timeout`, a full disk, a lost connection).
-  virtual std::optional<std::string> ProbeWrite(std::chrono::milliseconds timeout) = 0;
+  virtual std::optional<StorageError> ProbeWrite(std::chrono::milliseconds timeout) = 0;
   // The local folder whose free space decides whether writes can succeed (the SQLite file's);
   // empty where the database is elsewhere (PostgreSQL).
   virtual std::string LocalFolder() const { return ""; }
+  // How long a write waits for another writer's lock before it fails (StorageError, busy):
+  // the HTTP server answers within seconds (503) rather than after the workers' minute.
+  // SQLite only; a no-op elsewhere.
+  virtual void SetLockWait(std::chrono::milliseconds) {}
 };
 
 // "postgresql://…" or "postgres://…": PostgreSQL; anything else: a SQLite store file. Throws
 // EnvironmentError when the backend is not built in or cannot be reached.
 std::unique_ptr<JobQueue> OpenJobQueue(const std::string& where);
 bool IsPostgresUrl(const std::string& where);
+
+// The queue's location from a file (--db-file, $PTXBENCH_DB_FILE): its first line, trimmed. It
+// may hold a password, so the file must be a regular file of this user's that no one else can
+// read or write (0600 or 0400, as ssh wants of a key); throws UsageError saying what is wrong.
+std::string ReadQueueLocationFile(const std::string& path);
 
 // The record of a job that lost its worker kMaxJobAttempts times: INFRA_ERROR, reason
 // worker_lost, with the workers and times of each lost attempt.

@@ -15,6 +15,7 @@
 #include "serve/job_queue.h"
 #include "serve/postgres_fixture.h"
 #include "serve/service_dataset.h"
+#include "store/storage_error.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include <sqlite3.h>
 
@@ -220,8 +221,89 @@ TEST_P(JobQueueTest, TheWriteProbeSucceedsOnAHealthyQueueAndLeavesNoTrace) {
   EXPECT_TRUE(q_->Health(60s).workers.empty()) << "the probe row was left behind";
 }
 
+// Issue 35: one job writes at most kMaxStoredRecordBytes; a larger record is refused with
+// nothing written (the job keeps its lease), and FitRecord keeps its verdict within the limit.
+TEST_P(JobQueueTest, ARecordOverTheQueuesLimitIsRefusedAndFitRecordKeepsTheVerdict) {
+  std::string id = q_->Submit(Request(1));
+  auto job = q_->Claim(Worker("a"), 30s);
+  ASSERT_TRUE(job);
+  json huge = Record("COMPILE_ERROR");
+  huge["build"] = {{"log", std::string(3 << 20, 'x')}};
+  try {
+    q_->Complete(id, job->lease_token, huge, {});
+    ADD_FAILURE() << "a 3 MiB record was stored";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("over the queue's limit"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(q_->State(id), JobState::kRunning) << "nothing was written";
+  json fit = FitRecord(huge);
+  EXPECT_LE(fit.dump().size(), kMaxStoredRecordBytes);
+  EXPECT_EQ(fit["status"], "COMPILE_ERROR");
+  EXPECT_EQ(fit["build"]["cut"], true);
+  EXPECT_GT(fit["record_cut"]["bytes"].get<size_t>(), size_t{3} << 20);
+  EXPECT_EQ(FitRecord(Record()), Record()) << "a record that fits is left alone";
+  json long_message = Record("INFRA_ERROR");
+  long_message["message"] = std::string(3 << 20, 'm');
+  json cut = FitRecord(long_message);
+  ASSERT_TRUE(cut["message"].is_string()) << "a message stays a string";
+  EXPECT_LT(cut["message"].get<std::string>().size(), 17u * 1024);
+  EXPECT_TRUE(q_->Complete(id, job->lease_token, fit, {}));
+  EXPECT_EQ(q_->Get(id)->result->at("status"), "COMPILE_ERROR");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, JobQueueTest, ::testing::Values("sqlite", "postgres"),
                          [](const auto& info) { return info.param; });
+
+// Issue 35: PostgreSQL down is a retryable StorageError whose public words name nothing of the
+// database; once it is back, the same queue object works again without a failed call.
+TEST(JobQueuePostgres, AnOutageIsARetryableStorageErrorAndTheQueueComesBack) {
+  std::string url = testing::PostgresDatabaseOrSkip();
+  if (url.empty()) return;
+  auto q = OpenJobQueue(url);
+  std::string id = q->Submit(Request(1));
+  testing::PostgresServer* server = testing::PostgresEnvironment::Server();
+  ASSERT_EQ(server->Stop(), "");
+  int failures = 0;
+  for (int op = 0; op < 3; ++op) {
+    try {
+      if (op == 0) q->State(id);
+      if (op == 1) q->Submit(Request(2));
+      if (op == 2) q->Claim(Worker("a"), 30s);
+      ADD_FAILURE() << "operation " << op << " went through with the server down";
+    } catch (const StorageError& e) {
+      ++failures;
+      EXPECT_TRUE(e.retryable()) << e.what();
+      EXPECT_EQ(e.failure(), StorageFailure::kUnavailable) << e.what();
+      for (const char* internal : {"/", "SELECT", "INSERT", "postgres", "ptxbench_"})
+        EXPECT_EQ(e.PublicMessage().find(internal), std::string::npos)
+            << internal << " in: " << e.PublicMessage();
+    }
+  }
+  EXPECT_EQ(failures, 3);
+  ASSERT_EQ(server->Restart(), "");
+  EXPECT_EQ(q->State(id), JobState::kQueued) << "the first call after the restart";
+  EXPECT_TRUE(q->Claim(Worker("a"), 30s));
+}
+
+// Issue 35: the queue's location from a private file, never from a file others can read.
+TEST(JobQueueSecrets, TheDatabaseFileMustBePrivateAndGivesItsFirstLine) {
+  ScratchDir dir("job-queue-test");
+  std::string file = dir.File("db");
+  WriteFileAtomic(file, "  postgresql://ptx:hunter2@db/ptxbench  \nsecond line\n");
+  ASSERT_EQ(::chmod(file.c_str(), 0600), 0);
+  EXPECT_EQ(ReadQueueLocationFile(file), "postgresql://ptx:hunter2@db/ptxbench");
+  ASSERT_EQ(::chmod(file.c_str(), 0640), 0);
+  try {
+    ReadQueueLocationFile(file);
+    ADD_FAILURE() << "a file others can read was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("chmod 600"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ReadQueueLocationFile(dir.File("missing")), Error);
+}
 
 TEST(JobQueueSecrets, PasswordsAreRedactedFromEveryFormOfConnectionString) {
   EXPECT_EQ(RedactSecrets("postgresql://ptx:hunter2@db-host:5432/ptxbench"),
@@ -296,10 +378,12 @@ TEST_F(JobQueueSqlite, TheWriteProbeFailsWhileTheDatabaseCannotBeWritten) {
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
   auto t0 = std::chrono::steady_clock::now();
-  std::optional<std::string> problem = q_->ProbeWrite(300ms);
+  std::optional<StorageError> problem = q_->ProbeWrite(300ms);
   auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(problem);
-  EXPECT_NE(problem->find("locked"), std::string::npos) << *problem;
+  EXPECT_NE(std::string(problem->what()).find("locked"), std::string::npos) << problem->what();
+  EXPECT_EQ(problem->failure(), StorageFailure::kBusy) << problem->what();
+  EXPECT_TRUE(problem->retryable());
   EXPECT_LT(took, 3s) << "the probe waited past its timeout";
   sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(db);

@@ -94,19 +94,33 @@ std::unique_ptr<PostgresServer> PostgresServer::Start(std::string* why_not) {
   s->port_ = FreeTcpPort();
   std::string err = s->RunAs("initdb", {"-D", s->dir_ + "/data", "-A", "trust", "-U", "postgres",
                                         "-E", "UTF8", "--no-sync"});
-  if (err.empty())
-    err =
-        s->RunAs("pg_ctl", {"-D", s->dir_ + "/data", "-l", s->dir_ + "/log", "-w", "-t", "60", "-o",
-                            "-p " + std::to_string(s->port_) + " -k " + s->dir_ +
-                                " -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
-                                "-c full_page_writes=off -c max_connections=200",
-                            "start"});
+  if (err.empty()) err = s->StartServer();
   if (!err.empty()) {
     *why_not = "cannot start a PostgreSQL server: " + err;
     return nullptr;
   }
   s->started_ = true;
   return s;
+}
+
+std::string PostgresServer::StartServer() {
+  return RunAs("pg_ctl", {"-D", dir_ + "/data", "-l", dir_ + "/log", "-w", "-t", "60", "-o",
+                          "-p " + std::to_string(port_) + " -k " + dir_ +
+                              " -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
+                              "-c full_page_writes=off -c max_connections=200",
+                          "start"});
+}
+
+std::string PostgresServer::Stop() {
+  std::string err = RunAs("pg_ctl", {"-D", dir_ + "/data", "-m", "fast", "-w", "stop"});
+  if (err.empty()) started_ = false;
+  return err;
+}
+
+std::string PostgresServer::Restart() {
+  std::string err = StartServer();
+  if (err.empty()) started_ = true;
+  return err;
 }
 
 PostgresServer::~PostgresServer() {

@@ -25,9 +25,14 @@ class PostgresServer {
   ~PostgresServer();
   // A libpq URL of a fresh database on this server (one per call).
   std::string NewDatabaseUrl();
+  // An outage: Stop() shuts the server down (fast: sessions are ended), Restart() starts it
+  // again on the same port and data. Each returns "" or what failed.
+  std::string Stop();
+  std::string Restart();
 
  private:
   PostgresServer() = default;
+  std::string StartServer();
   std::string RunAs(const std::string& program, const std::vector<std::string>& args) const;
   std::string bin_, dir_, user_, group_;  // user_/group_: ids to run as (empty: ourselves)
   int port_ = 0, databases_ = 0;

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "record/record.h"
 #include "serve/job_queue.h"
+#include "store/storage_error.h"
 
 namespace ptxbench {
 namespace {
@@ -137,6 +138,7 @@ class PgJobQueue final : public JobQueue {
     const Status status = FromJson(record).status;
     if (status == Status::kUnknown)
       throw InputError("the result of job " + job_id + ": not an evaluation record");
+    const std::string text = StoredRecordText(record, job_id);
     std::lock_guard<std::timed_mutex> lock(mu_);
     Transaction txn(*this);
     ResultPtr r = Run(std::string("UPDATE ptxbench_jobs SET state='done', lease_token='', "
@@ -151,8 +153,7 @@ class PgJobQueue final : public JobQueue {
     Run(std::string("INSERT INTO ptxbench_results (job_id, worker, status, recorded_at, "
                     "record_json) VALUES ($1, $2, $3, ") +
             kNow + ", $4)",
-        {job_id, PQgetvalue(r.get(), 0, 0), ToString(status),
-         record.dump(-1, ' ', false, json::error_handler_t::replace)});
+        {job_id, PQgetvalue(r.get(), 0, 0), ToString(status), text});
     txn.Commit();
     return true;
   }
@@ -166,11 +167,12 @@ class PgJobQueue final : public JobQueue {
     return std::string(PQcmdTuples(r.get())) == "1";
   }
 
-  std::optional<std::string> ProbeWrite(std::chrono::milliseconds timeout) override {
+  std::optional<StorageError> ProbeWrite(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::timed_mutex> lock(mu_, timeout);
     if (!lock)
-      return "the queue database is busy: a write has waited on it for over " +
-             std::to_string(timeout.count()) + " ms (locked by another process?)";
+      return StorageError(StorageFailure::kBusy,
+                          "the queue database is busy: a write has waited on it for over " +
+                              std::to_string(timeout.count()) + " ms (locked by another process?)");
     try {
       Transaction txn(*this);
       std::string ms = std::to_string(std::max<int64_t>(1, timeout.count()));
@@ -182,8 +184,10 @@ class PgJobQueue final : public JobQueue {
                       "DO NOTHING"));
       Run("DELETE FROM ptxbench_workers WHERE id='~health-probe'");
       txn.Commit();
+    } catch (const StorageError& e) {
+      return e;
     } catch (const std::exception& e) {
-      return std::string(e.what());
+      return StorageError(StorageFailure::kOther, e.what());
     }
     return std::nullopt;
   }
@@ -249,7 +253,8 @@ class PgJobQueue final : public JobQueue {
     // Behind a write stuck on the database's lock, health says so instead of waiting with it.
     std::unique_lock<std::timed_mutex> lock(mu_, std::chrono::seconds(1));
     if (!lock)
-      throw EnvironmentError("the queue database is busy: a write has waited on it for over 1 s");
+      throw StorageError(StorageFailure::kBusy,
+                         "the queue database is busy: a write has waited on it for over 1 s");
     QueueHealth h;
     ResultPtr c = Run("SELECT state, gpu, count(*) FROM ptxbench_jobs GROUP BY state, gpu");
     for (int i = 0; i < PQntuples(c.get()); ++i) {
@@ -307,8 +312,9 @@ class PgJobQueue final : public JobQueue {
   // The URL without a password, for messages.
   std::string Redacted() const { return RedactSecrets(url_); }
 
-  // One statement with text parameters; throws EnvironmentError on failure. A broken
-  // connection (the server restarted) is reset once, outside a transaction.
+  // One statement with text parameters; throws StorageError on failure. A broken connection
+  // (the server restarted) is reset once, outside a transaction, and a BEGIN or a SELECT sent
+  // again on the new one.
   ResultPtr Run(const std::string& sql, const std::vector<std::string>& params = {}) {
     std::vector<const char*> values;
     for (const auto& p : params) values.push_back(p.c_str());
@@ -323,11 +329,31 @@ class PgJobQueue final : public JobQueue {
       if (attempt == 0 && PQstatus(conn_) == CONNECTION_BAD && sql != "COMMIT" &&
           PQtransactionStatus(conn_) != PQTRANS_INTRANS) {
         PQreset(conn_);
-        if (PQstatus(conn_) == CONNECTION_OK && sql == "BEGIN") continue;
+        // Again on the new connection only what the lost one cannot have done already.
+        if (PQstatus(conn_) == CONNECTION_OK && (sql == "BEGIN" || sql.rfind("SELECT", 0) == 0))
+          continue;
       }
-      throw EnvironmentError("PostgreSQL (" + Redacted() + "): " + RedactSecrets(msg) +
-                             " (in: " + sql.substr(0, 80) + ")");
+      throw StorageError(FailureOf(r.get()), "PostgreSQL (" + Redacted() +
+                                                 "): " + RedactSecrets(msg) +
+                                                 " (in: " + sql.substr(0, 80) + ")");
     }
+  }
+
+  // What kind of failure the last statement's is: a lost or refused connection (the server
+  // down or restarting: SQLSTATE classes 08 and 57P, too many connections) is worth another
+  // try, as are a lock or statement timeout and a transaction the server gave up (40001,
+  // 40P01); a full disk (53100) is full.
+  StorageFailure FailureOf(const PGresult* r) const {
+    if (PQstatus(conn_) != CONNECTION_OK) return StorageFailure::kUnavailable;
+    const char* code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    if (!code) return StorageFailure::kUnavailable;  // no answer from the server at all
+    std::string state = code;
+    if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 || state == "53300")
+      return StorageFailure::kUnavailable;
+    if (state == "55P03" || state == "57014" || state == "40001" || state == "40P01")
+      return StorageFailure::kBusy;
+    if (state == "53100") return StorageFailure::kFull;
+    return StorageFailure::kOther;
   }
 
   static Job ReadJob(PGresult* r, int row) {

@@ -105,6 +105,11 @@ class SqliteJobQueue final : public JobQueue {
   ~SqliteJobQueue() override { sqlite3_close_v2(db_); }
 
   std::string Describe() const override { return "sqlite:" + path_; }
+  void SetLockWait(std::chrono::milliseconds wait) override {
+    std::lock_guard<std::timed_mutex> lock(mu_);
+    busy_timeout_ms_ = static_cast<int>(wait.count());
+    sqlite3_busy_timeout(db_, busy_timeout_ms_);
+  }
   std::string LocalFolder() const override {
     size_t slash = path_.rfind('/');
     return slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
@@ -124,13 +129,14 @@ class SqliteJobQueue final : public JobQueue {
   // A row written and removed in one committed transaction: the pages are written to the WAL,
   // so a full disk or a database nobody can write fails here; a writer holding the lock
   // longer than `timeout` too.
-  std::optional<std::string> ProbeWrite(std::chrono::milliseconds timeout) override {
+  std::optional<StorageError> ProbeWrite(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::timed_mutex> lock(mu_, timeout);
     if (!lock)
-      return "the queue database is busy: a write has waited on it for over " +
-             std::to_string(timeout.count()) + " ms (locked by another process?)";
+      return StorageError(StorageFailure::kBusy,
+                          "the queue database is busy: a write has waited on it for over " +
+                              std::to_string(timeout.count()) + " ms (locked by another process?)");
     sqlite3_busy_timeout(db_, static_cast<int>(timeout.count()));
-    std::optional<std::string> problem;
+    std::optional<StorageError> problem;
     try {
       Transaction txn(db_, path_);
       Exec(db_, path_,
@@ -138,10 +144,12 @@ class SqliteJobQueue final : public JobQueue {
            "VALUES ('~health-probe', '', 0, '', 0, 0)");
       Exec(db_, path_, "DELETE FROM workers WHERE id='~health-probe'");
       txn.Commit();
+    } catch (const StorageError& e) {
+      problem = e;
     } catch (const std::exception& e) {
-      problem = e.what();
+      problem = StorageError(StorageFailure::kOther, e.what());
     }
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_busy_timeout(db_, busy_timeout_ms_);
     return problem;
   }
 
@@ -206,13 +214,14 @@ class SqliteJobQueue final : public JobQueue {
   bool Complete(const std::string& job_id, const std::string& token, const json& record,
                 const GpuStageTimes& gpu) override {
     ResultsStore::CheckEvaluation(record, "the result of job " + job_id);
+    const std::string text = StoredRecordText(record, job_id);
     {
       std::lock_guard<std::timed_mutex> lock(mu_);
       Stmt s(db_, path_,
              "UPDATE jobs SET state='done', result_json=?1, finished_at=?2, gpu_started_at=?3, "
              "gpu_ended_at=?4, lease_token='' WHERE id=?5 AND lease_token=?6 AND "
              "state='running'");
-      s.Text(1, record.dump(-1, ' ', false, json::error_handler_t::replace));
+      s.Text(1, text);
       s.Real(2, UnixNow());
       s.Real(3, gpu.started_at);
       s.Real(4, gpu.ended_at);
@@ -293,7 +302,8 @@ class SqliteJobQueue final : public JobQueue {
     // Behind a write stuck on the database's lock, health says so instead of waiting with it.
     std::unique_lock<std::timed_mutex> lock(mu_, std::chrono::seconds(1));
     if (!lock)
-      throw EnvironmentError("the queue database is busy: a write has waited on it for over 1 s");
+      throw StorageError(StorageFailure::kBusy,
+                         "the queue database is busy: a write has waited on it for over 1 s");
     QueueHealth h;
     {
       Stmt s(db_, path_, "SELECT state, gpu, count(*) FROM jobs GROUP BY state, gpu");
@@ -377,6 +387,7 @@ class SqliteJobQueue final : public JobQueue {
   std::unique_ptr<ResultsStore> store_;
   std::timed_mutex mu_;  // one connection, used by one thread at a time
   sqlite3* db_ = nullptr;
+  int busy_timeout_ms_ = kBusyTimeoutMs;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 // `ptxbench run --evaluator`, and the submit latency with 1000 queued jobs.
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <microhttpd.h>
@@ -35,6 +36,7 @@
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "serve/job_queue.h"
+#include "serve/leftovers.h"
 #include "serve/postgres_fixture.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include <sqlite3.h>
@@ -73,6 +75,7 @@ const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new ServeEnvironmen
 struct Reply {
   long status = 0;
   std::string body;
+  std::string headers;  // the response's header lines, as received
   json Json() const { return json::parse(body); }
 };
 
@@ -112,6 +115,8 @@ Reply Http(const std::string& url, const std::string* body = nullptr,
   if (!via.cainfo.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, via.cainfo.c_str());
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Collect);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, Collect);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
   if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
@@ -178,6 +183,7 @@ class Service {
   }
   int port() const { return port_; }
   const Via& via() const { return via_; }
+  const std::string& cache() const { return cache_.path(); }
   std::string Log() const {
     try {
       return ReadFile(log_.File("serve.log"));
@@ -1791,6 +1797,288 @@ TEST(Serve, BehindNginxTricklingClientsCannotStarveTheApi) {
   }
   ::kill(proxy.pid(), SIGTERM);
   proxy.Wait(Clock::now() + 10s);
+}
+
+// ---- Issue 35: storage outages, health, scratch. ----
+
+// What an HTTP error body must not show: SQL, where the database is and as whom, paths, the
+// workers' pids.
+void ExpectNoInternals(const Reply& r, const std::vector<std::string>& also = {}) {
+  std::vector<std::string> internals = {
+      "SELECT", "INSERT",      "UPDATE ", "BEGIN",    "jobs WHERE", "ptxbench_jobs", "user=",
+      "host=",  "postgresql:", "/tmp",    "/dev/shm", "/root",      ".db",           "pid"};
+  internals.insert(internals.end(), also.begin(), also.end());
+  for (const std::string& bad : internals)
+    EXPECT_FALSE(Contains(r.body, bad)) << "'" << bad << "' in an error body: " << r.body;
+}
+bool HasRetryAfter(const Reply& r) {
+  std::string h = r.headers;
+  for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return Contains(h, "retry-after:");
+}
+
+// Every scratch entry that names `pid`, alive or not: its /dev/shm folders
+// (ptxbench-….<pid>.XXXXXX) and its unfinished build-cache entries (….tmp.<pid>.…).
+int ScratchNaming(const std::string& cache, pid_t pid) {
+  int n = 0;
+  auto scan = [&](const std::string& folder, const std::string& part, const char* prefix) {
+    if (DIR* d = ::opendir(folder.c_str())) {
+      while (dirent* e = ::readdir(d))
+        n += Contains(e->d_name, part) && std::string(e->d_name).rfind(prefix, 0) == 0;
+      ::closedir(d);
+    }
+  };
+  scan("/dev/shm", "." + std::to_string(pid) + ".", "ptxbench");
+  scan(cache + "/build", ".tmp." + std::to_string(pid) + ".", "");
+  return n;
+}
+
+// The PostgreSQL server stops for 4 s while clients wait (and while two more submit): every
+// answer of the outage is a 503 with Retry-After whose body names nothing of the database, and
+// every `ptxbench submit` finishes with its record, none failing.
+TEST(Serve, AFourSecondDatabaseOutageFailsNoWaitingClient) {
+  std::string db = testing::PostgresDatabaseOrSkip();
+  if (db.empty()) return;
+  ScratchDir dir("serve-e2e");
+  Service s(db, {"--workers", "1", "--lease", "10"});
+  json h = s.WaitForHealth([](const json& h) { return h["workers_alive"] == 1; }, 60s);
+  EXPECT_EQ(h["workers_expected"], 1);
+  const std::string worker_pid = ":" + std::to_string(h["workers"][0]["pid"].get<int64_t>()) + ":";
+  constexpr int kBefore = 4, kDuring = 2;
+  std::vector<std::optional<Child>> clients(kBefore + kDuring);
+  auto start_client = [&](int i) {
+    std::string kernel = dir.File("k" + std::to_string(i) + ".cu");
+    WriteFileAtomic(kernel, kDoesNotCompile + "// outage client " + std::to_string(i) + " " +
+                                RandomId() + "\n");
+    ProcessSpec spec;
+    spec.argv = {Bin(),    "submit", kernel,
+                 "--task", kTask,    "--evaluator",
+                 s.Url(),  "--json", dir.File("r" + std::to_string(i) + ".json")};
+    spec.unset_env = {"PTXBENCH_SERVE_TOKEN"};
+    spec.log_path = dir.File("c" + std::to_string(i) + ".log");
+    clients[static_cast<size_t>(i)].emplace(Child::Start(spec));
+  };
+  for (int i = 0; i < kBefore; ++i) start_client(i);
+  // Stored (not necessarily evaluated): then the outage.
+  s.WaitForHealth(
+      [&](const json& h) {
+        const json& q = h["queue"];
+        return q["queued"].get<int>() + q["running"].get<int>() + q["done"].get<int>() == kBefore;
+      },
+      60s);
+  testing::PostgresServer* pg = testing::PostgresEnvironment::Server();
+  ASSERT_EQ(pg->Stop(), "");
+  auto t0 = Clock::now();
+  for (int i = kBefore; i < kBefore + kDuring; ++i) start_client(i);
+  std::string body = Submission(kDoesNotCompile);
+  std::vector<Reply> during = {Http(s.Url("/v1/evaluations/" + RandomId() + "?wait=1")),
+                               Http(s.Url("/v1/evaluations/" + RandomId() + "/job")),
+                               Http(s.Url("/v1/evaluations"), &body)};
+  Reply health = Http(s.Url("/v1/health"));
+  for (const Reply& r : during) {
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_TRUE(HasRetryAfter(r)) << r.headers;
+    ExpectNoInternals(r, {worker_pid});
+  }
+  EXPECT_EQ(health.status, 503) << health.body;
+  ExpectNoInternals(health, {worker_pid});
+  EXPECT_TRUE(Contains(health.body, "unavailable")) << health.body;
+  std::this_thread::sleep_until(t0 + 4s);
+  ASSERT_EQ(pg->Restart(), "");
+  double outage_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  int passed = 0;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    ExitInfo e = clients[i]->Wait(Clock::now() + 180s);
+    std::string log = ReadFile(dir.File("c" + std::to_string(i) + ".log"));
+    EXPECT_EQ(e.code, 1) << "client " << i << " (" << e.Describe() << "): " << log << s.Log();
+    json rec = json::parse(ReadFile(dir.File("r" + std::to_string(i) + ".json")), nullptr, false);
+    passed += rec.is_object() && rec.value("status", "") == "COMPILE_ERROR";
+  }
+  double all_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  // The log's lines on the failures (one a second at most, each counting those it stands for).
+  int answered_503 = 0;
+  for (const std::string& line : SplitLines(s.Log())) {
+    if (!Contains(line, "database failure on")) continue;
+    ++answered_503;
+    auto more = line.rfind("(and ");
+    if (more != std::string::npos && Contains(line.substr(more), "more since the last line"))
+      answered_503 += std::stoi(line.substr(more + 5));
+  }
+  std::printf(
+      "PostgreSQL outage of %.1f s: %d of %zu `ptxbench submit` got their record (%d waiting, "
+      "%d submitting during it); %d requests answered 503 meanwhile; the last client done %.1f s "
+      "after the outage began\n",
+      outage_s, passed, clients.size(), kBefore, kDuring, answered_503, all_s);
+  EXPECT_EQ(passed, kBefore + kDuring);
+  EXPECT_GT(answered_503, 0);
+  EXPECT_FALSE(Contains(s.Log(), "internal error")) << s.Log();
+}
+
+// SQLite locked by another writer: a submission is 503 with Retry-After within the server's
+// busy wait (not 500, not a minute), its body without the file's path or the statement; a
+// `ptxbench submit` made meanwhile gets its record once the lock is gone.
+TEST(Serve, ALockedSqliteQueueIsA503AndTheClientWaitsItOut) {
+#ifndef PTXBENCH_HAVE_SQLITE
+  GTEST_SKIP() << "this build has no SQLite";
+#else
+  ScratchDir dir("serve-e2e");
+  std::string db = dir.File("store.db");
+  Service s(db, {"--workers", "1"});
+  s.WaitForHealth([](const json& h) { return h["workers_alive"] == 1; }, 60s);
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::string kernel = dir.File("k.cu");
+  WriteFileAtomic(kernel, kDoesNotCompile + "// " + RandomId() + "\n");
+  ProcessSpec spec;
+  spec.argv = {Bin(), "submit", kernel, "--task", kTask, "--evaluator", s.Url()};
+  spec.unset_env = {"PTXBENCH_SERVE_TOKEN"};
+  spec.log_path = dir.File("client.log");
+  Child client = Child::Start(spec);
+  std::string body = Submission(kDoesNotCompile);
+  auto t0 = Clock::now();
+  Reply locked = Http(s.Url("/v1/evaluations"), &body);
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  EXPECT_EQ(locked.status, 503) << locked.body;
+  EXPECT_TRUE(HasRetryAfter(locked)) << locked.headers;
+  EXPECT_TRUE(Contains(locked.body, "busy")) << locked.body;
+  ExpectNoInternals(locked, {db, "store.db"});
+  EXPECT_LT(ms, 15000) << "the submission waited on the lock for too long";
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  ExitInfo e = client.Wait(Clock::now() + 120s);
+  std::string log = ReadFile(dir.File("client.log"));
+  std::printf("SQLite locked: a submission answered %ld in %.0f ms; the client's submit %s\n",
+              locked.status, ms, e.Describe().c_str());
+  EXPECT_EQ(e.code, 1) << log;
+  EXPECT_TRUE(Contains(log, "COMPILE_ERROR")) << log;
+#endif
+}
+
+// Health is ok only with live workers: a worker that cannot start (its private folder is a
+// symlink, refused) leaves health 503 with 0 of 1 live and the reason, and is started again
+// with growing pauses (about 4 starts in 7 s, not 3 a second).
+TEST(Serve, AWorkerThatCannotStartBacksOffAndHealthIsNotOk) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  MakeDirs(dir.File("real"));
+  ASSERT_EQ(::symlink(dir.File("real").c_str(), dir.File("link").c_str()), 0);
+  Service s(db, {"--workers", "1", "--worker-dir", dir.File("link")});
+  std::this_thread::sleep_for(7s);
+  Reply h = Http(s.Url("/v1/health"));
+  int starts = 0;
+  for (const std::string& line : SplitLines(s.Log())) starts += Contains(line, "worker 0 started");
+  std::printf("a worker that cannot start: %d starts in 7 s; health %ld: %s\n", starts, h.status,
+              h.body.c_str());
+  EXPECT_GE(starts, 2);
+  EXPECT_LE(starts, 5) << s.Log();
+  EXPECT_EQ(h.status, 503) << h.body;
+  json j = json::parse(h.body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << h.body;
+  EXPECT_EQ(j["workers_alive"], 0);
+  EXPECT_EQ(j["workers_expected"], 1);
+  EXPECT_TRUE(Contains(j["error"], "0 live worker(s), 1 expected")) << h.body;
+  EXPECT_TRUE(Contains(j["error"], "cannot stay up")) << h.body;
+  ExpectNoInternals(h);
+  EXPECT_TRUE(Contains(s.Log(), "symbolic link")) << "the log says why:\n" << s.Log();
+}
+
+// A worker SIGKILLed in the middle of a build leaves an unfinished build-cache entry (nvcc's
+// temporary files in it) and scratch folders in /dev/shm; the serve process that reaps it
+// removes them. Two kills, counted before and after.
+TEST(Serve, AKilledWorkersScratchIsRemovedByTheServeThatReapsIt) {
+  ScratchDir dir("serve-e2e");
+  PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
+  Service s(db, {"--workers", "1", "--lease", "2"});
+  s.WaitForHealth([](const json& h) { return h["workers_alive"] == 1; }, 60s);
+  std::string body = Submission(Control("naive_correct") + "// " + RandomId() + "\n");
+  Reply r = Http(s.Url("/v1/evaluations"), &body);
+  ASSERT_EQ(r.status, 202) << r.body;
+  std::string id = r.Json()["id"];
+  int found_total = 0, left_total = 0;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    pid_t pid = PidOf(RunningWorker(s, id, attempt));
+    ASSERT_GT(pid, 0);
+    // In the build: its cache entry is being written.
+    int present = 0;
+    auto deadline = Clock::now() + 60s;
+    while (Clock::now() < deadline) {
+      bool building = false;
+      if (DIR* d = ::opendir((s.cache() + "/build").c_str())) {
+        while (dirent* e = ::readdir(d))
+          building = building || Contains(e->d_name, ".tmp." + std::to_string(pid) + ".");
+        ::closedir(d);
+      }
+      if (building) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    present = ScratchNaming(s.cache(), pid);
+    EXPECT_EQ(CountLeftovers(s.cache(), {pid}).total(), 0)
+        << "a live worker's scratch counted as left over";
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int left = present;
+    auto until = Clock::now() + 10s;
+    while (left > 0 && Clock::now() < until) {
+      std::this_thread::sleep_for(100ms);
+      left = ScratchNaming(s.cache(), pid);
+    }
+    found_total += present;
+    left_total += left;
+    EXPECT_GE(present, 1) << "the build left nothing to find?";
+    EXPECT_EQ(left, 0) << "left behind by worker " << pid << "\n" << s.Log();
+  }
+  std::printf(
+      "2 SIGKILLs of a worker mid-build: %d leftover(s) seen at the kills, %d remaining after "
+      "(serve removed them)\n",
+      found_total, left_total);
+  EXPECT_TRUE(Contains(s.Log(), "removed what dead workers left")) << s.Log();
+  json lost = WaitForRecord(s, id, 60s);
+  EXPECT_EQ(lost["reason"], "worker_lost") << lost.dump();
+}
+
+// The queue's location from a private file ($PTXBENCH_DB_FILE, as the README shows): serve
+// and its workers use it with no --db on any command line; a file others can read is refused
+// (exit 2) without its contents in the message.
+TEST(Serve, TheDatabaseFileKeepsTheQueueOffEveryCommandLine) {
+#ifndef PTXBENCH_HAVE_SQLITE
+  GTEST_SKIP() << "this build has no SQLite";
+#else
+  ScratchDir dir("serve-e2e"), cache("serve-e2e-cache");
+  const std::string db = dir.File("from-file.db"), file = dir.File("db-url");
+  WriteFileAtomic(file, db + "\n");
+  ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  const int port = testing::FreeTcpPort();
+  std::vector<std::string> argv = {Bin(),         "serve",     "--port",    std::to_string(port),
+                                   "--gpus",      "none",      "--workers", "1",
+                                   "--cache-dir", cache.path()};
+  CommandResult refused = RunCommand(argv, 60s, {{"PTXBENCH_DB_FILE", file}});
+  EXPECT_EQ(refused.exit.code, 2) << refused.output;
+  EXPECT_TRUE(Contains(refused.output, "chmod 600")) << refused.output;
+  EXPECT_FALSE(Contains(refused.output, "from-file.db")) << refused.output;
+  ASSERT_EQ(::chmod(file.c_str(), 0600), 0);
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.set_env = {{"PTXBENCH_DB_FILE", file}};
+  spec.unset_env = {"PTXBENCH_DB", "PTXBENCH_SERVE_TOKEN"};
+  spec.log_path = dir.File("serve.log");
+  Child serve = Child::Start(spec);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  json h;
+  for (auto deadline = Clock::now() + 60s; Clock::now() < deadline;) {
+    Reply r = Http(url + "/v1/health", nullptr, {}, 2000);
+    if (r.status == 200 && (h = r.Json())["workers_alive"] == 1) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(h["workers_alive"], 1) << h.dump() << ReadFile(dir.File("serve.log"));
+  EXPECT_TRUE(FileExists(db)) << "the queue is where the file says";
+  for (pid_t pid : {serve.pid(), static_cast<pid_t>(h["workers"][0]["pid"].get<int64_t>())}) {
+    std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    EXPECT_FALSE(Contains(cmdline, "from-file.db")) << cmdline;
+    EXPECT_FALSE(Contains(cmdline, "--db")) << cmdline;
+  }
+  ::kill(serve.pid(), SIGTERM);
+  serve.Wait(Clock::now() + 20s);
+#endif
 }
 
 }  // namespace

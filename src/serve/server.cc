@@ -84,18 +84,29 @@ class HealthProbe {
     std::lock_guard<std::mutex> lock(mu_);
     if (checked_ && SecondsSince(at_) < 1.0) return WithWriteFailure(problems_);
     problems_.clear();
-    if (auto p = queue_.ProbeWrite(std::chrono::milliseconds(1000)))
-      problems_.push_back("the queue database cannot be written: " + *p);
+    // Health's words are public: the kind of failure only; the details go to the log, once
+    // per change.
+    std::string detail;
+    if (auto p = queue_.ProbeWrite(std::chrono::milliseconds(1000))) {
+      problems_.push_back("the queue database cannot be written: " + p->PublicMessage());
+      detail = p->what();
+    }
     std::string folder = queue_.LocalFolder();
     struct statvfs v {};
     if (!folder.empty() && ::statvfs(folder.c_str(), &v) == 0) {
       double free_mb =
           static_cast<double>(v.f_bavail) * static_cast<double>(v.f_frsize) / 1048576.0;
-      if (free_mb < min_free_mb_)
-        problems_.push_back("the disk of " + folder + " has " + FormatNumber("%.0f", free_mb) +
+      if (free_mb < min_free_mb_) {
+        problems_.push_back("the disk of the queue's folder has " + FormatNumber("%.0f", free_mb) +
                             " MiB free, under the " + FormatNumber("%.0f", min_free_mb_) +
                             " MiB this service needs (--min-free-disk-mb)");
+        detail += (detail.empty() ? "" : "; ") + folder + ": " + FormatNumber("%.0f", free_mb) +
+                  " MiB free";
+      }
     }
+    if (detail != logged_)
+      LogLine(detail.empty() ? "health: the queue is ok again" : "health: " + detail);
+    logged_ = detail;
     checked_ = true;
     at_ = SteadyClock::now();
     return WithWriteFailure(problems_);
@@ -122,7 +133,7 @@ class HealthProbe {
   bool checked_ = false;
   SteadyClock::time_point at_, write_failed_at_;
   std::vector<std::string> problems_;
-  std::string write_failure_;
+  std::string write_failure_, logged_;
 };
 
 // Counts the long polls in progress; a poll over the cap does not wait.
@@ -147,6 +158,29 @@ struct Answer {
 Answer Reply(int status, json body) { return {status, std::move(body), {}, false}; }
 Answer Fail(int status, const std::string& message) {
   return {status, {{"error", message}}, {}, false};
+}
+// A failure of the queue's database: 503 with Retry-After when it may pass (down, restarting,
+// locked), so that clients wait and ask again; the body says only what kind of failure it is,
+// the log has the rest.
+Answer StorageFailed(const StorageError& e, const std::string& during) {
+  // One line a second at most: through an outage every polling client fails every 2 s.
+  static std::mutex mu;
+  static SteadyClock::time_point logged_at;
+  static int unlogged = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (logged_at.time_since_epoch().count() != 0 && SecondsSince(logged_at) < 1) {
+      ++unlogged;
+    } else {
+      LogLine("database failure on " + during + ": " + e.what() +
+              (unlogged ? " (and " + std::to_string(unlogged) + " more since the last line)" : ""));
+      logged_at = SteadyClock::now();
+      unlogged = 0;
+    }
+  }
+  Answer a = Fail(503, e.PublicMessage());
+  if (e.retryable()) a.headers.emplace_back("Retry-After", "2");
+  return a;
 }
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
@@ -521,8 +555,13 @@ class Api {
     Answer a;
     try {
       a = api->Route(c, method, url ? url : "", req->body);
+    } catch (const StorageError& e) {
+      a = StorageFailed(e, std::string(method) + " " + (url ? url : ""));
     } catch (const std::exception& e) {
-      a = Fail(500, std::string("internal error: ") + e.what());
+      // The details (a path, a statement) are the log's, not the client's.
+      LogLine(std::string("internal error on ") + method + " " + (url ? url : "") + ": " +
+              e.what());
+      a = Fail(500, "internal error (the server's log has the details)");
     }
     return api->Send(c, a);
   }
@@ -734,10 +773,13 @@ class Api {
     try {
       id = queue_.Submit(request);
     } catch (const std::exception& e) {
-      std::string what = RedactSecrets(e.what());
-      probe_.WriteFailed(what);
-      LogLine("a submission could not be stored (database write failed): " + what);
-      return Fail(503, "the queue could not store the job (database write failed): " + what);
+      const auto* storage = dynamic_cast<const StorageError*>(&e);
+      StorageError failure = storage ? *storage : StorageError(StorageFailure::kOther, e.what());
+      probe_.WriteFailed(failure.PublicMessage());
+      Answer a = StorageFailed(failure, "a submission");
+      a.body["error"] =
+          "the queue could not store the job (database write failed): " + failure.PublicMessage();
+      return a;
     }
     return Reply(202, {{"id", id}, {"state", "queued"}, {"result", "/v1/evaluations/" + id}});
   }
@@ -823,16 +865,29 @@ class Api {
   Answer Health() {
     std::vector<std::string> problems;
     QueueHealth h;
+    bool read = false;
     try {
       h = queue_.Health(o_.alive_within);
+      read = true;
+    } catch (const StorageError& e) {
+      problems.push_back("the queue database cannot be read: " + e.PublicMessage());
     } catch (const std::exception& e) {
-      problems.push_back("the queue database cannot be read: " + RedactSecrets(e.what()));
+      LogLine(std::string("health: reading the queue failed: ") + e.what());
+      problems.push_back("the queue database cannot be read (the server's log has the details)");
     }
-    for (std::string& p : probe_.Problems()) problems.push_back(RedactSecrets(p));
+    for (std::string& p : probe_.Problems()) problems.push_back(p);
     json workers = json::array();
     int alive = 0;
+    for (const auto& w : h.workers) alive += w.alive;
+    // Jobs are evaluated only by live workers: with fewer than expected, health is not ok.
+    if (read && alive < o_.min_workers_alive)
+      problems.push_back(std::to_string(alive) + " live worker(s), " +
+                         std::to_string(o_.min_workers_alive) +
+                         " expected: queued jobs wait (a worker sends a heartbeat every " +
+                         "few seconds once it runs)");
+    if (o_.worker_problems)
+      for (std::string& p : o_.worker_problems()) problems.push_back(p);
     for (const auto& w : h.workers) {
-      alive += w.alive;
       workers.push_back({{"id", w.identity.id},
                          {"host", w.identity.host},
                          {"pid", w.identity.pid},
@@ -840,9 +895,11 @@ class Api {
                          {"heartbeat_age_s", w.heartbeat_age_s},
                          {"alive", w.alive}});
     }
+    // Where the database is stays in the log (the start-up line): only its kind here.
+    const std::string backend = queue_.Describe().substr(0, queue_.Describe().find(':'));
     json body = {{"status", problems.empty() ? "ok" : "not ok"},
                  {"version", PTXBENCH_VERSION},
-                 {"queue_backend", queue_.Describe()},
+                 {"queue_backend", backend},
                  {"gpus", o_.gpus},
                  {"queue",
                   {{"queued", h.queued},
@@ -851,12 +908,15 @@ class Api {
                    {"failed", h.failed},
                    {"running_by_gpu", h.running_by_gpu}}},
                  {"workers_alive", alive},
+                 {"workers_expected", o_.min_workers_alive},
                  {"workers", workers},
                  {"long_polls", long_polls_.load()},
                  {"connections", connections_.Counts()}};
     if (!problems.empty()) {
       body["problems"] = problems;
       body["error"] = Join(problems, "; ");
+      // An error body names no host or process: the workers' ids and pids stay in the log.
+      body.erase("workers");
     }
     return Reply(problems.empty() ? 200 : 503, body);
   }

@@ -35,7 +35,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +88,12 @@ struct ServerOptions {
   double long_poll_share = 0.5;
   // Health is not ok (503) when the queue's local folder has less free space than this.
   double min_free_disk_mb = 64;
+  // Health is not ok (503) with fewer live workers (a heartbeat within alive_within) than this:
+  // the workers `serve` starts itself, or --min-workers.
+  int min_workers_alive = 0;
+  // More reasons for health to be not ok, in public words (the supervisor of the local
+  // workers: one that cannot start, and when it is tried again); may be empty.
+  std::function<std::vector<std::string>()> worker_problems;
 };
 
 // Longest task, workload or other name a request may carry: longer ones are refused before

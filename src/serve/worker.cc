@@ -29,13 +29,48 @@
 #include "run/gpu_lock.h"
 #include "serve/job_queue.h"
 #include "serve/job_request.h"
+#include "serve/leftovers.h"
 
 namespace ptxbench {
 
-std::string DefaultWorkerDir() {
-  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x && x[0] == '/')
-    return std::string(x) + "/ptxbench";
-  return "/tmp/ptxbench-" + std::to_string(::geteuid());
+namespace {
+std::string HostName() {
+  char buf[256] = {0};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+// $XDG_RUNTIME_DIR/ptxbench (a folder only this user has), ${TMPDIR:-/tmp}/ptxbench-<uid>,
+// then a folder under $HOME, named after the host (a home shared between hosts keeps each
+// host's locks and scratch apart).
+std::vector<std::string> WorkerDirCandidates() {
+  std::vector<std::string> out;
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && x[0] == '/')
+    out.push_back(std::string(x) + "/ptxbench");
+  const char* t = std::getenv("TMPDIR");
+  out.push_back(std::string(t && t[0] == '/' ? t : "/tmp") + "/ptxbench-" +
+                std::to_string(::geteuid()));
+  if (const char* h = std::getenv("HOME"); h && h[0] == '/' && h[1] != '\0')
+    out.push_back(std::string(h) + "/.cache/ptxbench/worker-" + HostName());
+  return out;
+}
+}  // namespace
+
+std::string DefaultWorkerDir() { return WorkerDirCandidates().front(); }
+
+std::string ResolveWorkerDir(std::string* passed_over) {
+  std::string why;
+  for (const std::string& dir : WorkerDirCandidates()) {
+    try {
+      if (dir.find("/.cache/ptxbench/") != std::string::npos)
+        MakeDirs(dir.substr(0, dir.rfind('/')));
+      RequirePrivateDir(dir);
+      if (passed_over) *passed_over = why;
+      return dir;
+    } catch (const std::exception& e) {
+      why += (why.empty() ? "" : "; ") + std::string(e.what());
+    }
+  }
+  throw EnvironmentError("no private folder for the worker (pass --lock-dir): " + why);
 }
 
 void RequirePrivateDir(const std::string& path) {
@@ -63,12 +98,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-std::string HostName() {
-  char buf[256] = {0};
-  ::gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 
 bool ProcessAlive(long pid) {
   return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
@@ -142,11 +171,19 @@ class Worker {
   Worker(const WorkerOptions& o, const std::atomic<bool>& stop)
       : o_(o),
         stop_(stop),
-        dir_(o.lock_dir.empty() ? DefaultWorkerDir() : o.lock_dir),
         queue_(OpenJobQueue(o.db)),
         catalog_(Catalog::Load(o.tasks_dir.empty() ? Catalog::DefaultDir() : o.tasks_dir)) {
-    RequirePrivateDir(dir_);
+    // A folder given is used or refused; the default one, when another user took it first (or
+    // it is a symlink), is passed over for the next candidate, never used.
+    if (!o.lock_dir.empty()) {
+      dir_ = o.lock_dir;
+      RequirePrivateDir(dir_);
+    } else {
+      dir_ = ResolveWorkerDir(&passed_over_);
+    }
     orphans_ = WorkerScratch::RemoveOrphans(dir_);
+    // What killed workers and evaluations left elsewhere (/dev/shm, $TMPDIR, the caches).
+    leftovers_ = RemoveLeftovers(o.cache_root.empty() ? CacheRoot() : o.cache_root);
     scratch_.emplace(dir_);
     me_.host = HostName();
     me_.pid = ::getpid();
@@ -158,6 +195,14 @@ class Worker {
     Log("worker " + me_.id + " on " + queue_->Describe() + " (lease " +
         std::to_string(o_.lease.count()) + " s, GPU lock wait up to " +
         std::to_string(o_.lock_timeout.count()) + " s in " + dir_ + ")");
+    if (!passed_over_.empty())
+      Log("worker " + me_.id + ": not using " + DefaultWorkerDir() + " (" + passed_over_ +
+          "): using " + dir_ + " instead");
+    if (leftovers_.total() > 0)
+      Log("worker " + me_.id + ": removed the leftovers of dead processes: " +
+          std::to_string(leftovers_.scratch_folders) + " scratch folder(s), " +
+          std::to_string(leftovers_.tmpxft_files) + " nvcc temporary file(s), " +
+          std::to_string(leftovers_.cache_tmp) + " unfinished cache entr(y/ies)");
     if (orphans_ > 0)
       Log("worker " + me_.id + ": removed " + std::to_string(orphans_) +
           " scratch folder(s) of dead workers");
@@ -402,6 +447,8 @@ class Worker {
           {"gpu_stage", {{"started_at", gpu.started_at}, {"ended_at", gpu.ended_at}}}};
       // Serialisable as it will be stored: a string that is not UTF-8 would throw there.
       (void)record.dump();
+      // Within the queue's limit per job: the verdict kept, oversized layers cut.
+      record = FitRecord(record);
     } catch (const std::exception& e) {
       in_gpu_stage_ = false;
       record = ErrorRecord(h, "worker", std::string("the worker failed on this job: ") + e.what());
@@ -412,11 +459,23 @@ class Worker {
   void Record(const HeldJob& h, json record, const GpuStageTimes& gpu) {
     bool accepted = false;
     std::string failed;
+    // Through an outage of the database (down, restarting, locked) the result is offered
+    // again while its lease may still hold, rather than evaluated again after it expires.
+    auto outage_until = SteadyClock::now() + o_.lease;
+    auto pause = std::chrono::milliseconds(250);
     for (int attempt = 0; attempt < 2; ++attempt) {
       try {
         accepted = queue_->Complete(h.job.id, h.job.lease_token, record, gpu);
         failed.clear();
         break;
+      } catch (const StorageError& e) {
+        failed = e.what();
+        if (!e.retryable() || stop_ || SteadyClock::now() + pause > outage_until) break;
+        LogLimited("record", "worker " + me_.id + ": cannot record job " + h.job.id +
+                                 " yet (database unavailable): " + e.what() + "; trying again");
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+        --attempt;  // an outage is not a refused record
       } catch (const Error& e) {
         failed = e.what();
         if (e.kind() != ErrorKind::kInput) break;
@@ -498,7 +557,7 @@ class Worker {
     return {{"schema", kEvaluationSchema},
             {"status", "INFRA_ERROR"},
             {"reason", reason},
-            {"message", ValidUtf8(message)},
+            {"message", ValidUtf8(Truncate(message, 4096))},
             {"task",
              {{"definition", ValidUtf8(Truncate(Field(r, "task"), 256))},
               {"workload_id", ValidUtf8(Truncate(Field(r, "workload"), 256))}}},
@@ -509,11 +568,12 @@ class Worker {
 
   const WorkerOptions& o_;
   const std::atomic<bool>& stop_;
-  std::string dir_;
   std::unique_ptr<JobQueue> queue_;
+  std::string dir_, passed_over_;
   Catalog catalog_;
   std::optional<WorkerScratch> scratch_;
   int orphans_ = 0;
+  Leftovers leftovers_;
   WorkerIdentity me_;
   std::mutex mu_, log_mu_;
   std::condition_variable cv_;

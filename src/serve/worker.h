@@ -42,8 +42,16 @@ struct WorkerOptions {
   bool quiet = false;
 };
 
-// $XDG_RUNTIME_DIR/ptxbench where that is set, else /tmp/ptxbench-<uid>.
+// $XDG_RUNTIME_DIR/ptxbench where that is set, else ${TMPDIR:-/tmp}/ptxbench-<uid>.
 std::string DefaultWorkerDir();
+
+// The worker's private folder when none is given: the first of DefaultWorkerDir(),
+// ${TMPDIR:-/tmp}/ptxbench-<uid> and $HOME/.cache/ptxbench/worker-<host> that is (or can be
+// made) a real folder of this user's, mode 0700 (RequirePrivateDir). Another local user who
+// creates /tmp/ptxbench-<uid> first (or a symlink there) only moves the workers to the next
+// one. `passed_over` (optional) gets why earlier ones were not used. Throws EnvironmentError
+// when none can be used.
+std::string ResolveWorkerDir(std::string* passed_over = nullptr);
 
 // Creates `path` (mode 0700) unless it exists, and checks that it is a real folder (not a
 // symlink) owned by this user, making it 0700 if it was wider; throws EnvironmentError,

@@ -10,19 +10,43 @@
 #include <string>
 
 #include "common/error.h"
+#include "store/storage_error.h"
 
 namespace ptxbench::sqlite {
 
+// What kind of failure a result code is: busy and locked are worth another try, as is an I/O
+// error or a file that cannot be opened (a disk coming back); full is full.
+inline StorageFailure FailureOf(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return StorageFailure::kBusy;
+    case SQLITE_FULL:
+      return StorageFailure::kFull;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PROTOCOL:
+      return StorageFailure::kUnavailable;
+    default:
+      return StorageFailure::kOther;
+  }
+}
+
+[[noreturn]] inline void Fail(sqlite3* db, const std::string& path, const std::string& what,
+                              int rc) {
+  throw StorageError(FailureOf(rc),
+                     path + ": " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
 [[noreturn]] inline void Fail(sqlite3* db, const std::string& path, const std::string& what) {
-  throw EnvironmentError(path + ": " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+  Fail(db, path, what, db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM);
 }
 
 inline void Exec(sqlite3* db, const std::string& path, const std::string& sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+  if (int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err); rc != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errmsg(db);
     sqlite3_free(err);
-    throw EnvironmentError(path + ": " + msg + " (in: " + sql.substr(0, 60) + ")");
+    throw StorageError(FailureOf(rc), path + ": " + msg + " (in: " + sql.substr(0, 60) + ")");
   }
 }
 
@@ -30,8 +54,8 @@ inline void Exec(sqlite3* db, const std::string& path, const std::string& sql) {
 class Stmt {
  public:
   Stmt(sqlite3* db, const std::string& path, const std::string& sql) : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
-      Fail(db, path, "cannot prepare a statement");
+    if (int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr); rc != SQLITE_OK)
+      Fail(db, path, "cannot prepare a statement", rc);
   }
   ~Stmt() { sqlite3_finalize(s_); }
   Stmt(const Stmt&) = delete;
@@ -60,7 +84,7 @@ class Stmt {
     int rc = sqlite3_step(s_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    Fail(db_, path_, "statement failed");
+    Fail(db_, path_, "statement failed", rc);
   }
   // Runs a statement that returns no rows, and readies it for the next bindings.
   void Run() {
