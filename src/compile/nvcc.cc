@@ -90,8 +90,9 @@ std::string ReadBounded(const std::string& path) {
 // What a compiler prints when an allocation failed under the address-space limit (LLVM in
 // cicc, GCC's cc1plus, ptxas, the C++ runtime).
 bool LooksOutOfMemory(std::string_view log) {
-  for (std::string_view m : {"out of memory", "Out of memory", "memory exhausted",
-                             "Cannot allocate memory", "std::bad_alloc"}) {
+  for (std::string_view m :
+       {"out of memory", "Out of memory", "memory exhausted", "Cannot allocate memory",
+        "std::bad_alloc", "Memory allocation failure", "memory allocation failed"}) {
     if (log.find(m) != std::string_view::npos) return true;
   }
   return false;

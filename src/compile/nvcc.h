@@ -85,7 +85,7 @@ struct BuildResult {
   std::string key;                           // sha256 of everything that determines the output
   bool cache_hit = false;
   double seconds = 0;  // of the nvcc call (0 on a cache hit)
-  std::string log;     // what nvcc printed (at most 8 MiB), secrets redacted
+  std::string log;     // what nvcc printed (at most kBuildLogCapBytes), secrets redacted
   std::string errors;  // trimmed for people, on a compile error
   // The cap a failed build met ("object_size", "memory"), else empty; its line leads `errors`.
   std::string limit;
