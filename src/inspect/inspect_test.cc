@@ -271,9 +271,8 @@ TEST(ObjectTool, DisassemblerRunsConfinedWithoutSecrets) {
   std::filesystem::create_directories(planted, ec);
   const bool can_plant = !ec;
   if (can_plant) WriteFileAtomic(planted + "/secret", "planted-canary-line\n");
-  WriteFileAtomic(bin + "/cuobjdump",
-                  "#!/bin/sh\nenv > env.txt\nid -u > uid.txt\ncat '" + planted +
-                      "/secret' > read.txt 2>&1\nexit 0\n");
+  WriteFileAtomic(bin + "/cuobjdump", "#!/bin/sh\nenv > env.txt\nid -u > uid.txt\ncat '" + planted +
+                                          "/secret' > read.txt 2>&1\nexit 0\n");
   ::chmod((bin + "/cuobjdump").c_str(), 0755);
 
   const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
