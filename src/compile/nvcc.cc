@@ -26,11 +26,14 @@ namespace {
 
 // Bump when the recipe below changes in a way the key would not see.
 constexpr const char* kRecipeVersion = "build-recipe/1";
-// build.json's layout: 2 records candidate.so's sha256 and size, and the sandbox. An entry of
-// any other format is rebuilt (an older one may also hold an unconfined build's log).
-constexpr int kEntryFormat = 2;
-// The most of nvcc's output that is kept (as RunCommand keeps).
-constexpr size_t kMaxLogBytes = 8u << 20;
+// build.json's layout: 2 records candidate.so's sha256 and size, and the sandbox; 3 the cap a
+// build met (limit, limit_message), from builds under the narrowed read paths with normalized
+// file errors. An entry of any other format is rebuilt (an older one may also hold an
+// unconfined build's log, or one that tells which host paths exist).
+constexpr int kEntryFormat = 3;
+// The most of nvcc's output that is kept: an honest build prints a few KB (ptxas -v), a long
+// template error some hundreds; past this the log is cut, and says so.
+constexpr size_t kMaxLogBytes = kBuildLogCapBytes;
 
 struct ArchTarget {
   const char* arch;
@@ -70,13 +73,35 @@ void MakeFilesReadOnly(const std::string& dir) {
   }
 }
 
-// Up to kMaxLogBytes of a file.
+// Up to kMaxLogBytes of a file, with a last line saying when more was cut.
 std::string ReadBounded(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::string out(kMaxLogBytes, '\0');
+  std::string out(kMaxLogBytes + 1, '\0');
   in.read(out.data(), static_cast<std::streamsize>(out.size()));
   out.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  if (out.size() > kMaxLogBytes) {
+    out.resize(kMaxLogBytes);
+    out += "\nptxbench: the compiler's output was cut at " + std::to_string(kMaxLogBytes >> 10) +
+           " KiB\n";
+  }
   return out;
+}
+
+// What a compiler prints when an allocation failed under the address-space limit (LLVM in
+// cicc, GCC's cc1plus, ptxas, the C++ runtime).
+bool LooksOutOfMemory(std::string_view log) {
+  for (std::string_view m :
+       {"out of memory", "Out of memory", "memory exhausted", "Cannot allocate memory",
+        "std::bad_alloc", "Memory allocation failure", "memory allocation failed"}) {
+    if (log.find(m) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+std::string MiB(uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return b;
 }
 
 // Why the cache entry described by `record` cannot be used, or "" when it can.
@@ -107,21 +132,52 @@ SandboxPolicy NvccSandboxPolicy(const std::string& nvcc_path, const std::string&
   // The compiler writes into our cache folder; Landlock confines it all the same.
   p.drop_user = false;
   p.landlock = true;
-  p.read_paths = {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/opt"};
-  // Not /etc whole (passwd, shadow, keys): only what the dynamic loader and the C library read.
-  for (const char* f : {"/etc/ld.so.cache", "/etc/ld.so.preload", "/etc/localtime"})
-    p.read_paths.push_back(f);
+  p.read_paths = NvccSystemReadPaths();
   // The toolkit: nvcc's bin/.. resolved (/usr/local/cuda/bin/nvcc -> /usr/local/cuda-13.0).
   std::error_code ec;
   fs::path root = fs::canonical(nvcc_path, ec).parent_path().parent_path();
   if (!ec && !root.empty() && root != root.root_path()) p.read_paths.push_back(root.string());
   p.write_paths = {work_dir};
   p.device_paths = {"/dev/null"};
-  p.limits.address_space_bytes = 8ull << 30;
+  p.limits.address_space_bytes = kBuildAddressSpaceBytes;
   p.limits.cpu_seconds = 300;
-  p.limits.file_size_bytes = 512ull << 20;
+  p.limits.file_size_bytes = 256ull << 20;
   p.limits.open_files = 1024;
   return p;
+}
+
+std::vector<std::string> NvccSystemReadPaths() {
+  // What nvcc, gcc, cc1plus, as, ld and collect2 opened in a build of controls/gemm (strace -f
+  // -e trace=open,openat,execve, Debian 12, gcc 12, CUDA 13.0): the programs in /usr/bin, the
+  // system headers, gcc's own folder, the multiarch libraries and start files, the dynamic
+  // loader, the locale. Each folder holds only what every machine of the distribution has.
+  std::vector<std::string> paths = {"/usr/bin",
+                                    "/bin",
+                                    "/usr/include",
+                                    "/usr/lib/gcc",
+                                    "/usr/libexec/gcc",
+                                    "/lib64",
+                                    "/usr/lib64",
+                                    "/usr/lib/locale",
+                                    "/usr/lib/x86_64-linux-gnu",
+                                    "/lib/x86_64-linux-gnu",
+                                    "/usr/lib/aarch64-linux-gnu",
+                                    "/lib/aarch64-linux-gnu"};
+  // Not /etc whole (passwd, shadow, keys): only what the dynamic loader and the C library read.
+  for (const char* f : {"/etc/ld.so.cache", "/etc/ld.so.preload", "/etc/localtime"})
+    paths.push_back(f);
+  return paths;
+}
+
+std::string NormalizeFileErrors(std::string log) {
+  // Outside the readable folders Landlock answers EACCES for a file that exists and the path
+  // walk ENOENT for one that does not (ENOTDIR under a file, EISDIR for a folder): the same
+  // words for all, so the log does not tell which host paths exist.
+  static const std::regex file_error(
+      "Permission denied|No such file or directory|Not a directory|Is a directory|Too many "
+      "levels of symbolic links|Operation not permitted");
+  log = std::regex_replace(log, file_error, std::string(kUnreadableFileWords));
+  return log;
 }
 
 bool IsSupportedArch(const std::string& arch) {
@@ -216,10 +272,14 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
       problem = EntryProblem(j, entry + "/" + so_name);
       if (problem.empty()) {
         r.command = j.at("command").get<std::vector<std::string>>();
-        r.log = ValidUtf8(RedactSecrets(j.at("log").get<std::string>()));
+        r.log = NormalizeFileErrors(ValidUtf8(RedactSecrets(j.at("log").get<std::string>())));
         r.outcome = j.at("built").get<bool>() ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
         r.functions = ParsePtxasReport(r.log);
-        if (r.outcome == BuildOutcome::kCompileError) r.errors = TrimCompilerErrors(r.log);
+        r.limit = j.value("limit", "");
+        if (r.outcome == BuildOutcome::kCompileError) {
+          r.errors = TrimCompilerErrors(r.log);
+          if (!r.limit.empty()) r.errors = j.value("limit_message", "") + "\n" + r.errors;
+        }
         if (r.outcome == BuildOutcome::kBuilt) {
           r.shared_object = entry + "/" + so_name;
           r.shared_object_sha256 = j.at("candidate_so").at("sha256").get<std::string>();
@@ -278,12 +338,37 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
     ended = child.Wait(std::chrono::steady_clock::now() + options.timeout);
   }
   r.seconds = ended.seconds;
-  r.log = ValidUtf8(RedactSecrets(ReadBounded(spec.log_path)));  // it quotes the source
+  // It quotes the source; its file errors must not tell which host paths exist.
+  // The work folder's path (our cache's place, a pid) and gcc's random temporary names vary
+  // from build to build and say nothing about the source: "tmp/ccXXXXXX.s" for all.
+  std::string raw_log = ReadBounded(spec.log_path);
+  for (size_t at = raw_log.find(work + "/"); at != std::string::npos;
+       at = raw_log.find(work + "/", at))
+    raw_log.erase(at, work.size() + 1);
+  static const std::regex gcc_temp(R"(tmp/cc[A-Za-z0-9]{6}\.)");
+  raw_log = std::regex_replace(raw_log, gcc_temp, "tmp/ccXXXXXX.");
+  r.log = NormalizeFileErrors(ValidUtf8(RedactSecrets(raw_log)));
   bool ok = ended.kind == ExitKind::kExited && ended.code == 0 && FileExists(work + "/" + so_name);
   if (ended.kind != ExitKind::kExited) r.log += "\nptxbench: nvcc " + ended.Describe() + "\n";
+  // The caps (nvcc.h): an object too big to keep, or a build that ran out of memory.
+  std::string limit_message;
+  std::error_code size_ec;
+  if (const uintmax_t size = ok ? fs::file_size(work + "/" + so_name, size_ec) : 0;
+      ok && !size_ec && size > kBuildObjectCapBytes) {
+    ok = false;
+    r.limit = "object_size";
+    limit_message = "ptxbench: the built object is " + MiB(size) + ", over the cap of " +
+                    MiB(kBuildObjectCapBytes) + " on one candidate's object: not kept";
+  } else if (!ok && options.confine && LooksOutOfMemory(r.log)) {
+    r.limit = "memory";
+    limit_message = "ptxbench: the build ran out of memory: each of its processes may use " +
+                    MiB(kBuildAddressSpaceBytes) + " of address space";
+  }
+  if (!limit_message.empty()) r.log += "\n" + limit_message + "\n";
   r.outcome = ok ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
   r.functions = ParsePtxasReport(r.log);
   if (!ok) r.errors = TrimCompilerErrors(r.log);
+  if (!limit_message.empty()) r.errors = limit_message + "\n" + r.errors;
 
   // A timed-out build is not cached (the machine may just have been busy) and leaves nothing;
   // nor is one killed by a signal (a worker stopping kills its children): the same source
@@ -297,6 +382,10 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
                            {"log", r.log},           {"built", ok},
                            {"seconds", r.seconds},   {"nvcc_version", r.nvcc_version},
                            {"sandbox", r.sandbox}};
+  if (!r.limit.empty()) {
+    record["limit"] = r.limit;
+    record["limit_message"] = limit_message;
+  }
   std::error_code ec;
   if (ok) {
     r.shared_object_sha256 = Sha256FileHex(work + "/" + so_name);
@@ -334,6 +423,7 @@ nlohmann::json ToJson(const BuildResult& b) {
   nlohmann::json j;
   PTXBENCH_JSON_SET_FIELDS(j, b, command, nvcc_version, shared_object_sha256, cache_hit, seconds,
                            log, errors, cache_problem, sandbox);
+  if (!b.limit.empty()) j["limit"] = b.limit;
   j["outcome"] = b.outcome == BuildOutcome::kBuilt ? "built" : "compile_error";
   j["abi"] = ToString(b.abi);
   j["cache_key"] = b.key;

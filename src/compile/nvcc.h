@@ -10,12 +10,24 @@
 // of the cache key. Without the runtime such a source cannot be built: EnvironmentError.
 //
 // nvcc runs confined (common/sandbox.h; NvccSandboxPolicy): an allow-listed environment, its
-// own namespaces, rlimits, and Landlock letting it read only the system folders and the
-// toolkit, write only its work folder, and open no device but /dev/null. So an #include (or
-// .incbin, or #line) that names another file fails to open rather than quoting that file in
-// the errors, an endless input (/dev/zero, a FIFO) cannot be opened, and a runaway front end
-// meets its limits. The screen (screen/screen.h) rejects such sources first; this is the
-// second wall. What nvcc prints is bounded and passed through RedactSecrets.
+// own namespaces, rlimits, and Landlock letting it read only what a build opens (the toolkit,
+// the system headers, gcc's folder, the programs and libraries; not the rest of /usr, /opt or
+// /usr/local), write only its work folder, and open no device but /dev/null. So an #include
+// (or .include, .incbin, #line) that names another file fails to open rather than quoting
+// that file in the errors, an endless input (/dev/zero, a FIFO) cannot be opened, and a
+// runaway front end meets its limits. The screen (screen/screen.h) rejects such sources first;
+// this is the second wall. What nvcc prints is bounded, passed through RedactSecrets, and its
+// file errors are one phrase (NormalizeFileErrors), so it tells no host path's existence.
+//
+// Caps on what one build may cost (issue 35: a 1.5 KB source made a 274 MB entry and used
+// 5.5-8.1 GB for a minute). Each is the candidate's failure (COMPILE_ERROR, never
+// INFRA_ERROR), with a line "ptxbench: ..." first in the errors saying which cap:
+//   object   a built candidate.so over kBuildObjectCapBytes is removed and never cached;
+//   memory   every process of the build under RLIMIT_AS kBuildAddressSpaceBytes (measured:
+//            the largest controls build in 200-250 MB resident and within 512 MiB of address
+//            space; see docs/threat-model.md);
+//   log      at most kBuildLogCapBytes of the compiler's output is kept;
+//   files    RLIMIT_FSIZE 256 MiB per file written, 300 CPU seconds per process.
 //
 // The files of a cache entry (<cache>/<key>/: candidate.cu, candidate.so, build.json) are
 // read-only once written (0444, the object 0555), and build.json records candidate.so's
@@ -24,13 +36,15 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "compile/ptxas_report.h"
 #include "common/sandbox.h"
+#include "compile/ptxas_report.h"
 #include "task/abi.h"
 
 namespace ptxbench {
@@ -40,6 +54,12 @@ bool IsSupportedArch(const std::string& arch);
 std::vector<std::string> SupportedArchs();
 // Throws UsageError "unknown arch 'X' (supported: sm_90a, sm_100a)" for anything else.
 void RequireSupportedArch(const std::string& arch);
+
+inline constexpr uint64_t kBuildObjectCapBytes = 32ull << 20;
+inline constexpr uint64_t kBuildAddressSpaceBytes = 2ull << 30;
+inline constexpr size_t kBuildLogCapBytes = 1u << 20;
+// What every failed open of a file reads as in a build log.
+inline constexpr const char* kUnreadableFileWords = "no such file, or not readable in the build";
 
 struct BuildOptions {
   std::string arch = "sm_90a";
@@ -65,8 +85,10 @@ struct BuildResult {
   std::string key;                           // sha256 of everything that determines the output
   bool cache_hit = false;
   double seconds = 0;  // of the nvcc call (0 on a cache hit)
-  std::string log;     // what nvcc printed (at most 8 MiB), secrets redacted
+  std::string log;     // what nvcc printed (at most kBuildLogCapBytes), secrets redacted
   std::string errors;  // trimmed for people, on a compile error
+  // The cap a failed build met ("object_size", "memory"), else empty; its line leads `errors`.
+  std::string limit;
   std::vector<PtxasFunction> functions;
   // Why a cached entry was not used and was rebuilt ("candidate.so sha256 mismatch: rebuilt");
   // empty when there was none or it was sound.
@@ -77,13 +99,19 @@ struct BuildResult {
 
 // The confinement of an nvcc call working in `work_dir`: environment PATH, LANG, LC_*,
 // CUDA_HOME, CUDA_PATH, LD_LIBRARY_PATH, with HOME = work_dir and TMPDIR = work_dir/tmp;
-// namespaces (network off), no uid change (the work folder is ours); Landlock reading /usr,
-// /lib, /lib64, /bin, /sbin, /opt, the dynamic loader's files in /etc (not /etc itself, which
-// holds passwd, shadow and keys) and the toolkit (realpath of nvcc's bin/..), writing
-// work_dir, device /dev/null only; rlimits: 8 GiB address space, 300 CPU seconds, 512 MiB
-// files, 1024 open files. No seccomp: nvcc, cicc, ptxas, gcc and fatbinary exec each other.
+// namespaces (network off), no uid change (the work folder is ours); Landlock reading
+// NvccSystemReadPaths(), the dynamic loader's files in /etc (not /etc itself, which holds
+// passwd, shadow and keys) and the toolkit (realpath of nvcc's bin/..), writing work_dir,
+// device /dev/null only; rlimits: kBuildAddressSpaceBytes of address space, 300 CPU seconds,
+// 256 MiB files, 1024 open files. No seccomp: nvcc, cicc, ptxas, gcc and fatbinary exec each
+// other.
 // A tvm-ffi build adds the TVM-FFI folder to the readable paths.
 SandboxPolicy NvccSandboxPolicy(const std::string& nvcc_path, const std::string& work_dir);
+// The system part of those readable paths (without the toolkit).
+std::vector<std::string> NvccSystemReadPaths();
+// `log` with every file-open error's words (Permission denied, No such file or directory, Not
+// a directory, ...) replaced by kUnreadableFileWords.
+std::string NormalizeFileErrors(std::string log);
 
 // Throws EnvironmentError when nvcc cannot be found (or, for a tvm-ffi source, the TVM-FFI
 // runtime), UsageError for an unknown arch.

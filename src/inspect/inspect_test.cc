@@ -2,6 +2,11 @@
 // of freshly compiled Hopper and Blackwell kernels, the ncu source-page parser on its real
 // output format, and the join of the two.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 #include <optional>
 #include <string>
@@ -9,6 +14,8 @@
 #include <vector>
 
 #include "common/files.h"
+#include "common/sandbox.h"
+#include "common/strings.h"
 #include "common/subprocess.h"
 #include "compile/nvcc.h"
 #include "inspect/ncu.h"
@@ -240,6 +247,60 @@ TEST_F(RealSass, ACudaCoreKernelHasNoTargetFamily) {
       "sm_90a");
   ASSERT_EQ(s.state, "ran");
   for (const auto& [f, n] : s.Totals()) EXPECT_EQ(n, 0) << f;
+}
+
+// Issue 35 point 4: the disassembler parses an object built from a candidate's source, so it
+// runs confined like nvcc: a stand-in cuobjdump on PATH records what it was given.
+TEST(ObjectTool, DisassemblerRunsConfinedWithoutSecrets) {
+  if (!FindProgram("nvcc")) GTEST_SKIP() << "nvcc not found";
+  ScratchDir dir("object-tool-test");
+  BuildOptions o;
+  o.cache_dir = dir.File("cache");
+  BuildResult b = BuildCandidate("__global__ void k(float* p) { p[threadIdx.x] = 1.f; }\n", o);
+  ASSERT_EQ(b.outcome, BuildOutcome::kBuilt) << b.log;
+
+  // The stand-in, where a dropped user can run it: in its cwd (the tool's folder) it writes its
+  // environment, its uid, and what it could read of a file planted outside the allowed paths.
+  ::chmod(dir.path().c_str(), 0711);
+  const std::string bin = dir.File("fake/bin");
+  std::filesystem::create_directories(bin);
+  ::chmod(dir.File("fake").c_str(), 0755);
+  ::chmod(bin.c_str(), 0755);
+  const std::string planted = "/opt/ptxbench-canary-tool-" + std::to_string(::getpid());
+  std::error_code ec;
+  std::filesystem::create_directories(planted, ec);
+  const bool can_plant = !ec;
+  if (can_plant) WriteFileAtomic(planted + "/secret", "planted-canary-line\n");
+  WriteFileAtomic(bin + "/cuobjdump", "#!/bin/sh\nenv > env.txt\nid -u > uid.txt\ncat '" + planted +
+                                          "/secret' > read.txt 2>&1\nexit 0\n");
+  ::chmod((bin + "/cuobjdump").c_str(), 0755);
+
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin + ":" + old_path).c_str(), 1);
+  ::setenv("PTXBENCH_TEST_SECRET", "tool-secret-7e1d2c3b", 1);
+  ::setenv("OPENAI_API_KEY", "sk-tool-test-5a5a5a5a", 1);
+  ScratchDir work("object-tool-work");
+  StaticInspection s = InspectSharedObject(b.shared_object, work.path());
+  ::setenv("PATH", old_path.c_str(), 1);
+  ::unsetenv("PTXBENCH_TEST_SECRET");
+  ::unsetenv("OPENAI_API_KEY");
+  std::filesystem::remove_all(planted, ec);
+
+  EXPECT_EQ(s.tool, bin + "/cuobjdump");
+  const std::string folder = work.File("cubins");
+  ASSERT_TRUE(FileExists(folder + "/env.txt")) << s.message;
+  const std::string env = ReadFile(folder + "/env.txt");
+  EXPECT_EQ(env.find("tool-secret-7e1d2c3b"), std::string::npos) << env;
+  EXPECT_EQ(env.find("sk-tool-test-5a5a5a5a"), std::string::npos) << env;
+  EXPECT_EQ(env.find("PTXBENCH_TEST_SECRET"), std::string::npos) << env;
+  EXPECT_NE(env.find("HOME=" + folder), std::string::npos) << env;
+  if (ProbeSandbox().user_drop) EXPECT_NE(Trim(ReadFile(folder + "/uid.txt")), "0");
+  if (can_plant && ProbeSandbox().landlock_abi > 0) {
+    const std::string read = ReadFile(folder + "/read.txt");
+    EXPECT_EQ(read.find("planted-canary-line"), std::string::npos) << read;
+  }
+  // It was handed a copy of the object, in its own folder.
+  EXPECT_TRUE(FileExists(folder + "/candidate.so"));
 }
 
 }  // namespace

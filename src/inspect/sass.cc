@@ -1,6 +1,8 @@
 #include "inspect/sass.h"
 
 #include <cxxabi.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,11 +11,14 @@
 #include <memory>
 #include <regex>
 
+#include "common/error.h"
 #include "common/files.h"
+#include "common/sandbox.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "compile/elf.h"
+#include "compile/nvcc.h"
 
 namespace ptxbench {
 
@@ -147,6 +152,60 @@ std::optional<std::string> FindCuobjdump() {
   return std::nullopt;
 }
 
+namespace {
+
+// The tool's folder inside `work_dir`, with a copy of `so` in it, both the sandbox user's when
+// it drops to one (`work_dir` then traversable, not listable, for that user); the copy's path.
+std::string PrepareToolFolder(const std::string& work_dir, const std::string& dir,
+                              const std::string& so, const SandboxPolicy& p) {
+  const bool drop = p.drop_user && ProbeSandbox().user_drop;
+  auto give = [&](const std::string& path) {
+    if (drop && ::chown(path.c_str(), p.uid, p.gid) != 0)
+      throw EnvironmentError("cannot hand " + path + " to the sandbox user");
+  };
+  if (drop) ::chmod(work_dir.c_str(), 0711);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (::mkdir(dir.c_str(), 0700) != 0) throw EnvironmentError("cannot make " + dir);
+  give(dir);
+  const std::string copy = dir + "/candidate.so";
+  fs::copy_file(so, copy, ec);
+  if (ec) throw EnvironmentError("cannot copy " + so + ": " + ec.message());
+  give(copy);
+  ::chmod(copy.c_str(), 0400);
+  return copy;
+}
+
+// Whether a user of no group of ours can run `tool`: every folder above it searchable by
+// others, the file readable and executable by them (the pinned copy under a home folder is not).
+bool OthersCanRun(const std::string& tool) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(tool, ec);
+  if (ec) return false;
+  struct stat st;
+  if (::stat(real.c_str(), &st) != 0 || (st.st_mode & 05) != 05) return false;
+  for (fs::path p = real.parent_path(); !p.empty(); p = p.parent_path()) {
+    if (::stat(p.c_str(), &st) != 0 || (st.st_mode & 01) == 0) return false;
+    if (p == p.root_path()) break;
+  }
+  return true;
+}
+
+}  // namespace
+
+SandboxPolicy ObjectToolPolicy(const std::string& tool, const std::string& folder) {
+  // nvcc's own confinement (its environment allow-list, namespaces, Landlock over the system
+  // and the tool's install folder, /dev/null, rlimits), writing only `folder`; and the user of
+  // the evaluation's children rather than root, since nothing of ours needs writing.
+  SandboxPolicy p = NvccSandboxPolicy(tool, folder);
+  p.env_set = {{"HOME", folder}, {"TMPDIR", folder}};
+  // Where the sandbox user could not run the tool at all (a pinned copy under a home folder),
+  // it keeps our uid; Landlock, the namespaces and the allow-list still hold.
+  p.drop_user = OthersCanRun(tool);
+  p.limits.cpu_seconds = 120;
+  return p;
+}
+
 StaticInspection InspectSharedObject(const std::string& so, const std::string& work_dir) {
   auto t0 = std::chrono::steady_clock::now();
   StaticInspection s;
@@ -169,29 +228,50 @@ StaticInspection InspectSharedObject(const std::string& so, const std::string& w
     return finish();
   }
   // The cubins themselves, hashed as extracted (names can repeat; each is hashed as it lands).
-  std::string dir = work_dir + "/cubins";
-  MakeDirs(dir);
+  // cuobjdump parses an object built from a candidate's source: it runs confined
+  // (ObjectToolPolicy) in a folder of its own that holds a copy of the object.
+  const std::string dir = work_dir + "/cubins";
+  SandboxPolicy policy = ObjectToolPolicy(*tool, dir);
+  PreparedSandbox sandbox;
+  std::string object;
+  try {
+    if (ProbeSandbox().user_drop) {
+      const SandboxUser user = ClaimSandboxUser(work_dir);
+      policy.uid = user.uid;
+      policy.gid = user.gid;
+    }
+    object = PrepareToolFolder(work_dir, dir, so, policy);
+    sandbox = PreparedSandbox(policy);
+  } catch (const std::exception& e) {
+    s.state = "failed";
+    s.message = std::string("cannot prepare the disassembler's folder: ") + e.what();
+    return finish();
+  }
+  auto run = [&](const std::vector<std::string>& args) {
+    std::string line = "cd '" + dir + "' && exec '" + *tool + "'";
+    for (const std::string& a : args) line += " '" + a + "'";
+    return RunCommand({"/bin/sh", "-c", line}, std::chrono::seconds(60), {}, &sandbox);
+  };
   // Extract the cubins (milliseconds), then disassemble them: about twice as fast as
   // disassembling the shared object itself, which cuobjdump first unpacks.
-  RunCommand({"/bin/sh", "-c", "cd '" + dir + "' && exec '" + *tool + "' -xelf all '" + so + "'"},
-             std::chrono::seconds(60));
+  run({"-xelf", "all", object});
   std::vector<std::string> cubins;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".cubin") cubins.push_back(e.path().string());
   std::sort(cubins.begin(), cubins.end());
   for (const auto& c : cubins) s.cubin_sha256.push_back(Sha256FileHex(c));
-  std::vector<std::string> argv = {*tool, "-sass"};
-  argv.insert(argv.end(), cubins.begin(), cubins.end());
+  std::vector<std::string> args = {"-sass"};
+  args.insert(args.end(), cubins.begin(), cubins.end());
   CommandResult r;
   if (!cubins.empty()) {
-    r = RunCommand(argv, std::chrono::seconds(60));
+    r = run(args);
     s.functions = ParseCuobjdumpSass(r.output);
   }
   // Extracted files can share a name (and overwrite each other); when that leaves nothing to
   // read, the shared object itself is disassembled, which always sees every cubin.
   if (s.functions.empty()) {
-    r = RunCommand({*tool, "-sass", so}, std::chrono::seconds(60));
+    r = run({"-sass", object});
     s.functions = ParseCuobjdumpSass(r.output);
   }
   if (r.exit.kind != ExitKind::kExited || r.exit.code != 0) {

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sandbox.h"
+
 namespace ptxbench {
 
 struct SassInstruction {
@@ -71,6 +73,16 @@ struct StaticInspection {
 // in .tools/ (`doctor` reports the same one).
 std::optional<std::string> FindCuobjdump();
 
+//
+// cuobjdump runs under ObjectToolPolicy in work_dir/cubins (a folder of the evaluation's
+// sandbox user, holding a copy of the object): a tool that parses what a candidate built gets
+// no secret of ours and reads nothing but that folder, the toolkit and the system.
 StaticInspection InspectSharedObject(const std::string& shared_object, const std::string& work_dir);
+
+// The confinement of a tool that parses a candidate-built object (cuobjdump, nvdisasm): nvcc's
+// (NvccSandboxPolicy: environment allow-list, namespaces with no network, Landlock reading the
+// system and the tool's install folder, /dev/null only, rlimits), writing only `folder`, and a
+// uid drop when we are root (and the sandbox user can run the tool).
+SandboxPolicy ObjectToolPolicy(const std::string& tool, const std::string& folder);
 
 }  // namespace ptxbench

@@ -158,6 +158,12 @@ constexpr std::string_view kComputedIncludeReason =
     "the file a macro names cannot be judged before preprocessing";
 constexpr std::string_view kAsmFileReason =
     "assembler directives that read files (.incbin, .include) are not allowed";
+constexpr std::string_view kAsmMacroReason =
+    "assembler macros (.irp, .irpc, .macro) can spell a file directive and are not allowed";
+constexpr std::string_view kComputedAsm = "computed asm";
+constexpr std::string_view kComputedAsmReason =
+    "an asm statement's text must be written out as string literals (a macro, # or ## can "
+    "spell an assembler directive the screen cannot see)";
 constexpr std::string_view kPathLineReason =
     "a #line file name must be a plain name, not a path (compilers quote from that file)";
 
@@ -853,6 +859,38 @@ std::string Decode(std::string_view s) {
   return out;
 }
 
+// Assembler directives that read a file, or that can compose one from pieces (GNU as
+// substitutes .irp/.irpc/.macro arguments into any word: `.irp d,clude` then `.in\d`).
+struct AsmDirective {
+  std::string_view name;
+  std::string_view reason;
+};
+constexpr AsmDirective kAsmDirectives[] = {
+    {".incbin", kAsmFileReason}, {".include", kAsmFileReason}, {".irpc", kAsmMacroReason},
+    {".irp", kAsmMacroReason},   {".macro", kAsmMacroReason},  {".altmacro", kAsmMacroReason},
+};
+
+// The first of kAsmDirectives that `text` (a literal's value) holds as a directive: after a
+// line start, space, ';' or a label's ':', and followed by space, a quote or the end.
+const AsmDirective* FindAsmDirective(std::string_view text, size_t* at_out) {
+  const std::string lower = Lower(text);
+  for (const AsmDirective& d : kAsmDirectives) {
+    for (size_t at = lower.find(d.name); at != std::string::npos; at = lower.find(d.name, at + 1)) {
+      const size_t after = at + d.name.size();
+      const char before = at == 0 ? ' ' : lower[at - 1];
+      const bool starts = IsSpace(before) || before == ';' || before == ':';
+      const bool ends = after >= lower.size() || IsSpace(lower[after]) || lower[after] == '"';
+      if (starts && ends) {
+        *at_out = at;
+        return &d;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool IsAsmKeyword(std::string_view w) { return w == "asm" || w == "__asm" || w == "__asm__"; }
+
 bool IsSymbolContext(std::string_view w) {
   return w == "asm" || w == "__asm" || w == "__asm__" || w == "alias" || w == "__alias__" ||
          w == "weakref" || w == "__weakref__" || w == "symver" || w == "__symver__" ||
@@ -864,8 +902,20 @@ bool IsAsmQualifier(std::string_view w) {
          w == "__inline__" || w == "goto";
 }
 
+// Whether token `k` of `code` is part of a string literal: a quote, or an encoding or raw
+// prefix written right before one (u8"...", R"(...)").
+bool IsLiteralToken(std::string_view code, const std::vector<Token>& toks, size_t k) {
+  const std::string_view t = Text(code, toks[k]);
+  if (t == "\"") return true;
+  if (!toks[k].ident || toks[k].end >= code.size() || code[toks[k].end] != '"') return false;
+  return t == "u8" || t == "u" || t == "U" || t == "L" || IsRawPrefix(t);
+}
+
+// Appends to `ranges` the spliced-text range [from, to) of each asm(...) and other symbol
+// context, so that their literals are judged joined (ScanSymbolStrings) and not one by one.
 void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code,
-                       const std::vector<Token>& toks, std::vector<Hit>* hits) {
+                       const std::vector<Token>& toks, std::vector<Hit>* hits,
+                       std::vector<std::pair<size_t, size_t>>* ranges) {
   for (size_t k = 0; k < toks.size(); ++k) {
     if (!toks[k].ident) continue;
     const std::string_view context = Text(code, toks[k]);
@@ -874,7 +924,15 @@ void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code
     while (open < toks.size() && toks[open].ident && IsAsmQualifier(Text(code, toks[open]))) {
       ++open;
     }
-    if (open >= toks.size() || Text(code, toks[open]) != "(") continue;
+    if (open >= toks.size() || Text(code, toks[open]) != "(") {
+      // `#define ASM asm volatile` hands asm a text the screen never sees with it.
+      if (IsAsmKeyword(context)) {
+        hits->push_back({toks[k].begin, std::string(kComputedAsm),
+                         std::string(context) + " without its text",
+                         std::string(kComputedAsmReason)});
+      }
+      continue;
+    }
     size_t close = open;
     for (int depth = 0; close < toks.size(); ++close) {
       const std::string_view t = Text(code, toks[close]);
@@ -883,6 +941,23 @@ void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code
     }
     const size_t from = toks[open].begin;
     const size_t to = close < toks.size() ? toks[close].begin : code.size();
+    ranges->emplace_back(from, to);
+    if (IsAsmKeyword(context)) {
+      // The template runs to the first ':' (or "::") at the outer level: only literals there.
+      int depth = 0;
+      for (size_t j = open + 1; j < close && j < toks.size(); ++j) {
+        const std::string_view t = Text(code, toks[j]);
+        if (depth == 0 && (t == ":" || t == "::")) break;
+        if (t == "(" || t == "[" || t == "{") ++depth;
+        if (t == ")" || t == "]" || t == "}") --depth;
+        if (!IsLiteralToken(code, toks, j)) {
+          hits->push_back({toks[j].begin, std::string(kComputedAsm),
+                           std::string(context) + "(" + std::string(t) + " ...)",
+                           std::string(kComputedAsmReason)});
+          break;
+        }
+      }
+    }
 
     // Join the literals inside: adjacent ones without a gap ("dl" "open" is
     // one string after phase 6), others with a space.
@@ -926,20 +1001,11 @@ void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code
     }
     if (context.find("asm") != std::string_view::npos) {
       // GNU as reads any file these name into the object (or as source): not a header.
-      const std::string lower = Lower(joined);
-      for (const std::string_view directive : {".incbin", ".include"}) {
-        for (size_t at = lower.find(directive); at != std::string::npos;
-             at = lower.find(directive, at + 1)) {
-          const size_t after = at + directive.size();
-          const bool starts = at == 0 || IsSpace(lower[at - 1]) || lower[at - 1] == ';';
-          const bool ends = after >= lower.size() || IsSpace(lower[after]) || lower[after] == '"';
-          if (starts && ends) {
-            hits->push_back({pos_of(at), std::string(kFilePath),
-                             std::string(directive) + " in " + std::string(context) + "(...)",
-                             std::string(kAsmFileReason)});
-            break;
-          }
-        }
+      size_t at = 0;
+      if (const AsmDirective* d = FindAsmDirective(joined, &at)) {
+        hits->push_back({pos_of(at), std::string(kFilePath),
+                         std::string(d->name) + " in " + std::string(context) + "(...)",
+                         std::string(d->reason)});
       }
     }
     const std::vector<Token> inner = Tokenize(joined);
@@ -1027,8 +1093,40 @@ ScreenResult ScreenSource(std::string_view source) {
       hits.push_back({toks[k].begin, std::string(rule->library), std::move(what)});
     }
   }
+  // Stringification (`#define STR(x) #x`, STR(.include "f")) spells a directive in code tokens:
+  // a '.' that follows no operand, joined to the directive's name.
+  for (size_t k = 0; k + 1 < toks.size(); ++k) {
+    if (Text(ds.code, toks[k]) != "." || toks[k + 1].begin != toks[k].end || !toks[k + 1].ident)
+      continue;
+    if (k > 0) {
+      const std::string_view prev = Text(ds.code, toks[k - 1]);
+      if (toks[k - 1].ident || IsDigit(prev[0]) || prev == ")" || prev == "]") continue;
+    }
+    const std::string word = "." + Lower(Text(ds.code, toks[k + 1]));
+    for (const AsmDirective& d : kAsmDirectives) {
+      if (word == d.name) {
+        hits.push_back({toks[k].begin, std::string(kFilePath), word + " outside a literal",
+                        std::string(d.reason)});
+      }
+    }
+  }
   ScanHasInclude(sp.text, ds.code, toks, &hits);
-  ScanSymbolStrings(sp, lx, ds.code, toks, &hits);
+  std::vector<std::pair<size_t, size_t>> symbol_ranges;
+  ScanSymbolStrings(sp, lx, ds.code, toks, &hits, &symbol_ranges);
+  // Any other literal may reach the assembler too (`#define S ".include \"f\""`, then
+  // asm(S) through a macro the screen cannot follow): no literal may hold a file directive.
+  for (const Literal& lit : lx.literals) {
+    bool inside = false;
+    for (const auto& [from, to] : symbol_ranges) inside |= lit.begin >= from && lit.begin < to;
+    if (inside) continue;
+    const std::string_view content(sp.text.data() + lit.begin, lit.end - lit.begin);
+    size_t at = 0;
+    if (const AsmDirective* d =
+            FindAsmDirective(lit.raw ? std::string(content) : Decode(content), &at)) {
+      hits.push_back({lit.raw ? lit.begin + at : lit.begin, std::string(kFilePath),
+                      std::string(d->name) + " in a string literal", std::string(d->reason)});
+    }
+  }
 
   std::vector<size_t> line_starts = {0};
   for (size_t i = 0; i < source.size(); ++i) {

@@ -18,8 +18,12 @@
 // path (absolute, `~`, a `..` component, /dev or /proc) is rejected, as is a
 // #line that names a path (GCC quotes "source" lines from that file in its
 // messages), a `#pragma GCC dependency` that names one (GCC opens it), and an
-// asm(...) string holding the assembler's .incbin or .include. The build's
-// confinement (compile/nvcc.h) is the second wall.
+// string literal holding the assembler's .incbin or .include, or its macro
+// directives (.irp, .irpc, .macro, .altmacro), which can spell one from
+// pieces. An asm statement's text must be string literals written out (not a
+// macro, # or ##: those are "computed asm" findings), `asm` may not be renamed
+// by a macro, and a directive spelled in code tokens (`STR(.include "f")`) is
+// a finding too. The build's confinement (compile/nvcc.h) is the second wall.
 //
 // What it does not do: run the preprocessor. Code inside `#if 0` still
 // counts (a candidate should not carry library code at all), an include

@@ -254,6 +254,62 @@ TEST(ScreenPathTest, AssemblerFileDirectivesAreRejected) {
              "asm(\"// .includes nothing\\n x.incbin\");\n"));
 }
 
+// Issue 35: routes by which a file directive reaches the assembler without being written in
+// an asm(...) literal. Each is rejected; the message says why.
+TEST(ScreenPathTest, AssemblerDirectiveThroughAMacroIsRejected) {
+  const std::string source =
+      "#define S \".include \\\"/opt/canary.s\\\"\"\n"
+      "__global__ void k() {}\n"
+      "asm(S);\n";
+  const ScreenResult r = ScreenSource(source);
+  ASSERT_FALSE(r.passed());
+  EXPECT_EQ(Describe(r), (std::vector<std::string>{"1:file path:.include in a string literal",
+                                                   "3:computed asm:asm(S ...)"}));
+  // A .incbin in any literal, a raw one too.
+  EXPECT_TRUE(FindsOne("const char* s = \"\\t.incbin \\\"/usr/local/x\\\"\";\n", 1, "file path",
+                       ".incbin in a string literal"));
+  EXPECT_TRUE(FindsOne("const char* s = R\"(x:.INCLUDE \"/opt/x\")\";\n", 1, "file path"));
+  // Split into two macros the literals say nothing; asm(A B) is then the finding.
+  EXPECT_TRUE(FindsOne("#define A \".inc\"\n#define B \"lude \\\"f\\\"\"\nasm volatile(A B);\n", 3,
+                       "computed asm", "asm(A ...)"));
+  // `asm` renamed by a macro.
+  EXPECT_TRUE(
+      FindsOne("#define ASM __asm__ volatile\n", 1, "computed asm", "__asm__ without its text"));
+}
+
+TEST(ScreenPathTest, AssemblerDirectiveThroughStringificationIsRejected) {
+  const ScreenResult r = ScreenSource(
+      "#define STR(x) #x\n"
+      "asm(STR(.include \"/opt/canary.s\"));\n");
+  ASSERT_FALSE(r.passed());
+  EXPECT_EQ(Describe(r), (std::vector<std::string>{"2:computed asm:asm(STR ...)",
+                                                   "2:file path:.include outside a literal"}));
+  EXPECT_NE(r.message().find("must be written out as string literals"), std::string::npos);
+  // asm(#x) inside the macro itself.
+  EXPECT_TRUE(FindsOne("#define A(x) asm(#x)\n", 1, "computed asm", "asm(# ...)"));
+  // Member access and numbers are no directive.
+  EXPECT_TRUE(Passes("int f(S s) { return s.include + t().incbin + a[0].irp + 1.e3; }\n"));
+}
+
+TEST(ScreenPathTest, AssemblerMacrosThatSpellDirectivesAreRejected) {
+  EXPECT_TRUE(FindsOne("asm(\".irp d,clude\\n.in\\\\d \\\"/opt/x\\\"\\n.endr\");\n", 1, "file path",
+                       ".irp in asm(...)"));
+  EXPECT_TRUE(FindsOne("asm(\".irpc c,x\\n.endr\");\n", 1, "file path", ".irpc in asm(...)"));
+  EXPECT_TRUE(FindsOne("asm(\".macro m a\\n.in\\\\a \\\"f\\\"\\n.endm\\nm clude\");\n", 1,
+                       "file path", ".macro in asm(...)"));
+  const ScreenResult r = ScreenSource("asm(\".irp d,clude\\n.endr\");\n");
+  ASSERT_FALSE(r.passed());
+  EXPECT_EQ(r.message(),
+            "line 1: .irp in asm(...): assembler macros (.irp, .irpc, .macro) can spell a file "
+            "directive and are not allowed");
+  // Ordinary inline PTX, with operands and "::", still passes.
+  EXPECT_TRUE(
+      Passes("asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(x));\n"
+             "asm volatile(\"fence.proxy.async;\" ::: \"memory\");\n"
+             "asm volatile(u8\"bar.sync 0;\"\n \"\" :: \"r\"(a[i]));\n"
+             "asm(\"// .irpx\");\n"));
+}
+
 TEST(ScreenPathTest, OrdinaryIncludesPass) {
   EXPECT_TRUE(
       Passes("#include <cuda.h>\n#include \"cuda_bf16.h\"\n#include <cuda/barrier>\n"
