@@ -49,12 +49,16 @@ class Client:
     `timeout` is the seconds of one plain request."""
 
     def __init__(self, url: str, token: Optional[str] = None, timeout: float = 60.0,
-                 token_env: str = "PTXBENCH_SERVE_TOKEN"):
+                 token_env: str = "PTXBENCH_SERVE_TOKEN", outage_wait: float = 600.0):
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
         self.url = url.rstrip("/")
         self.token = token if token is not None else os.environ.get(token_env) or None
         self.timeout = timeout
+        # A 503 that carries Retry-After (the service's storage is down or locked for a while;
+        # nothing was queued) is waited out, as `ptxbench submit` does, for this many seconds
+        # of one outage at most; 0 raises it at once.
+        self.outage_wait = outage_wait
 
     # -- the endpoints -------------------------------------------------------------------
 
@@ -138,6 +142,17 @@ class Client:
     # -- HTTP ----------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None):
+        give_up = time.monotonic() + self.outage_wait
+        while True:
+            try:
+                return self._request_once(method, path, body, timeout)
+            except HTTPError as e:
+                wait = _retry_after(e)
+                if e.status != 503 or wait is None or time.monotonic() + wait > give_up:
+                    raise
+                time.sleep(wait)
+
+    def _request_once(self, method: str, path: str, body: Any, timeout: Optional[float]):
         url = self.url + path
         data = None
         headers = {"Accept": "application/json"}
@@ -153,11 +168,22 @@ class Client:
         except urllib.error.HTTPError as e:
             parsed = _parse(e.read())
             message = parsed.get("error") if isinstance(parsed, dict) else None
-            raise HTTPError(method, url, e.code, message or str(parsed or e.reason), parsed) from None
+            err = HTTPError(method, url, e.code, message or str(parsed or e.reason), parsed)
+            err.retry_after = e.headers.get("Retry-After") if e.headers else None
+            raise err from None
         except urllib.error.URLError as e:
             raise Unreachable("%s %s: the service cannot be reached (%s)" % (method, url, e.reason)) from None
         except (socket.timeout, TimeoutError, ConnectionError) as e:
             raise Unreachable("%s %s: no answer (%s)" % (method, url, e)) from None
+
+
+def _retry_after(e: "HTTPError") -> Optional[float]:
+    """The seconds a 503's Retry-After asks for (at least 0.1, at most 30), or None."""
+    value = getattr(e, "retry_after", None)
+    try:
+        return min(30.0, max(0.1, float(value))) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _id(job_id: str) -> str:

@@ -1,7 +1,10 @@
 """The client against a real `ptxbench serve` (a token, workers; without a GPU they skip the GPU
 layers). Every answer is checked against schemas/openapi.json."""
 
+import http.server
+import json
 import os
+import threading
 import unittest
 
 import _support as S
@@ -138,3 +141,49 @@ class NoWorkersTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OutageTest(unittest.TestCase):
+    """A storage outage (503 with Retry-After: nothing was queued) is waited out, as
+    `ptxbench submit` does; a 503 without it, or past `outage_wait`, is raised (issue 35)."""
+
+    def serve(self, answers):
+        calls = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                status, headers = answers[min(len(calls), len(answers) - 1)]
+                calls.append(self.path)
+                body = json.dumps({"ok": True} if status == 200 else {"error": "storage"}).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.shutdown)
+        return "http://127.0.0.1:%d" % server.server_address[1], calls
+
+    def test_a_short_outage_is_waited_out(self):
+        url, calls = self.serve([(503, {"Retry-After": "0"}), (503, {"Retry-After": "0"}),
+                                 (200, {})])
+        self.assertEqual(Client(url, timeout=5).health(), {"ok": True})
+        self.assertEqual(len(calls), 3)
+
+    def test_a_503_without_retry_after_or_past_the_wait_is_raised(self):
+        url, calls = self.serve([(503, {})])
+        with self.assertRaises(HTTPError) as e:
+            Client(url, timeout=5).health()
+        self.assertEqual(e.exception.status, 503)
+        self.assertEqual(len(calls), 1)
+        url, calls = self.serve([(503, {"Retry-After": "1"})])
+        with self.assertRaises(HTTPError):
+            Client(url, timeout=5, outage_wait=0.5).health()
+        self.assertEqual(len(calls), 1)
