@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "report/metrics.h"
 #include "serve/job_queue.h"
+#include "serve/job_request.h"
 #include "serve/postgres_fixture.h"
 #include "serve/service_dataset.h"
 #include "store/storage_error.h"
@@ -460,6 +461,19 @@ TEST_P(JobQueueTest, FinishedJobsRegroupIntoTrajectoriesByTheirTags) {
   EXPECT_EQ(groups[0].trajectories, 2);
   EXPECT_EQ(groups[0].first_correct_turn[3], 1) << "turn numbers are the clients'";
   EXPECT_EQ(groups[0].never_correct, 1);
+}
+
+// Error bodies without internals (issue 35): the catalog names a left-out FlashInfer-Bench
+// definition by its absolute path on the CLI; a client of the service gets its file name.
+TEST(JobRequest, ClientMessagesCarryNoHostPaths) {
+  EXPECT_EQ(
+      WithoutHostPaths("task rmsnorm_h4096 (FlashInfer-Bench definition "
+                       "/srv/ptxbench/tasks/fib/definitions/rmsnorm_h4096.json) is not judged"),
+      "task rmsnorm_h4096 (FlashInfer-Bench definition rmsnorm_h4096.json) is not judged");
+  EXPECT_EQ(WithoutHostPaths("/opt/a/b.json: not valid JSON at '/x/y'"),
+            "b.json: not valid JSON at 'y'");
+  EXPECT_EQ(WithoutHostPaths("unknown task 'gemm/1' (did you mean gemm_n128_k2048?)"),
+            "unknown task 'gemm/1' (did you mean gemm_n128_k2048?)");
 }
 
 }  // namespace

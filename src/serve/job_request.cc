@@ -1,5 +1,7 @@
 #include "serve/job_request.h"
 
+#include <filesystem>
+#include <regex>
 #include <set>
 
 #include "common/error.h"
@@ -46,11 +48,28 @@ std::pair<const Definition*, const Workload*> Resolve(const json& r, const Catal
     return {&d, wl.empty() ? &d.DefaultWorkload() : &d.FindWorkload(wl)};
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInput) throw;
-    throw InputError(e.what());
+    throw InputError(WithoutHostPaths(e.what()));
   }
 }
 
 }  // namespace
+
+// A catalog's message for a client: absolute paths (where the service keeps its task
+// definitions) become their file names, so no 4xx body shows the host's layout.
+std::string WithoutHostPaths(const std::string& message) {
+  static const std::regex kAbsolutePath(R"((^|[\s(\[:'"])(/[^\s)\]'"]+))");
+  std::string out;
+  std::sregex_iterator it(message.begin(), message.end(), kAbsolutePath), end;
+  size_t at = 0;
+  for (; it != end; ++it) {
+    const std::smatch& m = *it;
+    const size_t path_at = static_cast<size_t>(m.position(2));
+    out += message.substr(at, path_at - at);
+    out += std::filesystem::path(m.str(2)).filename().string();
+    at = path_at + static_cast<size_t>(m.length(2));
+  }
+  return out + message.substr(at);
+}
 
 json NormalizeJobRequest(const json& body, const Catalog& catalog) {
   if (!body.is_object()) throw InputError("the body must be a JSON object");

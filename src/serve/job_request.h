@@ -23,6 +23,10 @@ constexpr size_t kMaxRequestNameBytes = 256;
 // How deep a request body may nest: a job request is 3 levels deep (options hold scalars, a
 // tag strings and integers); 16 leaves room and refuses any bomb long before a walk recurses.
 constexpr int kMaxRequestDepth = 16;
+
+// A message for a client with every absolute path cut to its file name: a 4xx body (an unknown
+// or left-out task, say) shows nothing of where the service keeps its files.
+std::string WithoutHostPaths(const std::string& message);
 // How many values (bounded_json.h) a request body may hold: about 30 fields and options, and a
 // tag of at most 4096 bytes; a body of 2 MB with 300,000 keys is refused as it is read rather
 // than built (~40 MB of memory on a connection's thread).
