@@ -665,6 +665,21 @@ TEST(Cli, AnUpstreamExperimentIsJudgedAgainTurnByTurn) {
 // `submit --no-wait` has no record to write: --json gets the service's answer, {"id"}, and the
 // id line goes to standard error when --json is standard output. A service with no worker
 // (no GPU needed) queues the job and answers.
+// A service this client never reached (a wrong URL, a server not started) fails in seconds:
+// only one that answered before is waited through an outage (issue 35).
+TEST(Cli, SubmitToNoServiceFailsWithinSeconds) {
+  ScratchDir dir("cli-submit-nobody");
+  std::string url = "http://127.0.0.1:" + std::to_string(testing::FreeTcpPort());
+  auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = Ptxbench({"submit", Src() + "/controls/gemm/naive_correct.cu", "--task",
+                              "gemm_n7168_k5120", "--evaluator", url, "--no-wait"});
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit.kind, ExitKind::kExited) << r.output;
+  EXPECT_EQ(r.exit.code, 3) << r.output;
+  EXPECT_NE(r.output.find("did not answer"), std::string::npos) << r.output;
+  EXPECT_LT(s, 30.0) << r.output;
+}
+
 TEST(Cli, SubmitNoWaitWritesTheServicesAnswerToJson) {
   ScratchDir dir("cli-submit");
   std::string kernel = Src() + "/controls/gemm/naive_correct.cu";
@@ -689,7 +704,9 @@ TEST(Cli, SubmitNoWaitWritesTheServicesAnswerToJson) {
   for (auto deadline = std::chrono::steady_clock::now() + 60s;
        std::chrono::steady_clock::now() < deadline;) {
     r = Ptxbench(with(submit, json));
-    if (r.exit.code == 0 || (ended = testing::ProcessEnded(serve.pid()))) break;
+    if ((r.exit.kind == ExitKind::kExited && r.exit.code == 0) ||
+        (ended = testing::ProcessEnded(serve.pid())))
+      break;
     std::this_thread::sleep_for(100ms);
   }
   if (ended) {

@@ -26,8 +26,11 @@ namespace {
 // a 503 (the server stored nothing): a submission is never made twice. Throws
 // EnvironmentError when no HTTP answer came back in time; returns any other answer. The token
 // goes only into the Authorization header.
+// No connection at all is waited through only until `unreachable_until` (a service that never
+// answered this client may not exist); `answered` is set once any HTTP answer came back.
 HttpResponse Request(const std::string& url, const std::string& token, const std::string* post_body,
-                     double timeout_s, SteadyClock::time_point until) {
+                     double timeout_s, SteadyClock::time_point until,
+                     SteadyClock::time_point unreachable_until, std::atomic<bool>* answered) {
   HttpRequest request;
   request.url = url;
   request.headers = {"Content-Type: application/json"};
@@ -48,14 +51,17 @@ HttpResponse Request(const std::string& url, const std::string& token, const std
     };
     HttpResponse r = SendHttpRequest(request, watch);
     const bool complete = r.transfer == HttpResponse::Transfer::kComplete;
+    if (complete && answered) answered->store(true);
     // A 503 without Retry-After (a full disk) does not pass by waiting.
     const bool unavailable = complete && r.status == 503 && retry_after.has_value();
     const bool again = unavailable || (!complete && (!post_body || !r.request_sent));
     if (complete && !unavailable) return r;
     double wait = std::min(10.0, unavailable ? std::max(0.2, *retry_after) : pause);
+    const SteadyClock::time_point limit =
+        unavailable || (answered && answered->load()) ? until : std::min(until, unreachable_until);
     if (!again || SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                            std::chrono::duration<double>(wait)) >
-                      until) {
+                      limit) {
       if (unavailable) return r;  // the caller words the server's 503
       throw EnvironmentError("the evaluator at " + url + " did not answer" +
                              (tries > 1 ? " (" + std::to_string(tries) + " tries)" : "") + ": " +
@@ -98,8 +104,9 @@ std::string EvaluationClient::Submit(const std::string& task, const std::string&
   if (!workload.empty()) body["workload"] = workload;
   if (tag.is_object() && !tag.empty()) body["tag"] = tag;
   std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  HttpResponse r =
-      Request(o_.url + "/v1/evaluations", o_.token, &text, 60, SteadyClock::now() + OutageWait());
+  const auto until = SteadyClock::now() + OutageWait();
+  HttpResponse r = Request(o_.url + "/v1/evaluations", o_.token, &text, 60, until,
+                           UnreachableUntil(until), answered_.get());
   if (r.status >= 400 && r.status < 500)
     throw InputError("the evaluator refused the submission: " + ErrorOf(r));
   if (r.status != 202) throw EnvironmentError("the evaluator failed the submission: " + ErrorOf(r));
@@ -118,8 +125,9 @@ json EvaluationClient::Wait(const std::string& id) const {
     std::snprintf(wait, sizeof wait, "%.3f", o_.poll_s);
     // A poll changes nothing: through an outage (a 503, no connection: a server at its
     // connection cap closes new ones as they arrive) it is asked again until the deadline.
+    const auto until = std::min(deadline, SteadyClock::now() + OutageWait());
     HttpResponse r = Request(o_.url + "/v1/evaluations/" + id + "?wait=" + wait, o_.token, nullptr,
-                             o_.poll_s + 30, std::min(deadline, SteadyClock::now() + OutageWait()));
+                             o_.poll_s + 30, until, UnreachableUntil(until), answered_.get());
     if (r.status == 200) return ParseOrThrow(r, "evaluation " + id);
     if (r.status != 202)
       throw EnvironmentError("the evaluator failed on evaluation " + id + ": " + ErrorOf(r));
@@ -135,9 +143,17 @@ json EvaluationClient::Wait(const std::string& id) const {
 }
 
 json EvaluationClient::Get(const std::string& path) const {
-  HttpResponse r = Request(o_.url + path, o_.token, nullptr, 60, SteadyClock::now());
+  const auto now = SteadyClock::now();
+  HttpResponse r = Request(o_.url + path, o_.token, nullptr, 60, now, now, answered_.get());
   if (r.status != 200) throw EnvironmentError("GET " + path + ": " + ErrorOf(r));
   return ParseOrThrow(r, path);
+}
+
+SteadyClock::time_point EvaluationClient::UnreachableUntil(SteadyClock::time_point until) const {
+  if (answered_->load()) return until;
+  return std::min(until,
+                  SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                           std::chrono::duration<double>(o_.first_contact_s)));
 }
 
 SteadyClock::duration EvaluationClient::OutageWait() const {

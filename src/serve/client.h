@@ -2,7 +2,9 @@
 // `ptxbench run --evaluator URL`, `ptxbench submit`, and (one line) the Fixit stages.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,9 @@ struct RemoteOptions {
   // How long one outage of the service is waited through (503: its database down, restarting
   // or locked; no connection: the server restarting), within deadline_s.
   double outage_s = 600;
+  // A service that has not answered this client yet gets this long to take a connection: a
+  // wrong URL or a service that was never started fails in seconds, not after outage_s.
+  double first_contact_s = 10;
 };
 
 class EvaluationClient {
@@ -39,7 +44,12 @@ class EvaluationClient {
 
  private:
   std::chrono::steady_clock::duration OutageWait() const;
+  // Until when no connection at all is waited through: the outage's end once the service has
+  // answered, first_contact_s from now before that.
+  std::chrono::steady_clock::time_point UnreachableUntil(
+      std::chrono::steady_clock::time_point outage_until) const;
   RemoteOptions o_;
+  std::shared_ptr<std::atomic<bool>> answered_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 // An Evaluator (agent/loop.h) that sends every evaluation to the service at options.url.
