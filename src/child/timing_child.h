@@ -1,8 +1,12 @@
-// The timing role of the child (DESIGN.md section 5): `ptxbench __child SPEC.json` with
-// role "timing". In one process, side by side:
+// The timing role of the child: `ptxbench __child SPEC.json` with role "timing" and a
+// TimingSpec (run/protocol.h) whose numbers the parent decided. Two kinds of process, never one:
 //
-//   baseline (before the candidate is loaded) ─► peak (when asked) ─► load the candidate
-//     ─► warm-up + timed calls ─► baseline again ─► loaded-library check
+//   a baseline child (`baseline_only`; no candidate ever enters it): the vendor baseline's
+//     warm-up and timed calls ─► the bf16 peak (when asked); run before and after the candidate
+//   the candidate's child: its kept outputs and witness inputs allocated ─► `loading` ─► the
+//     candidate mapped (hash verified, harness memory sealed) ─► warm-up + timed calls, each
+//     kept output digested in stream order ─► the parent's plan ─► the checked outputs ─► the
+//     witness round ─► loaded-library check
 //
 // Every call gets fresh inputs from a seed never used before, poisoned outputs and a write
 // of 2× the L2 size first, and rotates over several buffer sets at different addresses. Its

@@ -1,7 +1,9 @@
-// Evaluating one candidate: the heart of the pipeline (DESIGN.md section 1).
+// Evaluating one candidate: the heart of the pipeline.
 //
 //   screen ─► build ─► link check ─► inspect (static) ─► reference (cached) ─► run (child)
-//     ─► compare ─► memcheck ─► profile (dynamic instructions, correct candidates only)
+//     ─► compare ─► memcheck ─► [the GPU lock] timing (baseline, candidate, baseline again,
+//     re-check of timed calls, witness) ─► profile (dynamic instructions) ─► cross-check
+//     (timing and profile for correct candidates only)
 //
 // Every candidate failure becomes a status on the record; nothing the candidate does can
 // stop the evaluation or the next one. Only problems of the request itself (unknown task,
