@@ -1,5 +1,5 @@
 // What the model reads after a turn: a deterministic, structured text from the evaluation
-// record (DESIGN.md section 3), the same record giving the same text.
+// record (docs/design.md section 3), the same record giving the same text.
 #pragma once
 
 #include <optional>

@@ -172,7 +172,7 @@ TEST_F(MineTest, TheCapPerTaskTakesEvenlyAcrossOutcomeAndTurnStrata) {
   for (size_t k = 0; k < r.failures.size(); ++k) EXPECT_EQ(again.failures[k].id, r.failures[k].id);
 }
 
-// Fixture records, in the evaluation record's layout (DESIGN.md section 3).
+// Fixture records, in the evaluation record's layout (docs/design.md section 3).
 json Record(const std::string& status, const std::string& verification, const std::string& tag,
             std::optional<double> speedup) {
   json r = {{"schema", "ptxbench.evaluation/1"}, {"status", status}};

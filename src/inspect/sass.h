@@ -1,5 +1,5 @@
 // Static inspection: the SASS of the cubins embedded in the very shared object that runs,
-// parsed into functions and instructions, and counted by instruction family (DESIGN.md
+// parsed into functions and instructions, and counted by instruction family (docs/design.md
 // section 4).
 #pragma once
 
@@ -35,7 +35,7 @@ struct SassFunction {
 // "/*0040*/  @P0 OPCODE operands ;  /* 0x… */").
 std::vector<SassFunction> ParseCuobjdumpSass(std::string_view text);
 
-// The instruction families of DESIGN.md section 4, by opcode (modifiers ignored):
+// The instruction families of docs/design.md section 4, by opcode (modifiers ignored):
 //   gmma     HGMMA IGMMA QGMMA BGMMA           (Hopper warpgroup MMA, wgmma)
 //   tma      UTMALDG UTMASTG UTMAREDG          (Hopper bulk tensor copies; not UTMAPF/UTMACCTL)
 //   tcgen05  UTC*                              (Blackwell tensor-core MMA, copy, commit)

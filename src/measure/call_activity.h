@@ -1,6 +1,6 @@
 // Which GPU activity belongs to which call. The child records every kernel, copy and set
 // with CUPTI; this module decides, from the records and the call's window alone, what the
-// call cost and whether its work stayed inside the rules (DESIGN.md sections 5 and 6).
+// call cost and whether its work stayed inside the rules (docs/design.md sections 5 and 6).
 // Pure functions of recorded data, so CI tests them without a GPU.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The evaluation record (schema `ptxbench.evaluation/1`, DESIGN.md section 3) and its
+// The evaluation record (schema `ptxbench.evaluation/1`, docs/design.md section 3) and its
 // statuses. Every writer (terminal, JSON, SQLite, HTML) and every reader (the agent's feedback,
 // trajectories, Fixit, the store, the reports) goes through this one structure: ToJson writes
 // it, FromJson reads it back, and the typed views below (the verdict's fields) and in

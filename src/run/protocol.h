@@ -1,5 +1,5 @@
 // What the parent tells each child (its spec, one type per role) and the events whose meaning
-// the parent decides on, in one place (DESIGN.md section 6: fail closed). A child never sizes
+// the parent decides on, in one place (docs/design.md section 6: fail closed). A child never sizes
 // anything from what it finds at run time (free memory after the candidate's constructors ran,
 // a count in its own message): it honours its spec or fails. Every spec is parsed strictly
 // here, with its defaults defined only here, so the parent's and the child's views of a spec
@@ -122,7 +122,7 @@ inline constexpr const char* kDone = "done";
 // Events that say "the harness could not do this" rather than "the candidate failed". The
 // parent believes one only from a process that had not yet loaded a candidate, or from a
 // process that never loads one; in a candidate's process after its load they are the
-// candidate's word, and earn it nothing (DESIGN.md section 6).
+// candidate's word, and earn it nothing (docs/design.md section 6).
 bool IsHarnessClaim(const nlohmann::json& message);
 
 // The marker a child sends right before it maps a candidate: what it sent before is the

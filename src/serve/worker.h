@@ -1,5 +1,5 @@
 // A worker: claims jobs from the queue and runs each through the pipeline of `ptxbench eval`,
-// on the one GPU it sees. Two stages overlap (DESIGN.md section 7):
+// on the one GPU it sees. Two stages overlap (docs/design.md section 7):
 //
 //   preparer thread:  Claim ─► write the source ─► PrepareBuild (CPU: screen, nvcc, cached)
 //                         │ hands over at most one prepared job
