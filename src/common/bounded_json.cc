@@ -49,38 +49,11 @@ json ParseBoundedJson(std::string_view text, const std::string& what, const Json
 }
 
 json ParseBoundedJsonOrDiscarded(std::string_view text, const JsonLimits& limits) {
-  if (text.size() > limits.max_bytes) return json(json::value_t::discarded);
   try {
-    return ParseWithLimits(text, limits);
-  } catch (const TooDeep&) {
-  } catch (const TooMany&) {
-  } catch (const json::exception&) {
+    return ParseBoundedJson(text, "", limits);
+  } catch (const Error&) {
+    return json(json::value_t::discarded);
   }
-  return json(json::value_t::discarded);
-}
-
-int JsonTextDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > deepest) deepest = depth;
-    } else if (c == ']' || c == '}') {
-      if (depth > 0) --depth;
-    }
-  }
-  return deepest;
 }
 
 }  // namespace ptxbench

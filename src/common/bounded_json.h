@@ -34,8 +34,4 @@ nlohmann::json ParseBoundedJson(std::string_view text, const std::string& what,
 // child or a peer may have garbled, where the caller decides what a bad line means.
 nlohmann::json ParseBoundedJsonOrDiscarded(std::string_view text, const JsonLimits& limits = {});
 
-// Nesting depth of a document's text without parsing it (strings and escapes skipped): for
-// callers that must decide before handing the text to any parser.
-int JsonTextDepth(std::string_view text);
-
 }  // namespace ptxbench

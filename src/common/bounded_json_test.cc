@@ -69,11 +69,5 @@ TEST(BoundedJson, AValueCountLimitRefusesWideDocumentsAsTheyAreRead) {
   EXPECT_EQ(ParseBoundedJson(wide, "x").size(), 300001u) << "no limit by default";
 }
 
-TEST(BoundedJson, TextDepthSkipsStrings) {
-  EXPECT_EQ(JsonTextDepth(R"({"a": "[[[[{{{{", "b": [[1]]})"), 3);
-  EXPECT_EQ(JsonTextDepth(R"(["\"[[["])"), 1);
-  EXPECT_EQ(JsonTextDepth(Nested(1000)), 1000);
-}
-
 }  // namespace
 }  // namespace ptxbench

@@ -149,6 +149,16 @@ void CheckOutputPath(const std::string& path, const std::string& option) {
   auto bad = [&](const std::string& reason) {
     return UsageError(option + " " + path + ": " + reason);
   };
+  // The output is written through a new file in `folder` (a temporary beside the target): the
+  // folder must take one, which access() alone does not tell for root or on kernel filesystems.
+  auto require_files_in = [&](const std::string& folder) {
+    if (const char* kernel_fs = KernelFilesystem(folder))
+      throw bad("is on " + std::string(kernel_fs) + ", where no output file can be written");
+    if (::access(folder.c_str(), W_OK | X_OK) != 0)
+      throw bad("the folder " + folder + " is not writable (" + std::strerror(errno) + ")");
+    if (std::string why = FolderRefusesFiles(folder); !why.empty())
+      throw bad("the folder " + folder + " is not writable (" + why + ")");
+  };
   if (int fd = OwnDescriptor(path); fd >= 0) {
     if (::fcntl(fd, F_GETFL) == -1) throw bad("no such open descriptor");
     return;
@@ -167,14 +177,7 @@ void CheckOutputPath(const std::string& path, const std::string& option) {
     std::error_code ec;
     std::string target = fs::canonical(path, ec).string();
     if (ec) throw bad("cannot be resolved (" + ec.message() + ")");
-    std::string folder = ParentOf(target);
-    if (const char* kernel_fs = KernelFilesystem(folder))
-      throw bad("is on " + std::string(kernel_fs) + ", where no output file can be written");
-    if (::access(folder.c_str(), W_OK | X_OK) != 0)
-      throw bad("the folder " + folder + " is not writable (" + std::strerror(errno) + ")");
-    if (std::string why = FolderRefusesFiles(folder); !why.empty())
-      throw bad("the folder " + folder + " is not writable (" + why + ")");
-    return;
+    return require_files_in(ParentOf(target));
   }
   int stat_errno = errno;
   struct stat lst {};
@@ -189,12 +192,7 @@ void CheckOutputPath(const std::string& path, const std::string& option) {
   if (!S_ISDIR(pst.st_mode)) throw bad(folder + " is not a folder");
   if (stat_errno != ENOENT)
     throw bad(std::string("cannot be reached (") + std::strerror(stat_errno) + ")");
-  if (const char* kernel_fs = KernelFilesystem(folder))
-    throw bad("is on " + std::string(kernel_fs) + ", where no output file can be written");
-  if (::access(folder.c_str(), W_OK | X_OK) != 0)
-    throw bad("the folder " + folder + " is not writable (" + std::strerror(errno) + ")");
-  if (std::string why = FolderRefusesFiles(folder); !why.empty())
-    throw bad("the folder " + folder + " is not writable (" + why + ")");
+  require_files_in(folder);
 }
 
 void CheckOutputPaths(const std::vector<std::pair<std::string, std::string>>& options) {

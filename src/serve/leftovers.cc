@@ -16,8 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool Alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
-
 // A pid written in `base` (10, or 16 for nvcc's names); false unless all of `text` is one.
 bool ParsePid(const std::string& text, int base, pid_t* pid) {
   if (text.empty() || text.size() > 10) return false;
@@ -49,7 +47,7 @@ class Sweep {
   // Counts, and removes when asked, `path` when it is this user's (never following a symlink)
   // and `pid` is one whose leftovers go.
   bool Take(const std::string& path, pid_t pid, bool folder) {
-    if (pid == ::getpid() || Alive(pid)) return false;
+    if (pid == ::getpid() || ProcessAlive(pid)) return false;
     if (!pids_.empty() && std::find(pids_.begin(), pids_.end(), pid) == pids_.end()) return false;
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || st.st_uid != ::geteuid()) return false;
@@ -115,6 +113,8 @@ Leftovers Search(const std::string& cache_root, const std::vector<pid_t>& pids, 
 }
 
 }  // namespace
+
+bool ProcessAlive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
 Leftovers RemoveLeftovers(const std::string& cache_root, const std::vector<pid_t>& pids) {
   try {

@@ -24,6 +24,9 @@ struct Leftovers {
   int total() const { return scratch_folders + tmpxft_files + cache_tmp; }
 };
 
+// Whether `pid` is a live process (ours or another user's): whose scratch is kept.
+bool ProcessAlive(pid_t pid);
+
 // Removes the leftovers of the processes in `pids` (empty: of every process that is not alive)
 // under /dev/shm, $TMPDIR (or /tmp) and `cache_root`; returns what it removed. Never throws.
 Leftovers RemoveLeftovers(const std::string& cache_root, const std::vector<pid_t>& pids = {});

@@ -99,10 +99,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-bool ProcessAlive(long pid) {
-  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-}
-
 // The worker's scratch folder: <private>/scratch-<pid>-<random>, removed when it ends; a new
 // worker removes those of dead pids (only there: a folder that is ours by construction).
 class WorkerScratch {
@@ -130,7 +126,7 @@ class WorkerScratch {
       size_t dash = name.find('-', 8);
       long long pid = 0;
       if (dash == std::string::npos || !ParseInt64(name.substr(8, dash - 8), &pid)) continue;
-      if (pid == ::getpid() || ProcessAlive(static_cast<long>(pid))) continue;
+      if (pid == ::getpid() || ProcessAlive(static_cast<pid_t>(pid))) continue;
       std::string path = private_dir + "/" + name;
       struct stat st {};
       if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
