@@ -177,8 +177,11 @@ TEST(NvccSandbox, PolicyReadsToolkitAndSystemOnly) {
   auto nvcc = FindProgram("nvcc");
   if (!nvcc) GTEST_SKIP() << "nvcc not found";
   SandboxPolicy p = NvccSandboxPolicy(*nvcc, "/work/x");
-  std::string root = std::filesystem::canonical(*nvcc).parent_path().parent_path().string();
-  EXPECT_NE(std::find(p.read_paths.begin(), p.read_paths.end(), root), p.read_paths.end()) << root;
+  const std::string bin = std::filesystem::canonical(*nvcc).parent_path().string();
+  const std::string root = std::filesystem::path(bin).parent_path().string();
+  EXPECT_NE(std::find(p.read_paths.begin(), p.read_paths.end(), bin), p.read_paths.end()) << bin;
+  // The toolkit's folders, never its root: a root of /usr/local opened every planted file.
+  EXPECT_EQ(std::find(p.read_paths.begin(), p.read_paths.end(), root), p.read_paths.end()) << root;
   // /etc whole would let an #include, #line or .incbin read /etc/passwd and /etc/shadow.
   for (const auto& path : p.read_paths) {
     EXPECT_NE(path, "/etc");
@@ -199,12 +202,42 @@ TEST(NvccSandbox, PolicyReadsToolkitAndSystemOnly) {
   for (const auto& path : p.read_paths) {
     EXPECT_NE(path, "/usr");
     EXPECT_FALSE(path == "/opt" || path.starts_with("/opt/")) << path;
-    EXPECT_FALSE(path == "/usr/local" || (path.starts_with("/usr/local/") && path != root)) << path;
+    EXPECT_NE(path, "/usr/local");
+    if (path.starts_with("/usr/local/") && !path.starts_with("/usr/local/bin") &&
+        !path.starts_with("/usr/local/lib") && !path.starts_with("/usr/local/include"))
+      EXPECT_TRUE(path.starts_with(root + "/")) << path << " is outside the toolkit " << root;
     EXPECT_NE(path, "/lib");
   }
   EXPECT_EQ(p.limits.open_files, 1024u);
   EXPECT_EQ(p.limits.processes, 0u);
   for (const auto& name : p.env_allow) EXPECT_FALSE(LooksSecret(name)) << name;
+}
+
+// nvcc on PATH may be a wrapper script in a prefix of its own (/usr/local/bin/nvcc on one CI
+// machine): the build reads the toolkit its dry run names, and the wrapper's prefix is not
+// opened whole.
+TEST_F(BuildTest, AWrapperNvccReadsTheToolkitItNamesAndNotItsPrefix) {
+  auto real = FindProgram("nvcc");
+  ASSERT_TRUE(real);
+  const std::string prefix = dir_.File("prefix");
+  std::filesystem::create_directories(prefix + "/bin");
+  const std::string wrapper = prefix + "/bin/nvcc";
+  WriteFileAtomic(wrapper, "#!/bin/sh\nexec \"" + *real + "\" \"$@\"\n");
+  ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
+  WriteFileAtomic(prefix + "/planted.txt", "ptxbench_wrapper_prefix_secret\n");
+
+  const std::vector<std::string> folders = ToolkitReadPaths(wrapper);
+  const std::string real_bin = std::filesystem::canonical(*real).parent_path().string();
+  EXPECT_NE(std::find(folders.begin(), folders.end(), real_bin), folders.end()) << Join(folders);
+  EXPECT_EQ(std::find(folders.begin(), folders.end(), prefix), folders.end()) << Join(folders);
+
+  options_.nvcc = wrapper;
+  BuildResult ok = BuildCandidate(kKernel, options_);
+  EXPECT_EQ(ok.outcome, BuildOutcome::kBuilt) << ok.log;
+  BuildResult planted =
+      BuildCandidate(std::string(kKernel) + "#include \"" + prefix + "/planted.txt\"\n", options_);
+  EXPECT_EQ(planted.outcome, BuildOutcome::kCompileError);
+  EXPECT_EQ(planted.log.find("ptxbench_wrapper_prefix_secret"), std::string::npos) << planted.log;
 }
 
 TEST_F(ConfinedBuildTest, IncludedHostFileNeverReachesTheRecord) {

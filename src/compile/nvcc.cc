@@ -6,10 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <regex>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -133,10 +138,7 @@ SandboxPolicy NvccSandboxPolicy(const std::string& nvcc_path, const std::string&
   p.drop_user = false;
   p.landlock = true;
   p.read_paths = NvccSystemReadPaths();
-  // The toolkit: nvcc's bin/.. resolved (/usr/local/cuda/bin/nvcc -> /usr/local/cuda-13.0).
-  std::error_code ec;
-  fs::path root = fs::canonical(nvcc_path, ec).parent_path().parent_path();
-  if (!ec && !root.empty() && root != root.root_path()) p.read_paths.push_back(root.string());
+  for (const auto& folder : ToolkitReadPaths(nvcc_path)) p.read_paths.push_back(folder);
   p.write_paths = {work_dir};
   p.device_paths = {"/dev/null"};
   p.limits.address_space_bytes = kBuildAddressSpaceBytes;
@@ -144,6 +146,63 @@ SandboxPolicy NvccSandboxPolicy(const std::string& nvcc_path, const std::string&
   p.limits.file_size_bytes = 256ull << 20;
   p.limits.open_files = 1024;
   return p;
+}
+
+namespace {
+
+// The folders of a toolkit root that its tools read. Never the root itself: a toolkit
+// installed straight into /usr/local (nvcc at /usr/local/bin/nvcc, as on one CI machine) made
+// the root /usr/local, and every file planted beside it readable.
+void AddToolkitFolders(const fs::path& root, std::vector<std::string>& out) {
+  if (root.empty() || root == root.root_path()) return;
+  for (const char* name : {"bin", "include", "lib", "lib64", "nvvm", "targets"}) {
+    std::error_code ec;
+    fs::path folder = fs::canonical(root / name, ec);
+    if (ec || !fs::is_directory(folder, ec) || folder == folder.root_path()) continue;
+    if (std::find(out.begin(), out.end(), folder.string()) == out.end())
+      out.push_back(folder.string());
+  }
+}
+
+// nvcc's own idea of its toolkit (`#$ TOP=` of a dry run): where nvcc on PATH is a wrapper
+// script or a link farm, the real toolkit is elsewhere. Asked once per nvcc path.
+std::optional<fs::path> NvccReportedTop(const std::string& nvcc_path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::optional<fs::path>> asked;
+  std::lock_guard lock(mutex);
+  if (auto it = asked.find(nvcc_path); it != asked.end()) return it->second;
+  std::optional<fs::path> top;
+  try {
+    CommandResult r =
+        RunCommand({nvcc_path, "--dryrun", "-x", "cu", "-c", "/dev/null", "-o", "/dev/null"},
+                   std::chrono::seconds(30));
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+      constexpr std::string_view kTop = "#$ TOP=";
+      if (!line.starts_with(kTop)) continue;
+      std::error_code ec;
+      fs::path resolved = fs::canonical(line.substr(kTop.size()), ec);
+      if (!ec) top = resolved;
+      break;
+    }
+  } catch (const std::exception&) {
+    // No dry run: the folders beside the binary are all we grant.
+  }
+  asked[nvcc_path] = top;
+  return top;
+}
+
+}  // namespace
+
+std::vector<std::string> ToolkitReadPaths(const std::string& tool_path) {
+  std::vector<std::string> folders;
+  std::error_code ec;
+  fs::path binary = fs::canonical(tool_path, ec);
+  if (ec) return folders;
+  AddToolkitFolders(binary.parent_path().parent_path(), folders);
+  if (binary.filename() == "nvcc")
+    if (auto top = NvccReportedTop(binary.string())) AddToolkitFolders(*top, folders);
+  return folders;
 }
 
 std::vector<std::string> NvccSystemReadPaths() {

@@ -101,7 +101,7 @@ struct BuildResult {
 // CUDA_HOME, CUDA_PATH, LD_LIBRARY_PATH, with HOME = work_dir and TMPDIR = work_dir/tmp;
 // namespaces (network off), no uid change (the work folder is ours); Landlock reading
 // NvccSystemReadPaths(), the dynamic loader's files in /etc (not /etc itself, which holds
-// passwd, shadow and keys) and the toolkit (realpath of nvcc's bin/..), writing work_dir,
+// passwd, shadow and keys) and the toolkit (ToolkitReadPaths), writing work_dir,
 // device /dev/null only; rlimits: kBuildAddressSpaceBytes of address space, 300 CPU seconds,
 // 256 MiB files, 1024 open files. No seccomp: nvcc, cicc, ptxas, gcc and fatbinary exec each
 // other.
@@ -109,6 +109,10 @@ struct BuildResult {
 SandboxPolicy NvccSandboxPolicy(const std::string& nvcc_path, const std::string& work_dir);
 // The system part of those readable paths (without the toolkit).
 std::vector<std::string> NvccSystemReadPaths();
+// The toolkit part: bin, include, lib, lib64, nvvm and targets (those that exist, resolved) of
+// the tool's bin/.. and, for nvcc, of the TOP its dry run names. Never a root as such, so a
+// toolkit in /usr/local does not open /usr/local whole.
+std::vector<std::string> ToolkitReadPaths(const std::string& tool_path);
 // `log` with every file-open error's words (Permission denied, No such file or directory, Not
 // a directory, ...) replaced by kUnreadableFileWords.
 std::string NormalizeFileErrors(std::string log);
