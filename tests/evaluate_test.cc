@@ -124,6 +124,53 @@ TEST_F(EvaluateTest, AMissingMemoryCheckReportIsTheCandidatesUnlessTheGpuIsUnhea
   EXPECT_EQ(unhealthy.status, Status::kInfraError) << unhealthy.message;
 }
 
+// A cuobjdump that fails on the candidate's object (as one that placed bytes of its own in
+// .nv_fatbin makes it fail): without the object's functions the foreign-kernel check cannot
+// run, so the evaluation ends there. Whose failure it is, the same tool on a harness-built
+// object decides: it reads that one (the candidate's: RULE_VIOLATION uninspectable, no GPU
+// layer, no speed), or it fails there too (the harness's: INFRA_ERROR).
+TEST_F(EvaluateTest, AnObjectTheDisassemblerCannotReadEarnsNothing) {
+  // Two fakes, each in a folder of its own (the tool runs confined, with no variable of ours).
+  auto fake = [&](const std::string& name, bool reads_the_probe) {
+    const std::string bin = dir_.File(name) + "/bin";
+    MakeDirs(bin);
+    std::string script = "#!/bin/sh\nfor a; do object=\"$a\"; done\n";
+    if (reads_the_probe)
+      script +=
+          "if grep -q inspection_probe \"$object\"; then\n"
+          "  case \"$1\" in -sass) printf '\\tcode for sm_90a\\n\\t\\tFunction : "
+          "_Z16inspection_probePf\\n        /*0000*/   EXIT ;\\n';; esac\n"
+          "  exit 0\n"
+          "fi\n";
+    script += "echo \"cuobjdump fatal   : Invalid fatbin header in '$object'\" >&2\nexit 1\n";
+    WriteFileAtomic(bin + "/cuobjdump", script);
+    EXPECT_EQ(::chmod((bin + "/cuobjdump").c_str(), 0755), 0);
+    return bin;
+  };
+  const std::string ours = fake("reads-ours", true);
+  const std::string broken = fake("reads-none", false);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (ours + ":" + old_path).c_str(), 1);
+  EvaluationRecord candidates = Eval("correct");
+  ::setenv("PATH", (broken + ":" + old_path).c_str(), 1);
+  EvaluationRecord harness = Eval("correct");
+  ::setenv("PATH", old_path.c_str(), 1);
+
+  EXPECT_EQ(candidates.status, Status::kRuleViolation) << candidates.message;
+  EXPECT_EQ(candidates.reason, "uninspectable");
+  EXPECT_NE(candidates.message.find("Invalid fatbin header"), std::string::npos)
+      << candidates.message;
+  EXPECT_EQ(candidates.instructions["static"]["state"], "failed");
+  EXPECT_EQ(candidates.instructions["static_probe"]["state"], "ran");
+  // Before: the GPU layers ran with the foreign-kernel check skipped, and the speed counted.
+  EXPECT_FALSE(candidates.performance.contains("speedup")) << candidates.performance.dump();
+  EXPECT_FALSE(candidates.correctness.contains("trial_results"));
+
+  EXPECT_EQ(harness.status, Status::kInfraError) << harness.message;
+  EXPECT_EQ(harness.instructions["static_probe"]["state"], "failed");
+  EXPECT_NE(harness.message.find("harness-built object too"), std::string::npos) << harness.message;
+}
+
 struct Case {
   const char* mode;
   Status status;

@@ -1460,6 +1460,57 @@ bool LinkCheckStage(const EvalContext& c, const std::string& shared_object, Cand
   return true;
 }
 
+// A kernel of the harness's own, built for the arch like a candidate: the disassembler's
+// candidate-free probe.
+constexpr const char* kInspectionProbeSource = R"(
+#include <cuda_runtime.h>
+__global__ void inspection_probe(float* x) { x[threadIdx.x] += 1.f; }
+extern "C" int run(float* x, cudaStream_t stream) {
+  inspection_probe<<<1, 32, 0, stream>>>(x);
+  return 0;
+}
+)";
+
+// Static inspection failed on the candidate's object. Without its functions the foreign-kernel
+// check cannot run, so nothing the object does could be credited: the evaluation ends. Whose
+// failure it is rests on the parent's own evidence: the same confined disassembler on an object
+// the harness built from its own source for the same arch.
+void JudgeFailedInspection(const EvalContext& c, const StaticInspection& failed,
+                           const ScratchDir& scratch, EvaluationRecord* rec, Verdict* v) {
+  std::string probe_problem;
+  try {
+    BuildOptions bo;
+    bo.arch = c.req.arch;
+    bo.use_cache = true;
+    bo.cache_dir = c.cache_root + "/build";
+    BuildResult probe_build = BuildCandidate(kInspectionProbeSource, bo);
+    if (probe_build.outcome != BuildOutcome::kBuilt) {
+      probe_problem = "the probe did not build: " + Truncate(probe_build.errors, 300);
+    } else {
+      StaticInspection probe = InspectSharedObject(probe_build.shared_object, scratch.path());
+      if (probe.state != "ran")
+        probe_problem = probe.message;
+      else if (probe.functions.empty())
+        probe_problem = "no function found in the probe's SASS";
+    }
+  } catch (const Error& e) {
+    probe_problem = e.what();
+  }
+  rec->instructions["static_probe"] = {
+      {"state", probe_problem.empty() ? "ran" : "failed"},
+      {"message", probe_problem.empty() ? "the disassembler read a harness-built object"
+                                        : ValidUtf8(probe_problem)}};
+  if (probe_problem.empty())
+    v->Set(Status::kRuleViolation, "uninspectable",
+           "the disassembler reads a harness-built object but not this one (" +
+               ValidUtf8(failed.message) +
+               "): its kernels cannot be known, so nothing it runs can be judged");
+  else
+    v->Set(Status::kInfraError, "",
+           "static inspection failed (" + ValidUtf8(failed.message) +
+               ") and fails on a harness-built object too (" + ValidUtf8(probe_problem) + ")");
+}
+
 // The SASS of the very object that will run, and the instruction families the task requires
 // of it on the arch.
 struct StaticStage {
@@ -1487,6 +1538,12 @@ std::optional<StaticStage> InspectStage(const EvalContext& c, const std::string&
              "kernel " + f.demangled + " uses the prefix ptxbench_, reserved for the harness");
       return std::nullopt;
     }
+  if (s.sass.state == "failed") {
+    rec->instructions = {{"static", ValidUtf8Json(s.sass.ToJson())},
+                         {"required_families", s.required}};
+    JudgeFailedInspection(c, s.sass, scratch, rec, v);
+    return std::nullopt;
+  }
   rec->instructions = {{"static", ValidUtf8Json(s.sass.ToJson())},
                        {"required_families", s.required},
                        {"verification", "not_correct"},

@@ -366,6 +366,15 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       perf.erase("speedup_range");
     }
   }
+  // Fail closed: without the candidate's functions the foreign-kernel check did not run, and a
+  // vendor kernel could have done the timed work.
+  if (!ctx.allowed_known && perf.contains("speedup")) {
+    perf.erase("speedup");
+    perf.erase("speedup_range");
+    perf["speedup_withheld"] =
+        "the foreign-kernel check did not run (the candidate cubin's functions are unknown): no "
+        "speed is credited without it";
+  }
   return j;
 }
 

@@ -123,6 +123,12 @@ TEST(JudgeTiming, WithoutTheCubinsFunctionsTheForeignCheckSaysItDidNotRun) {
   TimingJudgement j = JudgeTiming(CleanRun(), Exited(), c);
   EXPECT_FALSE(j.verdict);
   EXPECT_EQ(j.performance["defenses"]["foreign_kernels"]["state"], "skipped");
+  // Fail closed: a check that did not run credits no speed.
+  EXPECT_FALSE(j.performance.contains("speedup")) << j.performance.dump();
+  EXPECT_FALSE(j.performance.contains("speedup_range"));
+  EXPECT_NE(j.performance.value("speedup_withheld", "").find("foreign-kernel"), std::string::npos);
+  // The same run with the functions known is credited: the withholding is the check's alone.
+  EXPECT_TRUE(JudgeTiming(CleanRun(), Exited(), Context()).performance.contains("speedup"));
 }
 
 TEST(JudgeTiming, WorkThatOutlivesTheStreamIsOutsideTheStream) {

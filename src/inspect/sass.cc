@@ -254,7 +254,15 @@ StaticInspection InspectSharedObject(const std::string& so, const std::string& w
   };
   // Extract the cubins (milliseconds), then disassemble them: about twice as fast as
   // disassembling the shared object itself, which cuobjdump first unpacks.
-  run({"-xelf", "all", object});
+  // A fatbin that cuobjdump cannot walk whole (bytes the candidate placed in .nv_fatbin) is a
+  // failure even where some cubins came out: what it could not read may be what runs.
+  const CommandResult extracted = run({"-xelf", "all", object});
+  if (extracted.exit.kind != ExitKind::kExited || extracted.exit.code != 0) {
+    s.state = "failed";
+    s.message = "cuobjdump -xelf all " + extracted.exit.Describe() + ": " +
+                Truncate(Trim(extracted.output), 300);
+    return finish();
+  }
   std::vector<std::string> cubins;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))

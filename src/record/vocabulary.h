@@ -37,6 +37,9 @@ enum class FailureReason {
   kForbiddenLibrary,
   kChannelTampered,
   kWitnessDisagrees,
+  kWitnessMissing,
+  kImpossibleSpeed,
+  kUninspectable,  // the disassembler reads a harness-built object but not the candidate's
   kObservedOutputDiffers,
   kKernelsDiffer,
   kNoGpu,

@@ -160,6 +160,10 @@ constexpr std::string_view kAsmFileReason =
     "assembler directives that read files (.incbin, .include) are not allowed";
 constexpr std::string_view kAsmMacroReason =
     "assembler macros (.irp, .irpc, .macro) can spell a file directive and are not allowed";
+constexpr std::string_view kObjectSection = "object section";
+constexpr std::string_view kObjectSectionReason =
+    "placing bytes in a section of one's choosing (.nv_fatbin among them) can forge the device "
+    "code the disassembler reads as the candidate's";
 constexpr std::string_view kComputedAsm = "computed asm";
 constexpr std::string_view kComputedAsmReason =
     "an asm statement's text must be written out as string literals (a macro, # or ## can "
@@ -863,11 +867,18 @@ std::string Decode(std::string_view s) {
 // substitutes .irp/.irpc/.macro arguments into any word: `.irp d,clude` then `.in\d`).
 struct AsmDirective {
   std::string_view name;
+  std::string_view library;  // the finding's kind
   std::string_view reason;
 };
 constexpr AsmDirective kAsmDirectives[] = {
-    {".incbin", kAsmFileReason}, {".include", kAsmFileReason}, {".irpc", kAsmMacroReason},
-    {".irp", kAsmMacroReason},   {".macro", kAsmMacroReason},  {".altmacro", kAsmMacroReason},
+    {".incbin", kFilePath, kAsmFileReason},
+    {".include", kFilePath, kAsmFileReason},
+    {".irpc", kFilePath, kAsmMacroReason},
+    {".irp", kFilePath, kAsmMacroReason},
+    {".macro", kFilePath, kAsmMacroReason},
+    {".altmacro", kFilePath, kAsmMacroReason},
+    {".section", kObjectSection, kObjectSectionReason},
+    {".pushsection", kObjectSection, kObjectSectionReason},
 };
 
 // The first of kAsmDirectives that `text` (a literal's value) holds as a directive: after a
@@ -919,6 +930,15 @@ void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code
   for (size_t k = 0; k < toks.size(); ++k) {
     if (!toks[k].ident) continue;
     const std::string_view context = Text(code, toks[k]);
+    // __attribute__((section(".nv_fatbin"))) or [[gnu::section(...)]] on a variable.
+    if ((context == "section" || context == "__section__") && k > 0 && k + 1 < toks.size() &&
+        Text(code, toks[k + 1]) == "(") {
+      const std::string_view before = Text(code, toks[k - 1]);
+      if (before == "(" || before == "," || before == "::")
+        hits->push_back({toks[k].begin, std::string(kObjectSection),
+                         std::string(context) + "(...) attribute",
+                         std::string(kObjectSectionReason)});
+    }
     if (!IsSymbolContext(context)) continue;
     size_t open = k + 1;
     while (open < toks.size() && toks[open].ident && IsAsmQualifier(Text(code, toks[open]))) {
@@ -1003,7 +1023,7 @@ void ScanSymbolStrings(const Spliced& sp, const Lexed& lx, std::string_view code
       // GNU as reads any file these name into the object (or as source): not a header.
       size_t at = 0;
       if (const AsmDirective* d = FindAsmDirective(joined, &at)) {
-        hits->push_back({pos_of(at), std::string(kFilePath),
+        hits->push_back({pos_of(at), std::string(d->library),
                          std::string(d->name) + " in " + std::string(context) + "(...)",
                          std::string(d->reason)});
       }
@@ -1123,7 +1143,7 @@ ScreenResult ScreenSource(std::string_view source) {
     size_t at = 0;
     if (const AsmDirective* d =
             FindAsmDirective(lit.raw ? std::string(content) : Decode(content), &at)) {
-      hits.push_back({lit.raw ? lit.begin + at : lit.begin, std::string(kFilePath),
+      hits.push_back({lit.raw ? lit.begin + at : lit.begin, std::string(d->library),
                       std::string(d->name) + " in a string literal", std::string(d->reason)});
     }
   }

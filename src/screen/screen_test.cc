@@ -254,6 +254,29 @@ TEST(ScreenPathTest, AssemblerFileDirectivesAreRejected) {
              "asm(\"// .includes nothing\\n x.incbin\");\n"));
 }
 
+// Bytes the candidate places in .nv_fatbin (a section attribute, or a section directive in
+// host asm) break the disassembler, or forge a second fatbin whose kernels (a vendor's, loaded
+// with cuModuleLoadData) would count as the candidate's own. Controls fatbin_junk and
+// fatbin_attribute.
+TEST(ScreenPathTest, PlacingBytesInASectionIsRejected) {
+  EXPECT_TRUE(FindsOne("asm(\".section .nv_fatbin,\\\"a\\\"\\n.quad 1\\n.previous\");\n", 1,
+                       "object section", ".section in asm(...)"));
+  EXPECT_TRUE(
+      FindsOne("asm(\"\\t.pushsection .nv_fatbin\\n.popsection\");\n", 1, "object section"));
+  EXPECT_TRUE(
+      FindsOne("__attribute__((used, section(\".nv_fatbin\"))) static const long j[4] = {1};\n", 1,
+               "object section", "section(...) attribute"));
+  EXPECT_TRUE(
+      FindsOne("[[gnu::section(\".nv_fatbin\")]] const long j = 1;\n", 1, "object section"));
+  EXPECT_TRUE(FindsOne("__attribute__((__section__(\".nv_fatbin\"))) const long j = 1;\n", 1,
+                       "object section"));
+  // A function or a member that happens to be called section, and words around the directive.
+  EXPECT_TRUE(
+      Passes("int section(int x) { return x; }\nint y = section(3);\n"
+             "struct S { int section; } s; int z = s.section;\n"
+             "asm(\"// crosssection .sections\");\n"));
+}
+
 // Issue 35: routes by which a file directive reaches the assembler without being written in
 // an asm(...) literal. Each is rejected; the message says why.
 TEST(ScreenPathTest, AssemblerDirectiveThroughAMacroIsRejected) {
