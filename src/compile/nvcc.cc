@@ -279,32 +279,32 @@ std::string NvccVersion(const std::string& nvcc_path) {
   return m[1];
 }
 
-BuildResult BuildCandidate(const std::string& source, const BuildOptions& options) {
-  RequireSupportedArch(options.arch);
-  BuildResult r;
-  std::string nvcc = FindNvcc(options.nvcc);
-  r.nvcc_version = NvccVersion(nvcc);
-  std::vector<std::string> flags = Flags(options.arch);
-  r.abi = DetectCandidateAbi(source);
-  std::optional<TvmFfiInstall> tvm_ffi;
-  if (r.abi == CandidateAbi::kTvmFfi) {
-    std::string why;
-    tvm_ffi = FindTvmFfi(&why);
-    if (!tvm_ffi)
-      throw EnvironmentError(
-          "the source is an upstream (tvm-ffi) candidate, and the TVM-FFI runtime is missing: " +
-          why);
-    r.tvm_ffi_version = tvm_ffi->version;
-    // As upstream's compile line, with $ORIGIN first in the run path (see nvcc.h).
-    for (const std::string& f :
-         {"-I" + tvm_ffi->include, "-L" + tvm_ffi->lib_dir, std::string("-ltvm_ffi"),
-          std::string("-Xlinker"), "-rpath,$ORIGIN:" + tvm_ffi->lib_dir})
-      flags.push_back(f);
-  }
+namespace {
 
+// The TVM-FFI runtime an upstream-style candidate links, with its flags added to `flags`.
+std::optional<TvmFfiInstall> AddTvmFfiFlags(BuildResult& r, std::vector<std::string>& flags) {
+  if (r.abi != CandidateAbi::kTvmFfi) return std::nullopt;
+  std::string why;
+  std::optional<TvmFfiInstall> tvm_ffi = FindTvmFfi(&why);
+  if (!tvm_ffi)
+    throw EnvironmentError(
+        "the source is an upstream (tvm-ffi) candidate, and the TVM-FFI runtime is missing: " +
+        why);
+  r.tvm_ffi_version = tvm_ffi->version;
+  // As upstream's compile line, with $ORIGIN first in the run path (see nvcc.h).
+  for (const std::string& f :
+       {"-I" + tvm_ffi->include, "-L" + tvm_ffi->lib_dir, std::string("-ltvm_ffi"),
+        std::string("-Xlinker"), "-rpath,$ORIGIN:" + tvm_ffi->lib_dir})
+    flags.push_back(f);
+  return tvm_ffi;
+}
+
+// The cache key: the recipe, nvcc's version, the arch, the flags and the source.
+std::string BuildKey(const BuildResult& r, const std::string& arch,
+                     const std::vector<std::string>& flags, const std::string& source) {
   Sha256 h;
   // The ABI is in the key only where it is not the native one: native keys stay as they were.
-  std::vector<std::string> key_parts = {kRecipeVersion, r.nvcc_version, options.arch};
+  std::vector<std::string> key_parts = {kRecipeVersion, r.nvcc_version, arch};
   if (r.abi != CandidateAbi::kNative) {
     key_parts.push_back("abi=" + ToString(r.abi));
     key_parts.push_back("tvm-ffi=" + r.tvm_ffi_version);
@@ -318,61 +318,43 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
     h.Update(std::string_view("\0", 1));
   }
   h.Update(source);
-  r.key = h.FinishHex();
+  return h.FinishHex();
+}
 
-  std::string cache = options.cache_dir.empty() ? CacheRoot() + "/build" : options.cache_dir;
-  std::string entry = cache + "/" + r.key;
-  const std::string so_name = "candidate.so";
-  // The entry's record is written last, so its presence means the entry is complete.
-  if (options.use_cache && FileExists(entry + "/build.json")) {
-    std::string problem;
-    try {
-      auto j = nlohmann::json::parse(ReadFile(entry + "/build.json"));
-      problem = EntryProblem(j, entry + "/" + so_name);
-      if (problem.empty()) {
-        r.command = j.at("command").get<std::vector<std::string>>();
-        r.log = NormalizeFileErrors(ValidUtf8(RedactSecrets(j.at("log").get<std::string>())));
-        r.outcome = j.at("built").get<bool>() ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
-        r.functions = ParsePtxasReport(r.log);
-        r.limit = j.value("limit", "");
-        if (r.outcome == BuildOutcome::kCompileError) {
-          r.errors = TrimCompilerErrors(r.log);
-          if (!r.limit.empty()) r.errors = j.value("limit_message", "") + "\n" + r.errors;
-        }
-        if (r.outcome == BuildOutcome::kBuilt) {
-          r.shared_object = entry + "/" + so_name;
-          r.shared_object_sha256 = j.at("candidate_so").at("sha256").get<std::string>();
-        }
-        r.sandbox = j.value("sandbox", nlohmann::json::object());
-        r.cache_hit = true;
-        return r;
+// A cache entry read back into `r` when it verifies (""); otherwise why not.
+std::string ReadCacheEntry(const std::string& entry, const std::string& so_name, BuildResult& r) {
+  std::string problem;
+  try {
+    auto j = nlohmann::json::parse(ReadFile(entry + "/build.json"));
+    problem = EntryProblem(j, entry + "/" + so_name);
+    if (problem.empty()) {
+      r.command = j.at("command").get<std::vector<std::string>>();
+      r.log = NormalizeFileErrors(ValidUtf8(RedactSecrets(j.at("log").get<std::string>())));
+      r.outcome = j.at("built").get<bool>() ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
+      r.functions = ParsePtxasReport(r.log);
+      r.limit = j.value("limit", "");
+      if (r.outcome == BuildOutcome::kCompileError) {
+        r.errors = TrimCompilerErrors(r.log);
+        if (!r.limit.empty()) r.errors = j.value("limit_message", "") + "\n" + r.errors;
       }
-    } catch (const std::exception&) {
-      problem = "build.json unreadable: rebuilt";
+      if (r.outcome == BuildOutcome::kBuilt) {
+        r.shared_object = entry + "/" + so_name;
+        r.shared_object_sha256 = j.at("candidate_so").at("sha256").get<std::string>();
+      }
+      r.sandbox = j.value("sandbox", nlohmann::json::object());
+      r.cache_hit = true;
+      return "";
     }
-    // A damaged or unverifiable entry is never used: it goes, and is built again below.
-    RemoveEntryTree(entry);
-    BuildResult fresh;
-    fresh.nvcc_version = r.nvcc_version;
-    fresh.key = r.key;
-    fresh.cache_problem = problem;
-    r = fresh;
+  } catch (const std::exception&) {
+    problem = "build.json unreadable: rebuilt";
   }
+  return problem;
+}
 
-  // Build in a fresh folder, then move it into place: concurrent builds of the same source
-  // never see each other's half-written files.
-  MakeDirs(cache);
-  std::string work = entry + ".tmp." + std::to_string(::getpid()) + "." +
-                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  MakeDirs(work + "/tmp");
-  WriteFileAtomic(work + "/candidate.cu", source);
-  r.command = {nvcc};
-  r.command.insert(r.command.end(), flags.begin(), flags.end());
-  for (const std::string& s :
-       {std::string("-o"), so_name, std::string("candidate.cu"), std::string("-lcuda")})
-    r.command.push_back(s);
-
-  // nvcc runs in the work folder so that messages name "candidate.cu", not a temp path.
+// nvcc in the work folder (so that messages name "candidate.cu", not a temp path), confined
+// unless asked otherwise; its log, bounded and cleaned, into r.log.
+ExitInfo RunNvcc(const std::string& nvcc, const std::string& work, const BuildOptions& options,
+                 const std::optional<TvmFfiInstall>& tvm_ffi, BuildResult& r) {
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", ""};
   std::string cmdline = "cd '" + work + "' && exec";
@@ -407,12 +389,16 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   static const std::regex gcc_temp(R"(tmp/cc[A-Za-z0-9]{6}\.)");
   raw_log = std::regex_replace(raw_log, gcc_temp, "tmp/ccXXXXXX.");
   r.log = NormalizeFileErrors(ValidUtf8(RedactSecrets(raw_log)));
-  bool ok = ended.kind == ExitKind::kExited && ended.code == 0 && FileExists(work + "/" + so_name);
-  if (ended.kind != ExitKind::kExited) r.log += "\nptxbench: nvcc " + ended.Describe() + "\n";
-  // The caps (nvcc.h): an object too big to keep, or a build that ran out of memory.
+  return ended;
+}
+
+// The caps (nvcc.h): an object too big to keep, or a build that ran out of memory. Sets
+// r.limit and returns the line that says so ("" when no cap applied); `ok` becomes false.
+std::string ApplyBuildCaps(const std::string& object, const BuildOptions& options, bool& ok,
+                           BuildResult& r) {
   std::string limit_message;
   std::error_code size_ec;
-  if (const uintmax_t size = ok ? fs::file_size(work + "/" + so_name, size_ec) : 0;
+  if (const uintmax_t size = ok ? fs::file_size(object, size_ec) : 0;
       ok && !size_ec && size > kBuildObjectCapBytes) {
     ok = false;
     r.limit = "object_size";
@@ -424,19 +410,14 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
                     MiB(kBuildAddressSpaceBytes) + " of address space";
   }
   if (!limit_message.empty()) r.log += "\n" + limit_message + "\n";
-  r.outcome = ok ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
-  r.functions = ParsePtxasReport(r.log);
-  if (!ok) r.errors = TrimCompilerErrors(r.log);
-  if (!limit_message.empty()) r.errors = limit_message + "\n" + r.errors;
+  return limit_message;
+}
 
-  // A timed-out build is not cached (the machine may just have been busy) and leaves nothing;
-  // nor is one killed by a signal (a worker stopping kills its children): the same source
-  // built again must not find a compile error that was never the source's.
-  if (ended.kind != ExitKind::kExited) {
-    RemoveEntryTree(work);
-    r.shared_object.clear();
-    return r;
-  }
+// The finished work folder as the cache entry: its record written last, the files made
+// read-only, moved into place (a sound entry another build put there first stands).
+void StoreCacheEntry(const std::string& work, const std::string& entry, const std::string& so_name,
+                     bool ok, const std::string& limit_message, const BuildOptions& options,
+                     BuildResult& r) {
   nlohmann::json record = {{"format", kEntryFormat}, {"command", r.command},
                            {"log", r.log},           {"built", ok},
                            {"seconds", r.seconds},   {"nvcc_version", r.nvcc_version},
@@ -474,6 +455,68 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
     }
     if (ec) RemoveEntryTree(work);
   }
+}
+
+}  // namespace
+
+BuildResult BuildCandidate(const std::string& source, const BuildOptions& options) {
+  RequireSupportedArch(options.arch);
+  BuildResult r;
+  std::string nvcc = FindNvcc(options.nvcc);
+  r.nvcc_version = NvccVersion(nvcc);
+  std::vector<std::string> flags = Flags(options.arch);
+  r.abi = DetectCandidateAbi(source);
+  const std::optional<TvmFfiInstall> tvm_ffi = AddTvmFfiFlags(r, flags);
+  r.key = BuildKey(r, options.arch, flags, source);
+
+  std::string cache = options.cache_dir.empty() ? CacheRoot() + "/build" : options.cache_dir;
+  std::string entry = cache + "/" + r.key;
+  const std::string so_name = "candidate.so";
+  // The entry's record is written last, so its presence means the entry is complete.
+  if (options.use_cache && FileExists(entry + "/build.json")) {
+    const std::string problem = ReadCacheEntry(entry, so_name, r);
+    if (problem.empty()) return r;
+    // A damaged or unverifiable entry is never used: it goes, and is built again below.
+    RemoveEntryTree(entry);
+    BuildResult fresh;
+    fresh.nvcc_version = r.nvcc_version;
+    fresh.key = r.key;
+    fresh.abi = r.abi;
+    fresh.tvm_ffi_version = r.tvm_ffi_version;
+    fresh.cache_problem = problem;
+    r = fresh;
+  }
+
+  // Build in a fresh folder, then move it into place: concurrent builds of the same source
+  // never see each other's half-written files.
+  MakeDirs(cache);
+  std::string work = entry + ".tmp." + std::to_string(::getpid()) + "." +
+                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  MakeDirs(work + "/tmp");
+  WriteFileAtomic(work + "/candidate.cu", source);
+  r.command = {nvcc};
+  r.command.insert(r.command.end(), flags.begin(), flags.end());
+  for (const std::string& s :
+       {std::string("-o"), so_name, std::string("candidate.cu"), std::string("-lcuda")})
+    r.command.push_back(s);
+  const ExitInfo ended = RunNvcc(nvcc, work, options, tvm_ffi, r);
+  bool ok = ended.kind == ExitKind::kExited && ended.code == 0 && FileExists(work + "/" + so_name);
+  if (ended.kind != ExitKind::kExited) r.log += "\nptxbench: nvcc " + ended.Describe() + "\n";
+  const std::string limit_message = ApplyBuildCaps(work + "/" + so_name, options, ok, r);
+  r.outcome = ok ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
+  r.functions = ParsePtxasReport(r.log);
+  if (!ok) r.errors = TrimCompilerErrors(r.log);
+  if (!limit_message.empty()) r.errors = limit_message + "\n" + r.errors;
+
+  // A timed-out build is not cached (the machine may just have been busy) and leaves nothing;
+  // nor is one killed by a signal (a worker stopping kills its children): the same source
+  // built again must not find a compile error that was never the source's.
+  if (ended.kind != ExitKind::kExited) {
+    RemoveEntryTree(work);
+    r.shared_object.clear();
+    return r;
+  }
+  StoreCacheEntry(work, entry, so_name, ok, limit_message, options, r);
   if (ok) r.shared_object = entry + "/" + so_name;
   return r;
 }

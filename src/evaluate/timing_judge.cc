@@ -76,14 +76,16 @@ json ToJson(const TimedCallPlan& p) {
   return j;
 }
 
-TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& exit,
-                            const TimingContext& ctx) {
+namespace {
+
+// The judge's reading of one timing conversation: the phases' samples and the events that
+// decide, then one method per question (how the child ended, the defenses, the baseline, the
+// speed). The first verdict found stands.
+struct Judge {
+  Judge(const ExitInfo& e, const TimingContext& c) : exit(e), ctx(c) {}
+  const ExitInfo& exit;
+  const TimingContext& ctx;
   TimingJudgement j;
-  auto verdict = [&](Status s, std::string reason, std::string message,
-                     bool claimed_infra = false) {
-    if (!j.verdict)
-      j.verdict = TimingVerdict{s, std::move(reason), std::move(message), claimed_infra};
-  };
   std::map<std::string, Phase> phases;
   const json* done = nullptr;
   const json* error = nullptr;
@@ -91,42 +93,64 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   std::vector<const json*> baseline_errors;
   std::string baseline_none, baseline_unsupported, unavailable, last_phase;
   bool candidate_started = false;
+  Summary cs;  // the candidate's timed spans
+
+  void verdict(Status s, std::string reason, std::string message, bool claimed_infra = false) {
+    if (!j.verdict)
+      j.verdict = TimingVerdict{s, std::move(reason), std::move(message), claimed_infra};
+  }
+
+  void AddSample(const json& m);
+  void Read(const std::vector<json>& messages);
+  bool Start();  // false: CUPTI was unavailable (the layer skipped)
+  void JudgeEnding();
+  void JudgeDefenses();
+  void JudgeBaseline();
+  void JudgeSpeed();
+  void WithholdWithoutForeignCheck();
+};
+
+void Judge::AddSample(const json& m) {
+  Phase& p = phases[m.value("phase", "")];
+  last_phase = m.value("phase", "");
+  ++p.calls;
+  const json a = m.value("activity", json::object());
+  const json kernels = a.value("kernels", json::object());  // kept alive for items()
+  for (const auto& [name, count] : kernels.items()) p.kernels[name] += count.get<int>();
+  if (a.value("records", 0) == 0) {
+    ++p.empty;
+    if (p.first_empty_call < 0) p.first_empty_call = m.value("index", 0);
+  }
+  if (int o = a.value("outlived", 0)) {
+    p.outlived += o;
+    p.outlived_by_s = std::max(p.outlived_by_s, a.value("outlived_by_ns", 0.0) * 1e-9);
+    AddUnique(&p.outlived_names, a.value("outlived_names", json::array()));
+    if (p.first_bad_call < 0) p.first_bad_call = m.value("index", 0);
+  }
+  if (int s = a.value("stray", 0)) {
+    p.stray += s;
+    AddUnique(&p.stray_names, a.value("stray_names", json::array()));
+    if (p.first_bad_call < 0) p.first_bad_call = m.value("index", 0);
+  }
+  if (!m.value("inputs_unchanged", true)) ++p.inputs_changed;
+  if (!m.value("warmup", false)) {
+    p.span_s.push_back(a.value("span_ns", 0.0) * 1e-9);
+    p.host_s.push_back(m.value("host_ns", 0.0) * 1e-9);
+    double span = a.value("span_ns", 0.0), busy = a.value("busy_ns", span);
+    p.idle_s.push_back(std::max(0.0, span - busy) * 1e-9);
+  }
+  if (m.contains("outputs")) {
+    TimedOutput o{m.value("index", 0), m.value("set", 0), m.value("seed", uint64_t{0}), {}};
+    for (const auto& f : m["outputs"]) o.files.push_back(f.at("file"));
+    j.outputs.push_back(o);
+  }
+}
+
+void Judge::Read(const std::vector<json>& messages) {
   for (const json& m : messages) {
     std::string ev = m.value("event", "");
     if (ev == "timing_sample") {
-      Phase& p = phases[m.value("phase", "")];
-      last_phase = m.value("phase", "");
-      ++p.calls;
-      const json a = m.value("activity", json::object());
-      const json kernels = a.value("kernels", json::object());  // kept alive for items()
-      for (const auto& [name, count] : kernels.items()) p.kernels[name] += count.get<int>();
-      if (a.value("records", 0) == 0) {
-        ++p.empty;
-        if (p.first_empty_call < 0) p.first_empty_call = m.value("index", 0);
-      }
-      if (int o = a.value("outlived", 0)) {
-        p.outlived += o;
-        p.outlived_by_s = std::max(p.outlived_by_s, a.value("outlived_by_ns", 0.0) * 1e-9);
-        AddUnique(&p.outlived_names, a.value("outlived_names", json::array()));
-        if (p.first_bad_call < 0) p.first_bad_call = m.value("index", 0);
-      }
-      if (int s = a.value("stray", 0)) {
-        p.stray += s;
-        AddUnique(&p.stray_names, a.value("stray_names", json::array()));
-        if (p.first_bad_call < 0) p.first_bad_call = m.value("index", 0);
-      }
-      if (!m.value("inputs_unchanged", true)) ++p.inputs_changed;
-      if (!m.value("warmup", false)) {
-        p.span_s.push_back(a.value("span_ns", 0.0) * 1e-9);
-        p.host_s.push_back(m.value("host_ns", 0.0) * 1e-9);
-        double span = a.value("span_ns", 0.0), busy = a.value("busy_ns", span);
-        p.idle_s.push_back(std::max(0.0, span - busy) * 1e-9);
-      }
-      if (m.contains("outputs")) {
-        TimedOutput o{m.value("index", 0), m.value("set", 0), m.value("seed", uint64_t{0}), {}};
-        for (const auto& f : m["outputs"]) o.files.push_back(f.at("file"));
-        j.outputs.push_back(o);
-      }
+      AddSample(m);
     } else if (ev == "call_started" && m.value("phase", "") == "candidate") {
       candidate_started = true;
       last_phase = "candidate";
@@ -151,13 +175,14 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       j.peak_detail = m;
     }
   }
+}
 
+bool Judge::Start() {
   json& perf = j.performance;
   if (!unavailable.empty()) {
     perf = SkippedLayer("CUPTI is unavailable, so GPU time cannot be measured: " + unavailable);
-    return j;
+    return false;
   }
-  int total = ctx.warmup + ctx.iterations;
   perf = {{"state", "ran"},
           {"timer", "cupti_activity"},
           {"protocol",
@@ -176,13 +201,19 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
 
   // --- the candidate's samples ---
   Phase& c = phases["candidate"];
-  Summary cs = Summarize(c.span_s);
+  cs = Summarize(c.span_s);
   perf["candidate"] = ToJson(cs);
   perf["candidate"]["host"] = SummaryJson(c.host_s);
   perf["candidate"]["calls"] = c.calls;
   perf["candidate"]["empty_calls"] = c.empty;
   perf["candidate"]["kernels"] = c.kernels;
+  return true;
+}
 
+void Judge::JudgeEnding() {
+  json& perf = j.performance;
+  const Phase& c = phases["candidate"];
+  const int total = ctx.warmup + ctx.iterations;
   // --- how the child ended ---
   if (exit.kind == ExitKind::kTimedOut) {
     perf["state"] = "timed_out";
@@ -230,7 +261,11 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       verdict(candidate_started ? Status::kRuntimeError : Status::kInfraError, "",
               "the timing child ended (" + exit.Describe() + ") before finishing");
   }
+}
 
+void Judge::JudgeDefenses() {
+  json& perf = j.performance;
+  const Phase& c = phases["candidate"];
   // --- the defenses, over every call of the candidate (warm-up included) ---
   json defenses = json::object();
   std::vector<std::string> vendor;
@@ -294,7 +329,10 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
             "the candidate modified its inputs in " + std::to_string(c.inputs_changed) +
                 " timed calls");
   perf["defenses"] = defenses;
+}
 
+void Judge::JudgeBaseline() {
+  json& perf = j.performance;
   // --- the baseline, before and after ---
   Phase& b0 = phases["baseline_before"];
   Phase& b1 = phases["baseline_after"];
@@ -335,6 +373,10 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
   }
   if (!choice.empty()) base["choice"] = choice;
   perf["baseline"] = base;
+}
+
+void Judge::JudgeSpeed() {
+  json& perf = j.performance;
   if (cs.count > 0 && cs.median > 0 && ctx.flops > 0) {
     double flops_s = ctx.flops / cs.median;
     perf["tflops"] = flops_s * 1e-12;
@@ -366,8 +408,12 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
       perf.erase("speedup_range");
     }
   }
-  // Fail closed: without the candidate's functions the foreign-kernel check did not run, and a
-  // vendor kernel could have done the timed work.
+}
+
+// Fail closed: without the candidate's functions the foreign-kernel check did not run, and a
+// vendor kernel could have done the timed work.
+void Judge::WithholdWithoutForeignCheck() {
+  json& perf = j.performance;
   if (!ctx.allowed_known && perf.contains("speedup")) {
     perf.erase("speedup");
     perf.erase("speedup_range");
@@ -375,7 +421,21 @@ TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& e
         "the foreign-kernel check did not run (the candidate cubin's functions are unknown): no "
         "speed is credited without it";
   }
-  return j;
+}
+
+}  // namespace
+
+TimingJudgement JudgeTiming(const std::vector<json>& messages, const ExitInfo& exit,
+                            const TimingContext& ctx) {
+  Judge judge(exit, ctx);
+  judge.Read(messages);
+  if (!judge.Start()) return judge.j;
+  judge.JudgeEnding();
+  judge.JudgeDefenses();
+  judge.JudgeBaseline();
+  judge.JudgeSpeed();
+  judge.WithholdWithoutForeignCheck();
+  return judge.j;
 }
 
 }  // namespace ptxbench
