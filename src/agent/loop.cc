@@ -200,6 +200,117 @@ class Runner {
     return o_.stop_requested && o_.stop_requested->load(std::memory_order_relaxed);
   }
 
+  // The model could not answer (its endpoint failed: not the model's turn, `--resume` retries
+  // it) or refused: the turn is recorded and the trajectory ends.
+  void EndOnModelFailure(Trajectory& t, TurnRecord& turn, const ChatReply& reply) {
+    turn.error = reply.error;
+    if (reply.outcome == ChatOutcome::kInfraError) {
+      turn.outcome = "infra";
+      turn.spent = false;
+      t.turns.push_back(turn);
+      t.exit_status = "infra_error";
+      Save(t);
+      Progress(t, "turn " + std::to_string(turn.turn) + ": model endpoint failed (" + reply.error +
+                      "); --resume retries it");
+      return;
+    }
+    turn.outcome = "model_error";
+    t.turns.push_back(turn);
+    t.exit_status = "model_error";
+    Save(t);
+    progress_->TurnDone();
+    Progress(t, "turn " + std::to_string(turn.turn) + ": the model refused (" + reply.error + ")");
+  }
+
+  // The reply's kernel written into the run, evaluated (a throwing evaluator is the harness's
+  // INFRA_ERROR) and judged into `turn`; returns the evaluation record.
+  json EvaluateKernel(const RunTask& task, const Trajectory& t, const std::string& code,
+                      const std::string& kernel_dir, const std::string& eval_dir,
+                      TurnRecord& turn) {
+    turn.kernel_file = kernel_dir + "/turn" + std::to_string(turn.turn) + ".cu";
+    std::string kernel_path = o_.run_dir + "/" + turn.kernel_file;
+    WriteFileAtomic(kernel_path, code);
+    auto te = Clock::now();
+    json record;
+    try {
+      record = slots_.Evaluate(evaluate_, kernel_path, *task.definition, *task.workload,
+                               TagFor(t, turn.turn), &*progress_);
+    } catch (const std::exception& e) {
+      record = {{"status", "INFRA_ERROR"}, {"message", std::string("evaluator: ") + e.what()}};
+    }
+    turn.evaluation_seconds = SecondsSince(te);
+    turn.evaluation_file = eval_dir + "/turn" + std::to_string(turn.turn) + ".json";
+    turn.evaluation_id = t.id + "/turn" + std::to_string(turn.turn);
+    record["evaluation_id"] = turn.evaluation_id;
+    WriteFileAtomic(o_.run_dir + "/" + turn.evaluation_file,
+                    record.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+    JudgeTurnRecord(record, o_.arch, &turn);
+    turn.summary = SummarizeTurn(turn.turn, record);
+    return record;
+  }
+
+  // One turn: the model's reply, its kernel evaluated, the feedback appended. False when the
+  // trajectory ends with it (the endpoint or the harness failed, the model refused, the target
+  // was reached).
+  bool PlayTurn(const RunTask& task, Trajectory& t, const std::string& kernel_dir,
+                const std::string& eval_dir, int limit) {
+    auto t0 = Clock::now();
+    TurnRecord turn;
+    turn.turn = t.SpentTurns() + 1;
+    std::vector<ChatMessage> context = ContextFor(t, o_.context);
+    auto tm = Clock::now();
+    ChatReply reply = model_.CompleteFor(t.id, context);
+    turn.model_seconds = SecondsSince(tm);
+    turn.usage = reply.usage;
+    turn.attempts = reply.attempts;
+    if (reply.outcome == ChatOutcome::kInfraError || reply.outcome == ChatOutcome::kModelError) {
+      EndOnModelFailure(t, turn, reply);
+      return false;
+    }
+    std::string feedback;
+    Extraction ex = ExtractKernel(reply.text);
+    json record;
+    if (!ex.found) {
+      turn.outcome = "extraction";
+      turn.summary = "no kernel in the reply";
+      feedback = "## Turn " + std::to_string(turn.turn) + ": no kernel\n" + ex.message;
+    } else {
+      record = EvaluateKernel(task, t, ex.code, kernel_dir, eval_dir, turn);
+      if (turn.outcome == "infra") {
+        // The harness could not judge (no GPU, a tool missing): not the model's turn.
+        turn.spent = false;
+        t.turns.push_back(turn);
+        t.exit_status = "infra_error";
+        Save(t, record);
+        Progress(t, "turn " + std::to_string(turn.turn) + ": the harness could not judge (" +
+                        turn.error + "); --resume retries it");
+        return false;
+      }
+      feedback = RenderFeedback(record, Best(t, turn));
+    }
+    t.messages.push_back({"assistant", reply.text});
+    t.messages.push_back({"user", feedback});
+    turn.overhead_seconds =
+        std::max(0.0, SecondsSince(t0) - turn.model_seconds - turn.evaluation_seconds);
+    t.turns.push_back(turn);
+    bool reached =
+        (o_.target_speedup && (turn.outcome == "correct" || turn.outcome == "verified") &&
+         turn.speedup && *turn.speedup >= *o_.target_speedup) ||
+        (o_.stop_when && record.is_object() && o_.stop_when(record));
+    if (reached)
+      t.exit_status = "target_reached";
+    else if (t.SpentTurns() >= limit)
+      t.exit_status = "turn_limit";
+    Save(t, record);
+    NoteOverhead(turn.overhead_seconds);
+    progress_->TurnDone();
+    Progress(t,
+             turn.summary.empty() ? "turn " + std::to_string(turn.turn) + ": " + turn.outcome
+                                  : turn.summary,
+             true);
+    return !reached;
+  }
+
   void RunTrajectory(const RunTask& task, int index) {
     if (StopRequested()) {  // never started: nothing to save, `--resume` starts it
       std::lock_guard<std::mutex> lock(sum_mu_);
@@ -228,99 +339,8 @@ class Runner {
                         " (interrupted); --resume continues it");
         break;
       }
-      auto t0 = Clock::now();
-      TurnRecord turn;
-      turn.turn = t.SpentTurns() + 1;
-      std::vector<ChatMessage> context = ContextFor(t, o_.context);
-      auto tm = Clock::now();
-      ChatReply reply = model_.CompleteFor(t.id, context);
-      turn.model_seconds = SecondsSince(tm);
-      turn.usage = reply.usage;
-      turn.attempts = reply.attempts;
       ++ran;
-      if (reply.outcome == ChatOutcome::kInfraError) {
-        turn.outcome = "infra";
-        turn.spent = false;
-        turn.error = reply.error;
-        t.turns.push_back(turn);
-        t.exit_status = "infra_error";
-        Save(t);
-        Progress(t, "turn " + std::to_string(turn.turn) + ": model endpoint failed (" +
-                        reply.error + "); --resume retries it");
-        break;
-      }
-      if (reply.outcome == ChatOutcome::kModelError) {
-        turn.outcome = "model_error";
-        turn.error = reply.error;
-        t.turns.push_back(turn);
-        t.exit_status = "model_error";
-        Save(t);
-        progress_->TurnDone();
-        Progress(t,
-                 "turn " + std::to_string(turn.turn) + ": the model refused (" + reply.error + ")");
-        break;
-      }
-      std::string feedback;
-      Extraction ex = ExtractKernel(reply.text);
-      json record;
-      double eval_s = 0;
-      if (!ex.found) {
-        turn.outcome = "extraction";
-        turn.summary = "no kernel in the reply";
-        feedback = "## Turn " + std::to_string(turn.turn) + ": no kernel\n" + ex.message;
-      } else {
-        turn.kernel_file = kernel_dir + "/turn" + std::to_string(turn.turn) + ".cu";
-        std::string kernel_path = o_.run_dir + "/" + turn.kernel_file;
-        WriteFileAtomic(kernel_path, ex.code);
-        auto te = Clock::now();
-        try {
-          record = slots_.Evaluate(evaluate_, kernel_path, *task.definition, *task.workload,
-                                   TagFor(t, turn.turn), &*progress_);
-        } catch (const std::exception& e) {
-          record = {{"status", "INFRA_ERROR"}, {"message", std::string("evaluator: ") + e.what()}};
-        }
-        eval_s = SecondsSince(te);
-        turn.evaluation_seconds = eval_s;
-        turn.evaluation_file = eval_dir + "/turn" + std::to_string(turn.turn) + ".json";
-        turn.evaluation_id = t.id + "/turn" + std::to_string(turn.turn);
-        record["evaluation_id"] = turn.evaluation_id;
-        WriteFileAtomic(o_.run_dir + "/" + turn.evaluation_file,
-                        record.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
-        JudgeTurnRecord(record, o_.arch, &turn);
-        turn.summary = SummarizeTurn(turn.turn, record);
-        if (turn.outcome == "infra") {
-          // The harness could not judge (no GPU, a tool missing): not the model's turn.
-          turn.spent = false;
-          t.turns.push_back(turn);
-          t.exit_status = "infra_error";
-          Save(t, record);
-          Progress(t, "turn " + std::to_string(turn.turn) + ": the harness could not judge (" +
-                          turn.error + "); --resume retries it");
-          break;
-        }
-      }
-      std::optional<BestSoFar> best = Best(t, turn);
-      if (ex.found) feedback = RenderFeedback(record, best);
-      t.messages.push_back({"assistant", reply.text});
-      t.messages.push_back({"user", feedback});
-      turn.overhead_seconds = std::max(0.0, SecondsSince(t0) - turn.model_seconds - eval_s);
-      t.turns.push_back(turn);
-      bool reached =
-          (o_.target_speedup && (turn.outcome == "correct" || turn.outcome == "verified") &&
-           turn.speedup && *turn.speedup >= *o_.target_speedup) ||
-          (o_.stop_when && record.is_object() && o_.stop_when(record));
-      if (reached)
-        t.exit_status = "target_reached";
-      else if (t.SpentTurns() >= limit)
-        t.exit_status = "turn_limit";
-      Save(t, record);
-      NoteOverhead(turn.overhead_seconds);
-      progress_->TurnDone();
-      Progress(t,
-               turn.summary.empty() ? "turn " + std::to_string(turn.turn) + ": " + turn.outcome
-                                    : turn.summary,
-               true);
-      if (reached) break;
+      if (!PlayTurn(task, t, kernel_dir, eval_dir, limit)) break;
     }
     // Zero turns asked for, or resumed at the limit; a stopped trajectory stays "running" (as
     // one whose process was killed), which is what --resume continues.

@@ -732,63 +732,82 @@ class HttpProvider : public ChatProvider {
       a.retry_after_s = t.retry_after_s;
     bool ok_status = status >= 200 && status < 300;
 
-    if (response.transfer != HttpResponse::Transfer::kComplete) {
-      std::string what = OneLine(response.error);
-      if (response.too_large) {
-        a.kind = Attempt::kInfra;
-        a.error = "the reply is larger than " + std::to_string(kMaxReplyBytes >> 20) + " MiB";
-        return a;
-      }
-      if (ok_status && t.stream && t.state.failure && t.state.failure->kind != Parsed::kRetryable)
-        return FromParsed(std::move(*t.state.failure), std::move(a));
-      bool past_deadline = Clock::now() >= deadline - std::chrono::milliseconds(20);
-      if (response.transfer == HttpResponse::Transfer::kTimedOut && past_deadline) {
-        a.kind = Attempt::kDeadline;
-        a.error = what;
-        return a;
-      }
-      a.kind =
-          response.transfer == HttpResponse::Transfer::kFailed ? Attempt::kInfra : Attempt::kRetry;
-      if (ok_status)
-        a.error = std::string(t.stream ? "the stream was cut" : "the reply was cut") + ": " + what;
-      else if (status > 0)
-        a.error = "HTTP " + std::to_string(status) + ", then: " + what;
-      else
-        a.error = "cannot reach " + request.url.substr(0, request.url.find('?')) + ": " + what;
+    if (response.transfer != HttpResponse::Transfer::kComplete)
+      return FromIncompleteTransfer(request, response, t, ok_status, deadline, std::move(a));
+    if (!ok_status) return FromErrorStatus(response, std::move(a));
+    if (!t.stream) return FromWholeReply(response, std::move(a));
+    return FromStream(response, t, std::move(a));
+  }
+
+  // A transfer that did not complete: too large, cut, timed out or never connected.
+  Attempt FromIncompleteTransfer(const HttpRequest& request, const HttpResponse& response,
+                                 Transfer& t, bool ok_status, Clock::time_point deadline,
+                                 Attempt a) const {
+    const long status = response.status;
+    std::string what = OneLine(response.error);
+    if (response.too_large) {
+      a.kind = Attempt::kInfra;
+      a.error = "the reply is larger than " + std::to_string(kMaxReplyBytes >> 20) + " MiB";
       return a;
     }
-
-    if (!ok_status) {
-      std::string message = ErrorMessageOf(response.body);
-      a.error = "HTTP " + std::to_string(status) + (message.empty() ? "" : ": " + message);
-      if (status == 408 || status == 429 || (status >= 500 && status <= 599)) {
-        a.kind = Attempt::kRetry;
-      } else if (status == 401 || status == 403 || status == 404) {
-        // A wrong key, a key without access, a wrong URL or model id: ours to fix, not the
-        // model's failure; not retried now (it would fail the same), --resume retries it.
-        a.kind = Attempt::kInfra;
-        a.error += " (check the key, base_url and model id)";
-      } else if (status >= 400 && status <= 499)
-        a.kind = Attempt::kModel;
-      else
-        a.kind = Attempt::kInfra;  // 1xx or 3xx: not an answer
+    if (ok_status && t.stream && t.state.failure && t.state.failure->kind != Parsed::kRetryable)
+      return FromParsed(std::move(*t.state.failure), std::move(a));
+    bool past_deadline = Clock::now() >= deadline - std::chrono::milliseconds(20);
+    if (response.transfer == HttpResponse::Transfer::kTimedOut && past_deadline) {
+      a.kind = Attempt::kDeadline;
+      a.error = what;
       return a;
     }
+    a.kind =
+        response.transfer == HttpResponse::Transfer::kFailed ? Attempt::kInfra : Attempt::kRetry;
+    if (ok_status)
+      a.error = std::string(t.stream ? "the stream was cut" : "the reply was cut") + ": " + what;
+    else if (status > 0)
+      a.error = "HTTP " + std::to_string(status) + ", then: " + what;
+    else
+      a.error = "cannot reach " + request.url.substr(0, request.url.find('?')) + ": " + what;
+    return a;
+  }
 
-    if (!t.stream) {
-      json j = ParseBoundedJsonOrDiscarded(response.body);
-      if (j.is_discarded())
-        return FromParsed(Malformed("not JSON: " + OneLine(response.body, 80)), a);
-      if (j.is_object() && j.contains("error")) {
-        Parsed p;
-        p.kind = Parsed::kRetryable;
-        p.error =
-            "HTTP " + std::to_string(status) + " with an error: " + ErrorMessageOf(response.body);
-        return FromParsed(std::move(p), std::move(a));
-      }
-      return FromParsed(wire_->ParseReply(j), std::move(a));
+  // A complete reply with an HTTP error status: retried, ours to fix, or the model's.
+  static Attempt FromErrorStatus(const HttpResponse& response, Attempt a) {
+    const long status = response.status;
+    std::string message = ErrorMessageOf(response.body);
+    a.error = "HTTP " + std::to_string(status) + (message.empty() ? "" : ": " + message);
+    if (status == 408 || status == 429 || (status >= 500 && status <= 599)) {
+      a.kind = Attempt::kRetry;
+    } else if (status == 401 || status == 403 || status == 404) {
+      // A wrong key, a key without access, a wrong URL or model id: ours to fix, not the
+      // model's failure; not retried now (it would fail the same), --resume retries it.
+      a.kind = Attempt::kInfra;
+      a.error += " (check the key, base_url and model id)";
+    } else if (status >= 400 && status <= 499)
+      a.kind = Attempt::kModel;
+    else
+      a.kind = Attempt::kInfra;  // 1xx or 3xx: not an answer
+    return a;
+  }
+
+  // A complete reply to a request that did not ask for a stream: one JSON document.
+  Attempt FromWholeReply(const HttpResponse& response, Attempt a) const {
+    const long status = response.status;
+    json j = ParseBoundedJsonOrDiscarded(response.body);
+    if (j.is_discarded())
+      return FromParsed(Malformed("not JSON: " + OneLine(response.body, 80)), a);
+    if (j.is_object() && j.contains("error")) {
+      Parsed p;
+      p.kind = Parsed::kRetryable;
+      p.error =
+          "HTTP " + std::to_string(status) + " with an error: " + ErrorMessageOf(response.body);
+      return FromParsed(std::move(p), std::move(a));
     }
+    return FromParsed(wire_->ParseReply(j), std::move(a));
+  }
 
+  // A complete streamed reply: its events, or one JSON reply from a server that ignored
+  // "stream".
+  Attempt FromStream(const HttpResponse& response, Transfer& t, Attempt a) const {
+    const long status = response.status;
     t.sse.Finish([&t](const std::string& e, const std::string& d) { t.OnEvent(e, d); });
     if (t.sse.events() == 0) {
       // Not a stream: a server that ignored "stream" may answer with one JSON reply.
