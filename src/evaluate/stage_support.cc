@@ -55,12 +55,8 @@ class MappedFile {
 // harness failed: nullopt when the GPU answers as it should (so the failure was the
 // candidate's), else why it does not.
 std::optional<std::string> ProbeGpuUnhealthy(const EvalRequest& req, const ScratchDir& scratch) {
-  ChildRequest pr;
+  ChildRequest pr = HarnessChild(req, scratch, "health-probe", std::chrono::seconds(60));
   pr.spec = ProbeSpecJson();
-  pr.work_dir = scratch.path();
-  pr.name = "health-probe";
-  pr.timeout = std::chrono::seconds(60);
-  pr.executable = req.executable;
   ChildOutcome o = RunChild(pr);
   if (o.First("device") && o.First("done") && !o.First("no_gpu") && !o.First("error"))
     return std::nullopt;
@@ -177,12 +173,22 @@ std::string FormatPercent(double fraction) {
   return buf;
 }
 
+ChildRequest HarnessChild(const EvalRequest& req, const ScratchDir& scratch,
+                          const std::string& name, std::chrono::seconds timeout) {
+  ChildRequest r;
+  r.work_dir = scratch.path();
+  r.name = name;
+  r.timeout = timeout;
+  r.executable = req.executable;
+  return r;
+}
+
 // A reference child for `seeds`, its expected outputs written to `out_dir`.
 ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, const Axes& axes,
                                const std::vector<uint64_t>& seeds, const std::string& out_dir,
                                const ScratchDir& scratch, const std::string& name,
                                const std::vector<uint64_t>& set_seeds) {
-  ChildRequest cr;
+  ChildRequest cr = HarnessChild(req, scratch, name, req.reference_timeout);
   ReferenceSpec spec;
   spec.family = family.Name();
   spec.axes = axes;
@@ -190,10 +196,6 @@ ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, con
   spec.out_dir = out_dir;
   spec.set_seeds = set_seeds;
   cr.spec = ToJson(spec);
-  cr.work_dir = scratch.path();
-  cr.name = name;
-  cr.timeout = req.reference_timeout;
-  cr.executable = req.executable;
   return RunChild(cr);
 }
 

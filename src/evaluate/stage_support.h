@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -103,6 +104,9 @@ void NoteDevice(const ChildOutcome& child, EvaluationRecord* rec);
 std::string ArchTag(const std::string& arch);
 std::string Count(double v);
 std::string FormatPercent(double fraction);
+// A child of the harness's own (no candidate in it) in the scratch folder: its spec to fill.
+ChildRequest HarnessChild(const EvalRequest& req, const ScratchDir& scratch,
+                          const std::string& name, std::chrono::seconds timeout);
 // A reference child for `seeds`, its expected outputs written to `out_dir`.
 ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, const Axes& axes,
                                const std::vector<uint64_t>& seeds, const std::string& out_dir,

@@ -76,9 +76,7 @@ void StorePeak(const std::string& cache_root, const std::string& path, json p) {
 // right after other work is credited with it); with 300 ms of idle before the first sample
 // and before the second, even 20 GEMM calls read 0.9-1.0 of their busy time.
 constexpr double kWitnessWorkSeconds = 0.2;
-
 constexpr double kWitnessSettleSeconds = 0.3;
-
 constexpr double kWitnessMinWindowSeconds = 0.4;
 
 // Tensor-pipe time as a share of SM-busy time below which the tensor pipes were not doing
@@ -90,14 +88,12 @@ constexpr double kMinTensorShareOfSm = 0.15;
 // Timed calls checked again after the loop, and witness calls checked after the window,
 // drawn by the parent once the loop (the window) is over.
 constexpr int kTimedChecks = 3;
-
 constexpr int kWitnessChecks = 3;
 
 // How much of the GPU's memory the protocol's own buffers may take, decided by the parent
 // from the GPU's size (a candidate-free child's report): the kept outputs of the timed calls,
 // and the witness's fresh input sets. The candidate keeps the rest.
 constexpr double kKeptOutputsShareOfMemory = 0.2;
-
 constexpr double kWitnessInputsShareOfMemory = 0.25;
 
 // A timed speed above the measured peak by more than this factor is not a measurement: no
@@ -133,35 +129,37 @@ TimingNumbers PlanTimingNumbers(const Family& family, const Axes& axes, int iter
   return n;
 }
 
-// A child that times the vendor baseline alone (before or after the candidate's), in a
-// process of its own: no candidate shares a process with a vendor library.
-ChildOutcome RunBaselineChild(const EvalRequest& req, const Family& family, const Axes& axes,
-                              const ScratchDir& scratch, const std::string& phase,
-                              uint64_t seed_offset, int warmup, int iterations, int sets,
-                              uint64_t seed_base, uint64_t set_seed_base, int peak_n,
-                              const json& gpu, const json& baseline_options) {
-  ChildRequest bc;
-  bc.name = phase;
-  bc.work_dir = scratch.path();
-  bc.executable = req.executable;
-  bc.timeout = req.options.timing_timeout;
-  std::string out_dir = scratch.File(phase + ".out");
-  MakeDirs(out_dir);
+// What a timing child of either kind needs: the shape, the calls and the seeds of their
+// inputs, all decided by the parent.
+TimingSpec TimedCallsSpec(const Family& family, const Axes& axes, const TimedCallPlan& plan,
+                          int sets, uint64_t seed_base, uint64_t set_seed_base, const json& gpu,
+                          const std::string& out_dir) {
   TimingSpec spec;
   spec.family = family.Name();
   spec.axes = axes;
   spec.out_dir = out_dir;
-  spec.warmup = warmup;
-  spec.iterations = iterations;
+  spec.warmup = plan.warmup;
+  spec.iterations = plan.iterations;
   spec.buffer_sets = sets;
   spec.seed_base = seed_base;
   spec.set_seed_base = set_seed_base;
+  spec.pci_bus_id = gpu.value("pci_bus_id", "");
+  return spec;
+}
+
+// A child that times the vendor baseline alone (before or after the candidate's), in a
+// process of its own: no candidate shares a process with a vendor library.
+ChildOutcome RunBaselineChild(const EvalRequest& req, const ScratchDir& scratch,
+                              const std::string& phase, uint64_t seed_offset, int peak_n,
+                              TimingSpec spec, const json& baseline_options) {
+  ChildRequest bc = HarnessChild(req, scratch, phase, req.options.timing_timeout);
+  spec.out_dir = scratch.File(phase + ".out");
+  MakeDirs(spec.out_dir);
   spec.baseline_only = true;
   spec.baseline_phase = phase;
   spec.baseline_seed_offset = seed_offset;
   spec.peak_n = peak_n;
   spec.baseline_options = baseline_options;
-  spec.pci_bus_id = gpu.value("pci_bus_id", "");
   bc.spec = ToJson(spec);
   return RunChild(bc);
 }
@@ -276,15 +274,19 @@ void TimingLayer::Plan() {
   peak_ = CachedPeak(peak_path_, gpu_);
 }
 
+TimingSpec TimingLayer::TimedCalls(const std::string& out_dir) const {
+  return TimedCallsSpec(c_.family, c_.axes, plan_, sets_, c_.fresh_seed, set_seed_base_, gpu_,
+                        out_dir);
+}
+
 void TimingLayer::BaselineBefore() {
   auto t = Clock::now();
   // Built here, in the parent, once for both baseline children (FlashInfer's kernel; the first
   // build of a variant takes minutes, then it is cached).
   baseline_options_ =
       PrepareBaselineOptions(c_.family, c_.axes, c_.req.options.attention_baseline, c_.cache_root);
-  before_ = RunBaselineChild(c_.req, c_.family, c_.axes, scratch_, "baseline_before", 1000000,
-                             plan_.warmup, plan_.iterations, sets_, c_.fresh_seed, set_seed_base_,
-                             peak_ ? 0 : kPeakGemmSize, gpu_, baseline_options_);
+  before_ = RunBaselineChild(c_.req, scratch_, "baseline_before", 1000000,
+                             peak_ ? 0 : kPeakGemmSize, TimedCalls(""), baseline_options_);
   rec_->stage_seconds["timing_baseline"] = SecondsSince(t);
 }
 
@@ -302,21 +304,13 @@ void TimingLayer::Candidate() {
   tc.name = "timing";
   tc.confine = true;
   tc.wrapper.clear();
-  TimingSpec spec;
-  spec.family = c_.family.Name();
-  spec.axes = c_.axes;
-  spec.out_dir = scratch_.path();  // RunChild puts a confined child's own folder here
+  // RunChild puts a confined child's own folder under the scratch folder.
+  TimingSpec spec = TimedCalls(scratch_.path());
   spec.shared_object = candidate_.spec.at("shared_object");
   spec.abi = candidate_.spec.value("abi", std::string("native"));
-  spec.warmup = plan_.warmup;
-  spec.iterations = plan_.iterations;
-  spec.buffer_sets = sets_;
-  spec.seed_base = c_.fresh_seed;
-  spec.set_seed_base = set_seed_base_;
   spec.kept_outputs = talk_.numbers.kept_outputs;
   spec.witness_calls = talk_.numbers.witness_calls;
   spec.digest_key = talk_.numbers.digest_key;
-  spec.pci_bus_id = gpu_.value("pci_bus_id", "");
   tc.spec = ToJson(spec);
   tc.timeout = c_.req.options.timing_timeout;
   tc.on_message = [this](const json& m, const ChildRequest::Reply& reply) {
@@ -331,9 +325,8 @@ void TimingLayer::BaselineAfter() {
   auto t = Clock::now();
   // A candidate that ran out of time leaves the judge its last phase: no baseline after it.
   if (timed_.exit.kind != ExitKind::kTimedOut)
-    after_ = RunBaselineChild(c_.req, c_.family, c_.axes, scratch_, "baseline_after", 2000000,
-                              plan_.warmup, plan_.iterations, sets_, c_.fresh_seed, set_seed_base_,
-                              0, gpu_, baseline_options_);
+    after_ = RunBaselineChild(c_.req, scratch_, "baseline_after", 2000000, 0, TimedCalls(""),
+                              baseline_options_);
   rec_->stage_seconds["timing_baseline"] += SecondsSince(t);
 }
 

@@ -23,6 +23,7 @@
 #include "evaluate/timing_judge.h"
 #include "inspect/sass.h"
 #include "measure/gpm.h"
+#include "run/protocol.h"
 
 namespace ptxbench::evaluation {
 
@@ -75,6 +76,8 @@ class TimingLayer {
 
  private:
   void Plan();
+  // The timed calls' spec as planned, writing into `out_dir`.
+  TimingSpec TimedCalls(const std::string& out_dir) const;
   void BaselineBefore();
   void Candidate();
   void BaselineAfter();
