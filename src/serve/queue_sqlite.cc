@@ -24,8 +24,6 @@ using sqlite::Exec;
 using sqlite::Stmt;
 using sqlite::Transaction;
 
-constexpr int kBusyTimeoutMs = 60000;
-
 const char* kJobColumns =
     "id, state, request_json, attempts, worker, gpu, lease_token, lease_until, submitted_at, "
     "claimed_at, finished_at, gpu_started_at, gpu_ended_at, history_json, result_json";
@@ -91,16 +89,8 @@ class SqliteJobQueue final : public JobQueue {
  public:
   explicit SqliteJobQueue(const std::string& path)
       : path_(path), store_(ResultsStore::Open(CreatedPrivate(path))) {  // creates or migrates
-    int rc =
-        sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
-    if (rc != SQLITE_OK) {
-      std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close_v2(db_);
-      throw EnvironmentError(path_ + ": cannot open the job queue: " + msg);
-    }
-    sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-    Exec(db_, path_, "PRAGMA synchronous=NORMAL");
+    db_ = sqlite::OpenConnection(path_, "the job queue", /*create=*/false,
+                                 "PRAGMA synchronous=NORMAL");
   }
   ~SqliteJobQueue() override { sqlite3_close_v2(db_); }
 
@@ -387,7 +377,7 @@ class SqliteJobQueue final : public JobQueue {
   std::unique_ptr<ResultsStore> store_;
   std::timed_mutex mu_;  // one connection, used by one thread at a time
   sqlite3* db_ = nullptr;
-  int busy_timeout_ms_ = kBusyTimeoutMs;
+  int busy_timeout_ms_ = sqlite::kBusyTimeoutMs;
 };
 
 }  // namespace

@@ -50,6 +50,33 @@ inline void Exec(sqlite3* db, const std::string& path, const std::string& sql) {
   }
 }
 
+// How long a connection waits for another writer's lock before SQLITE_BUSY.
+constexpr int kBusyTimeoutMs = 60000;
+
+// The one way a connection is opened here: read-write (created when `create`), used by one
+// thread at a time (NOMUTEX: the callers serialize their own use), extended result codes, the
+// busy timeout, then `pragmas`. `what` names the file's role in the error ("the results
+// store"). The caller closes it with sqlite3_close_v2.
+inline sqlite3* OpenConnection(const std::string& path, const std::string& what, bool create,
+                               const std::string& pragmas) {
+  sqlite3* db = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close_v2(db);
+    throw EnvironmentError(path + ": cannot open " + what + ": " + msg);
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  try {
+    if (!pragmas.empty()) Exec(db, path, pragmas);
+  } catch (...) {
+    sqlite3_close_v2(db);
+    throw;
+  }
+  return db;
+}
+
 // A prepared statement, finalized when it goes away (also when a throw unwinds past it).
 class Stmt {
  public:

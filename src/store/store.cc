@@ -38,7 +38,6 @@ constexpr int kApplicationId = 0x50545842;
 
 // A writer waits this long for another process's transaction before giving up. Transactions
 // here are short (one trajectory), so only a stuck process makes anyone wait this long.
-constexpr int kBusyTimeoutMs = 60000;
 
 // Migration k (0-based) brings the schema from version k to k + 1. Append only: a file records
 // how many have been applied (PRAGMA user_version) and the rest run, in one transaction, the
@@ -213,7 +212,8 @@ constexpr const char* kNow = "strftime('%Y-%m-%dT%H:%M:%SZ','now')";
 // to itself and SQLite does not run the busy handler for it, so processes that create a store
 // at once retry here instead of failing with "database is locked".
 void SetWalMode(sqlite3* db, const std::string& path) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(sqlite::kBusyTimeoutMs);
   for (int attempt = 0;; ++attempt) {
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &s, nullptr) != SQLITE_OK)
@@ -375,28 +375,10 @@ ResultsStore::~ResultsStore() {
 int ResultsStore::CodeSchemaVersion() { return kSchemaVersion; }
 
 sqlite3* ResultsStore::Connect() const {
-  sqlite3* db = nullptr;
-  // NOMUTEX: a connection is only ever used by one thread at a time (the writer under
-  // write_mu_, a reader while borrowed), so SQLite's own per-connection lock is not needed.
-  int rc =
-      sqlite3_open_v2(path_.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close_v2(db);
-    throw EnvironmentError(path_ + ": cannot open the results store: " + msg);
-  }
-  sqlite3_extended_result_codes(db, 1);
-  sqlite3_busy_timeout(db, kBusyTimeoutMs);
-  try {
-    // NORMAL is durable against a killed process (every commit is in the WAL file) and only
-    // risks the last commits, never consistency, on a power loss; FULL would fsync per turn.
-    Exec(db, path_, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL");
-  } catch (...) {
-    sqlite3_close_v2(db);
-    throw;
-  }
-  return db;
+  // NORMAL is durable against a killed process (every commit is in the WAL file) and only
+  // risks the last commits, never consistency, on a power loss; FULL would fsync per turn.
+  return sqlite::OpenConnection(path_, "the results store", /*create=*/true,
+                                "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL");
 }
 
 // A path the user gave that cannot be a store is their input's fault (exit 2), said before
