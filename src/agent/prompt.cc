@@ -12,6 +12,7 @@
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "record/vocabulary.h"
 #include "task/family.h"
 
 namespace ptxbench {
@@ -25,18 +26,13 @@ std::string SourceSub(const char* env, const char* sub) {
 }
 
 std::string ArchName(const std::string& arch) {
-  if (arch == "sm_90a") return "NVIDIA Hopper (H100, H200)";
-  if (arch == "sm_100a") return "NVIDIA Blackwell (B200)";
-  return arch;
+  const ArchInfo* a = FindArchitecture(arch);
+  return a ? std::string(a->gpus) : arch;
 }
 
 std::string ArchInstructions(const std::string& arch) {
-  if (arch == "sm_90a")
-    return "warpgroup MMA (`wgmma.mma_async`) and the TMA bulk-tensor copies "
-           "(`cp.async.bulk.tensor`)";
-  if (arch == "sm_100a")
-    return "the fifth-generation tensor cores (`tcgen05.mma`) and tensor memory";
-  return "its tensor-core instructions";
+  const ArchInfo* a = FindArchitecture(arch);
+  return a ? std::string(a->instructions) : "its tensor-core instructions";
 }
 
 // How the instruction families read to a kernel writer.

@@ -22,6 +22,7 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "record/vocabulary.h"
 
 namespace ptxbench {
 
@@ -40,21 +41,10 @@ constexpr int kEntryFormat = 3;
 // template error some hundreds; past this the log is cut, and says so.
 constexpr size_t kMaxLogBytes = kBuildLogCapBytes;
 
-struct ArchTarget {
-  const char* arch;
-  const char* gencode;
-};
-// `-gencode` rather than `-arch=sm_90a`: with nvcc 13.0 the shorthand also runs a plain
-// sm_90 pass that rejects wgmma and setmaxnreg.
-constexpr ArchTarget kTargets[] = {
-    {"sm_90a", "arch=compute_90a,code=sm_90a"},
-    {"sm_100a", "arch=compute_100a,code=sm_100a"},
-};
-
 std::vector<std::string> Flags(const std::string& arch) {
-  const char* gencode = nullptr;
-  for (const auto& t : kTargets)
-    if (arch == t.arch) gencode = t.gencode;
+  // `-gencode` (the architecture table's) rather than `-arch=sm_90a`: with nvcc 13.0 the
+  // shorthand also runs a plain sm_90 pass that rejects wgmma and setmaxnreg.
+  const std::string gencode(FindArchitecture(arch)->gencode);
   // -lineinfo: the memory checker names source lines. -cudart shared: the candidate uses the
   // same CUDA runtime as the harness that loads it. -lcuda: the driver API (tensor maps).
   return {"-O3",      "-std=c++17", "-shared", "-Xcompiler", "-fPIC",   "-lineinfo",
@@ -239,15 +229,11 @@ std::string NormalizeFileErrors(std::string log) {
   return log;
 }
 
-bool IsSupportedArch(const std::string& arch) {
-  for (const auto& t : kTargets)
-    if (arch == t.arch) return true;
-  return false;
-}
+bool IsSupportedArch(const std::string& arch) { return FindArchitecture(arch) != nullptr; }
 
 std::vector<std::string> SupportedArchs() {
   std::vector<std::string> v;
-  for (const auto& t : kTargets) v.push_back(t.arch);
+  for (const ArchInfo& a : Architectures()) v.emplace_back(a.name);
   return v;
 }
 

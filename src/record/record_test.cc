@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include "record/outcome.h"
 #include "record/record.h"
 #include "record/report_rows.h"
+#include "record/vocabulary.h"
 
 namespace ptxbench {
 namespace {
@@ -247,6 +249,26 @@ TEST(RecordContract, TheArchTableGivesTheCreditTag) {
     EXPECT_EQ(ArchFamilyOf(c.arch), c.family) << c.arch;
     EXPECT_EQ(CreditTag(ArchFamilyOf(c.arch)), c.tag) << c.arch;
   }
+}
+
+// One table for every use of an architecture (the compiler's target, the published name, the
+// prompts, the tensor-core family a task requires): each row complete, each name once.
+TEST(RecordContract, EachArchitectureRowIsCompleteAndFoundByItsName) {
+  std::set<std::string_view> names;
+  for (const ArchInfo& a : Architectures()) {
+    EXPECT_TRUE(names.insert(a.name).second) << a.name;
+    EXPECT_EQ(FindArchitecture(a.name), &a);
+    EXPECT_EQ(ArchFromString(a.name), a.arch);
+    EXPECT_EQ(ToString(a.arch), a.name);
+    EXPECT_TRUE(a.name.starts_with(a.family)) << a.name;
+    EXPECT_NE(a.gencode.find(std::string("code=") + std::string(a.name)), std::string_view::npos)
+        << a.gencode;
+    for (std::string_view field :
+         {a.credit_tag, a.published, a.gpus, a.instructions, a.tensor_family})
+      EXPECT_FALSE(field.empty()) << a.name;
+  }
+  EXPECT_EQ(FindArchitecture("sm_90"), nullptr);
+  EXPECT_EQ(FindArchitecture("sm_80"), nullptr);
 }
 
 EvaluationRecord Passed(const std::string& verification, json tag) {

@@ -90,15 +90,6 @@ constexpr EnumName<TurnOutcome> kOutcomeNames[] = {
     {TurnOutcome::kInfra, "infra"},
 };
 
-struct ArchRow {
-  Arch arch;
-  std::string_view name, family, credit_tag;
-};
-constexpr std::array<ArchRow, 2> kArchs = {{
-    {Arch::kSm90a, "sm_90a", "sm_90", "H"},
-    {Arch::kSm100a, "sm_100a", "sm_100", "B"},
-}};
-
 }  // namespace
 
 std::string ToString(Status s) { return std::string(RowOf(s).name); }
@@ -129,22 +120,42 @@ TurnOutcome TurnOutcomeFromString(std::string_view s) {
 }
 
 std::string ToString(Arch a) {
-  for (const ArchRow& r : kArchs)
+  for (const ArchInfo& r : Architectures())
     if (r.arch == a) return std::string(r.name);
   return "unknown";
 }
 Arch ArchFromString(std::string_view s) {
-  for (const ArchRow& r : kArchs)
+  for (const ArchInfo& r : Architectures())
     if (r.name == s) return r.arch;
   return Arch::kUnknown;
 }
 Arch ArchFamilyOf(std::string_view s) {
-  for (const ArchRow& r : kArchs)
+  for (const ArchInfo& r : Architectures())
     if (s.substr(0, r.family.size()) == r.family) return r.arch;
   return Arch::kUnknown;
 }
+const std::vector<ArchInfo>& Architectures() {
+  static const std::vector<ArchInfo> rows = {
+      {Arch::kSm90a, "sm_90a", "sm_90", "H", "arch=compute_90a,code=sm_90a", "hopper",
+       "NVIDIA Hopper (H100, H200)",
+       "warpgroup MMA (`wgmma.mma_async`) and the TMA bulk-tensor copies "
+       "(`cp.async.bulk.tensor`)",
+       "gmma"},
+      {Arch::kSm100a, "sm_100a", "sm_100", "B", "arch=compute_100a,code=sm_100a", "blackwell",
+       "NVIDIA Blackwell (B200)",
+       "the fifth-generation tensor cores (`tcgen05.mma`) and tensor memory", "tcgen05"},
+  };
+  return rows;
+}
+
+const ArchInfo* FindArchitecture(std::string_view name) {
+  for (const ArchInfo& r : Architectures())
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
 std::string CreditTag(Arch a) {
-  for (const ArchRow& r : kArchs)
+  for (const ArchInfo& r : Architectures())
     if (r.arch == a) return std::string(r.credit_tag);
   return "";
 }

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptxbench {
 
@@ -104,5 +105,24 @@ Arch ArchFromString(std::string_view s);  // exact: "sm_90a", "sm_100a"
 Arch ArchFamilyOf(std::string_view s);
 // "H", "B"; "" for kUnknown.
 std::string CreditTag(Arch a);
+
+// Everything the project says about an architecture, in one row: the compiler's target, the
+// credit, the names the published results and the prompts use, and the tensor-core family
+// that a task requires of a kernel there.
+struct ArchInfo {
+  Arch arch;
+  std::string_view name;           // "sm_90a": --arch, records
+  std::string_view family;         // "sm_90": any sm_90… reads as this arch (ArchFamilyOf)
+  std::string_view credit_tag;     // "H"
+  std::string_view gencode;        // nvcc's -gencode value
+  std::string_view published;      // "hopper": the published results' arch column
+  std::string_view gpus;           // "NVIDIA Hopper (H100, H200)": the prompts
+  std::string_view instructions;   // the prompts' words for its own instructions
+  std::string_view tensor_family;  // "gmma": the family a task requires there
+};
+// The rows, in the order --arch lists them.
+const std::vector<ArchInfo>& Architectures();
+// The row of an exact name ("sm_90a"); nullptr when there is none.
+const ArchInfo* FindArchitecture(std::string_view name);
 
 }  // namespace ptxbench

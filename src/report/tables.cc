@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "record/vocabulary.h"
 
 namespace ptxbench {
 namespace {
@@ -155,11 +156,9 @@ std::string TurnsJsonl(const Dataset& data) {
   return out;
 }
 
-
 std::string PublishedArch(const std::string& arch) {
-  if (arch == "sm_90a") return "hopper";
-  if (arch == "sm_100a") return "blackwell";
-  return arch;
+  const ArchInfo* a = FindArchitecture(arch);
+  return a ? std::string(a->published) : arch;
 }
 
 std::vector<PublishedResult> LoadPublishedResults(const std::string& path) {

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "record/vocabulary.h"
 #include "task/family.h"
 
 namespace ptxbench {
@@ -502,8 +503,9 @@ void CheckWorkloadLine(const json& line, const std::string& where) {
 }  // namespace
 
 FamilyTaskDefaults DefaultsForFamily(const std::string& family, bool causal) {
-  const std::map<std::string, std::vector<std::string>> tensor_cores = {{"sm_90a", {"gmma"}},
-                                                                        {"sm_100a", {"tcgen05"}}};
+  std::map<std::string, std::vector<std::string>> tensor_cores;
+  for (const ArchInfo& a : Architectures())
+    tensor_cores[std::string(a.name)] = {std::string(a.tensor_family)};
   // FLOPs as our definitions count them: a causal mask halves the score work.
   if (family == "gemm") return {"2*M*N*K", tensor_cores, "cublaslt_bf16_fp32acc"};
   if (family == "mha_fwd")
