@@ -25,7 +25,6 @@
 #include "agent/run_identity.h"
 #include "agent/upstream.h"
 #include "cli/commands.h"
-#include "cli/fixit_support.h"
 #include "cli/option_checks.h"
 #include "cli/shared_options.h"
 #include "common/bounded_json.h"
@@ -35,6 +34,7 @@
 #include "common/strings.h"
 #include "common/version.h"
 #include "compile/nvcc.h"
+#include "serve/evaluator_choice.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include <mutex>
 
