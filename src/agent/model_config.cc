@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/json_fields.h"
 #include "common/strings.h"
 
 namespace ptxbench {
@@ -174,6 +175,13 @@ std::vector<ModelConfig> LoadModelConfigs(const std::string& path) {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+nlohmann::json PublicModelJson(const ModelConfig& m) {
+  nlohmann::json j;
+  PTXBENCH_JSON_SET_FIELDS(j, m, name, provider, model, base_url, api_key_env, sampling, reasoning,
+                           context_window, stream, timeout_s, max_retries, file);
+  return j;
 }
 
 }  // namespace ptxbench

@@ -46,4 +46,8 @@ struct ModelConfig {
 std::vector<ModelConfig> LoadModelConfigs(const std::string& path);
 ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& where);
 
+// What run.json and dataset cards may say about a model: the file's fields, never a key (only
+// the name of its environment variable).
+nlohmann::json PublicModelJson(const ModelConfig& m);
+
 }  // namespace ptxbench

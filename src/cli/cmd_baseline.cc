@@ -86,19 +86,18 @@ std::string PlanOf(const json& library) {
   return "";
 }
 
-}  // namespace
+struct BaselineOptions {
+  std::vector<std::string> tasks;
+  std::string workload, tasks_dir, compare, csv_path, json_path, baseline = "both";
+  bool all_workloads = false, published_shapes = false;
+  int warmup = 10, iterations = 50, buffer_sets = 3, timeout = 600;
+};
 
-CommandRunner AddBaselineCommand(CLI::App& app) {
-  struct Options {
-    std::vector<std::string> tasks;
-    std::string workload, tasks_dir, compare, csv_path, json_path, baseline = "both";
-    bool all_workloads = false, published_shapes = false;
-    int warmup = 10, iterations = 50, buffer_sets = 3, timeout = 600;
-  };
-  auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "baseline",
-      "Time the vendor baseline alone (cuBLASLt, FlashInfer, cuDNN SDPA), as evaluations do");
+// --warmup, --iterations, --buffer-sets, --timeout and --baseline are declared here, not
+// through shared_options: `eval`'s are worded for an evaluation ("Timing: …", "Seconds for the
+// candidate's run") and its --baseline has no "both", while these time the library alone and
+// may show both attention-forward libraries side by side.
+void DeclareBaselineOptions(CLI::App* cmd, BaselineOptions* o) {
   cmd->add_option("--task", o->tasks, "Task definitions, or shell patterns such as 'mha_*'")
       ->required();
   cmd->add_option("--workload", o->workload,
@@ -121,157 +120,235 @@ CommandRunner AddBaselineCommand(CLI::App& app) {
   cmd->add_option("--csv", o->csv_path, "Write the table as CSV");
   cmd->add_option("--json", o->json_path, "Write every measurement as a JSON array");
   AddTasksDirOption(cmd, &o->tasks_dir);
+}
 
-  return [o]() {
-    CheckOutputPaths({{"--csv", o->csv_path}, {"--json", o->json_path}});
-    // With an output on standard output, the table for people goes to standard error.
-    FILE* table = IsStandardOutput(o->csv_path) || IsStandardOutput(o->json_path) ? stderr : stdout;
-    Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
-    if (int(o->all_workloads) + int(o->published_shapes) + int(!o->workload.empty()) > 1)
-      throw UsageError("--workload, --all-workloads and --published-shapes exclude each other");
-    std::string compare = o->compare;
-    if (compare.empty()) {
-      std::string dflt = Catalog::DefaultDir() + "/published-baselines-h100.csv";
-      if (FileExists(dflt)) compare = dflt;
-    }
-    auto published = compare.empty() ? decltype(LoadPublished("")){} : LoadPublished(compare);
-    if (o->published_shapes && compare.empty())
-      throw UsageError("--published-shapes needs a published table (--compare FILE)");
+using PublishedTable = std::map<std::string, std::map<std::string, Published>>;
 
-    std::vector<std::pair<const Definition*, const Workload*>> jobs;
-    std::deque<Workload> synthesized;  // the published shapes no workload file defines
-    for (const std::string& pattern : o->tasks) {
-      size_t before = jobs.size();
-      for (const Definition& d : catalog.definitions()) {
-        if (fnmatch(pattern.c_str(), d.name.c_str(), 0) != 0) continue;
-        if (o->all_workloads) {
-          for (const Workload& w : d.workloads) jobs.push_back({&d, &w});
-        } else if (o->published_shapes) {
-          auto rows = published.find(d.name);
-          if (rows == published.end()) continue;
-          for (const auto& [shape, figures] : rows->second) {
-            // "4096" for the one variable axis of the defined workloads, or "M=8192".
-            std::string spec = shape;
-            if (spec.find('=') == std::string::npos && !d.workloads.empty() &&
-                d.workloads[0].axes.size() == 1)
-              spec = d.workloads[0].axes.begin()->first + "=" + shape;
-            Workload w;
-            w.id = "published:" + spec;
-            for (const std::string& pair : Split(spec, ';')) {
-              std::vector<std::string> kv = Split(pair, '=');
-              long long v = 0;
-              if (kv.size() != 2 || !ParseInt64(Trim(kv[1]), &v))
-                throw InputError(compare + ": malformed shape '" + shape + "' for " + d.name);
-              w.axes[Trim(kv[0])] = v;
-            }
-            const Workload* defined = nullptr;
-            for (const Workload& known : d.workloads)
-              if (known.axes == w.axes) defined = &known;
-            if (!defined) {
-              synthesized.push_back(w);
-              defined = &synthesized.back();
-            }
-            jobs.push_back({&d, defined});
-          }
-        } else {
-          jobs.push_back(
-              {&d, o->workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o->workload)});
-        }
-      }
-      if (jobs.size() == before) throw UsageError("no task matches '" + pattern + "'");
-    }
-    // Smallest shapes first within a task, so a table fills in the order a reader scans it.
-    std::stable_sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
-      return a.first->name == b.first->name &&
-             a.first->Flops(*a.second) < b.first->Flops(*b.second);
-    });
+// --compare, else the bundled table when it is there ("" when neither).
+std::string PublishedTablePath(const BaselineOptions& o) {
+  if (!o.compare.empty()) return o.compare;
+  std::string dflt = Catalog::DefaultDir() + "/published-baselines-h100.csv";
+  return FileExists(dflt) ? dflt : "";
+}
 
-    std::string csv =
-        "task,workload,baseline,state,median_ms,p10_ms,p90_ms,tflops,published_ms,"
-        "published_tflops,tflops_vs_published,cudnn_ms_over_this_ms,library_version,plan,reason\n";
-    json all = json::array();
-    // Nothing to measure without a GPU: the environment's fault (exit 3, as `eval`), said
-    // once, not as a CUPTI failure per shape.
-    if (auto why = WhyNoGpu()) throw EnvironmentError("baseline: no GPU (" + *why + ")");
-    std::fprintf(table, "%-26s %-12s %-10s %-11s %10s %18s %8s %10s %8s %7s\n", "task", "workload",
-                 "baseline", "state", "median ms", "p10..p90 ms", "TFLOP/s", "pub. ms", "pub. TF",
-                 "ratio");
-    int failed = 0;  // failed, or skipped (no GPU, no CUPTI): nothing was measured
-    uint64_t seed = 0x62617365ull;
-    // The attention forward's libraries, in the order their lines are printed: cuDNN first,
-    // so FlashInfer's line can say how it compares.
-    std::vector<AttentionBaseline> attention;
-    if (o->baseline != "flashinfer") attention.push_back(AttentionBaseline::kCudnn);
-    if (o->baseline != "cudnn") attention.push_back(AttentionBaseline::kFlashInfer);
-    for (const auto& [def, wl] : jobs) {
-      const bool forward = def->family == "mha_fwd";
-      std::optional<double> cudnn_median;  // this shape's, when cuDNN ran
-      for (size_t k = 0; k < (forward ? attention.size() : 1); ++k) {
-        BaselineRequest req;
-        if (forward) req.attention = attention[k];
-        const std::string choice = forward ? ToString(req.attention) : "";
-        req.definition = def;
-        req.workload = wl;
-        req.warmup = o->warmup;
-        req.iterations = o->iterations;
-        req.buffer_sets = o->buffer_sets;
-        req.timeout = std::chrono::seconds(o->timeout);
-        req.seed = seed += 1000003;
-        json m = MeasureBaseline(req);
-        const std::string library = m.contains("name") ? m["name"].get<std::string>()
-                                                       : (choice.empty() ? "vendor" : choice);
-        std::vector<std::string> pairs;
-        for (const auto& [axis, value] : wl->axes)
-          pairs.push_back(axis + "=" + std::to_string(value));
-        std::string shape = Join(pairs, ";");
-        const Published* pub = nullptr;
-        if (auto d = published.find(def->name); d != published.end())
-          for (const std::string& k : PublishedKeys(*wl))
-            if (auto w = d->second.find(k); w != d->second.end()) pub = &w->second;
-        if (pub)
-          m["published"] = {{"ms", pub->ms},
-                            {"tflops", pub->tflops},
-                            {"gpu", pub->gpu},
-                            {"reference", pub->reference}};
-        std::string state = m["state"];
-        bool ran = state == "ran";
-        failed += state == "failed" || state == "skipped";
-        double tf = m.value("tflops", 0.0);
-        std::string range = ran ? Fixed(m["p10"].get<double>() * 1e3, 4) + ".." +
-                                      Fixed(m["p90"].get<double>() * 1e3, 4)
-                                : "";
-        const double median = ran ? m["median"].get<double>() : 0;
-        if (ran && choice == "cudnn") cudnn_median = median;
-        std::optional<double> vs_cudnn;
-        if (ran && choice == "flashinfer" && cudnn_median && median > 0)
-          vs_cudnn = *cudnn_median / median;
-        if (vs_cudnn) m["cudnn_median_over_this"] = *vs_cudnn;
-        std::fprintf(table, "%-26s %-12s %-10s %-11s %10s %18s %8s %10s %8s %7s%s\n",
-                     def->name.c_str(), shape.c_str(), choice.empty() ? "-" : choice.c_str(),
-                     state.c_str(), ran ? Fixed(m["median"].get<double>() * 1e3, 4).c_str() : "",
-                     range.c_str(), ran ? Fixed(tf, 1).c_str() : "",
-                     pub ? Fixed(pub->ms, 4).c_str() : "", pub ? Fixed(pub->tflops, 1).c_str() : "",
-                     ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3).c_str() : "",
-                     vs_cudnn ? ("  (" + Fixed(*vs_cudnn, 3) + "x cuDNN)").c_str() : "");
-        if (!ran) std::fprintf(table, "    %s\n", m.value("reason", "").c_str());
-        std::fflush(table);
-        const json lib = m.value("library", json::object());
-        std::string reason = m.value("reason", "");
-        csv += CsvRow({def->name, shape, ran ? library : choice, state,
-                       ran ? Fixed(m["median"].get<double>() * 1e3, 5) : "",
-                       ran ? Fixed(m["p10"].get<double>() * 1e3, 5) : "",
-                       ran ? Fixed(m["p90"].get<double>() * 1e3, 5) : "", ran ? Fixed(tf, 1) : "",
-                       pub ? Fixed(pub->ms, 4) : "", pub ? Fixed(pub->tflops, 1) : "",
-                       ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3) : "",
-                       vs_cudnn ? Fixed(*vs_cudnn, 4) : "", lib.value("version", ""), PlanOf(lib),
-                       reason});
-        all.push_back(m);
+// A shape of the published table ("4096" for the one variable axis of the defined workloads,
+// or "M=8192;N=…") as a workload of `d`: the defined one with those axes, else a new one kept
+// in `synthesized`.
+const Workload* PublishedShapeWorkload(const Definition& d, const std::string& shape,
+                                       const std::string& table_path,
+                                       std::deque<Workload>* synthesized) {
+  std::string spec = shape;
+  if (spec.find('=') == std::string::npos && !d.workloads.empty() &&
+      d.workloads[0].axes.size() == 1)
+    spec = d.workloads[0].axes.begin()->first + "=" + shape;
+  Workload w;
+  w.id = "published:" + spec;
+  for (const std::string& pair : Split(spec, ';')) {
+    std::vector<std::string> kv = Split(pair, '=');
+    long long v = 0;
+    if (kv.size() != 2 || !ParseInt64(Trim(kv[1]), &v))
+      throw InputError(table_path + ": malformed shape '" + shape + "' for " + d.name);
+    w.axes[Trim(kv[0])] = v;
+  }
+  for (const Workload& known : d.workloads)
+    if (known.axes == w.axes) return &known;
+  synthesized->push_back(w);
+  return &synthesized->back();
+}
+
+using BaselineJob = std::pair<const Definition*, const Workload*>;
+
+// Every (task, workload) to time, smallest shapes first within a task, so a table fills in the
+// order a reader scans it. Throws UsageError for a pattern that matches no task.
+std::vector<BaselineJob> BaselineJobs(const BaselineOptions& o, const Catalog& catalog,
+                                      const PublishedTable& published,
+                                      const std::string& table_path,
+                                      std::deque<Workload>* synthesized) {
+  std::vector<BaselineJob> jobs;
+  for (const std::string& pattern : o.tasks) {
+    size_t before = jobs.size();
+    for (const Definition& d : catalog.definitions()) {
+      if (fnmatch(pattern.c_str(), d.name.c_str(), 0) != 0) continue;
+      if (o.all_workloads) {
+        for (const Workload& w : d.workloads) jobs.push_back({&d, &w});
+      } else if (o.published_shapes) {
+        auto rows = published.find(d.name);
+        if (rows == published.end()) continue;
+        for (const auto& [shape, figures] : rows->second)
+          jobs.push_back({&d, PublishedShapeWorkload(d, shape, table_path, synthesized)});
+      } else {
+        jobs.push_back(
+            {&d, o.workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o.workload)});
       }
     }
-    if (!o->csv_path.empty()) WriteOutput(o->csv_path, csv);
-    if (!o->json_path.empty()) WriteOutput(o->json_path, all.dump(1) + "\n");
-    return failed ? 1 : 0;
-  };
+    if (jobs.size() == before) throw UsageError("no task matches '" + pattern + "'");
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
+    return a.first->name == b.first->name && a.first->Flops(*a.second) < b.first->Flops(*b.second);
+  });
+  return jobs;
+}
+
+// The attention forward's libraries, in the order their lines are printed: cuDNN first, so
+// FlashInfer's line can say how it compares.
+std::vector<AttentionBaseline> AttentionLibraries(const std::string& choice) {
+  std::vector<AttentionBaseline> attention;
+  if (choice != "flashinfer") attention.push_back(AttentionBaseline::kCudnn);
+  if (choice != "cudnn") attention.push_back(AttentionBaseline::kFlashInfer);
+  return attention;
+}
+
+const Published* PublishedFigures(const PublishedTable& published, const Definition& def,
+                                  const Workload& wl) {
+  const Published* pub = nullptr;
+  if (auto d = published.find(def.name); d != published.end())
+    for (const std::string& k : PublishedKeys(wl))
+      if (auto w = d->second.find(k); w != d->second.end()) pub = &w->second;
+  return pub;
+}
+
+const char kTableFormat[] = "%-26s %-12s %-10s %-11s %10s %18s %8s %10s %8s %7s%s\n";
+const char kCsvHeader[] =
+    "task,workload,baseline,state,median_ms,p10_ms,p90_ms,tflops,published_ms,"
+    "published_tflops,tflops_vs_published,cudnn_ms_over_this_ms,library_version,plan,reason\n";
+
+// One measurement as the table line (and, when it did not run, the reason below it) and as
+// a CSV row. `choice` is the attention forward's library ("" for other families).
+struct MeasuredLine {
+  const Definition* def;
+  const Workload* wl;
+  std::string choice;
+  const Published* pub;
+  std::optional<double> vs_cudnn;  // cuDNN's median over this one's (FlashInfer's line)
+};
+
+void PrintTableLine(FILE* table, const MeasuredLine& l, const json& m, const std::string& shape) {
+  const std::string state = m["state"];
+  const bool ran = state == "ran";
+  const double tf = m.value("tflops", 0.0);
+  std::string range =
+      ran ? Fixed(m["p10"].get<double>() * 1e3, 4) + ".." + Fixed(m["p90"].get<double>() * 1e3, 4)
+          : "";
+  const Published* pub = l.pub;
+  std::fprintf(table, kTableFormat, l.def->name.c_str(), shape.c_str(),
+               l.choice.empty() ? "-" : l.choice.c_str(), state.c_str(),
+               ran ? Fixed(m["median"].get<double>() * 1e3, 4).c_str() : "", range.c_str(),
+               ran ? Fixed(tf, 1).c_str() : "", pub ? Fixed(pub->ms, 4).c_str() : "",
+               pub ? Fixed(pub->tflops, 1).c_str() : "",
+               ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3).c_str() : "",
+               l.vs_cudnn ? ("  (" + Fixed(*l.vs_cudnn, 3) + "x cuDNN)").c_str() : "");
+  if (!ran) std::fprintf(table, "    %s\n", m.value("reason", "").c_str());
+  std::fflush(table);
+}
+
+std::string CsvLine(const MeasuredLine& l, const json& m, const std::string& shape) {
+  const std::string state = m["state"];
+  const bool ran = state == "ran";
+  const double tf = m.value("tflops", 0.0);
+  const std::string library =
+      m.contains("name") ? m["name"].get<std::string>() : (l.choice.empty() ? "vendor" : l.choice);
+  const json lib = m.value("library", json::object());
+  const Published* pub = l.pub;
+  return CsvRow({l.def->name, shape, ran ? library : l.choice, state,
+                 ran ? Fixed(m["median"].get<double>() * 1e3, 5) : "",
+                 ran ? Fixed(m["p10"].get<double>() * 1e3, 5) : "",
+                 ran ? Fixed(m["p90"].get<double>() * 1e3, 5) : "", ran ? Fixed(tf, 1) : "",
+                 pub ? Fixed(pub->ms, 4) : "", pub ? Fixed(pub->tflops, 1) : "",
+                 ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3) : "",
+                 l.vs_cudnn ? Fixed(*l.vs_cudnn, 4) : "", lib.value("version", ""), PlanOf(lib),
+                 m.value("reason", "")});
+}
+
+// What the measuring loop hands back: the CSV text, every measurement, and how many measured
+// nothing (failed, or skipped: no GPU, no CUPTI).
+struct BaselineResults {
+  std::string csv = kCsvHeader;
+  json all = json::array();
+  int failed = 0;
+};
+
+// Times each job's library (both attention-forward libraries where asked), printing each line
+// as it is measured.
+BaselineResults MeasureJobs(const BaselineOptions& o, const std::vector<BaselineJob>& jobs,
+                            const PublishedTable& published, FILE* table) {
+  BaselineResults out;
+  uint64_t seed = 0x62617365ull;
+  const std::vector<AttentionBaseline> attention = AttentionLibraries(o.baseline);
+  for (const auto& [def, wl] : jobs) {
+    const bool forward = def->family == "mha_fwd";
+    std::optional<double> cudnn_median;  // this shape's, when cuDNN ran
+    for (size_t k = 0; k < (forward ? attention.size() : 1); ++k) {
+      BaselineRequest req;
+      if (forward) req.attention = attention[k];
+      MeasuredLine l{def, wl, forward ? ToString(req.attention) : "", nullptr, std::nullopt};
+      req.definition = def;
+      req.workload = wl;
+      req.warmup = o.warmup;
+      req.iterations = o.iterations;
+      req.buffer_sets = o.buffer_sets;
+      req.timeout = std::chrono::seconds(o.timeout);
+      req.seed = seed += 1000003;
+      json m = MeasureBaseline(req);
+      std::vector<std::string> pairs;
+      for (const auto& [axis, value] : wl->axes)
+        pairs.push_back(axis + "=" + std::to_string(value));
+      std::string shape = Join(pairs, ";");
+      l.pub = PublishedFigures(published, *def, *wl);
+      if (l.pub)
+        m["published"] = {{"ms", l.pub->ms},
+                          {"tflops", l.pub->tflops},
+                          {"gpu", l.pub->gpu},
+                          {"reference", l.pub->reference}};
+      const std::string state = m["state"];
+      const bool ran = state == "ran";
+      out.failed += state == "failed" || state == "skipped";
+      const double median = ran ? m["median"].get<double>() : 0;
+      if (ran && l.choice == "cudnn") cudnn_median = median;
+      if (ran && l.choice == "flashinfer" && cudnn_median && median > 0)
+        l.vs_cudnn = *cudnn_median / median;
+      if (l.vs_cudnn) m["cudnn_median_over_this"] = *l.vs_cudnn;
+      PrintTableLine(table, l, m, shape);
+      out.csv += CsvLine(l, m, shape);
+      out.all.push_back(m);
+    }
+  }
+  return out;
+}
+
+int RunBaseline(const BaselineOptions& o) {
+  CheckOutputPaths({{"--csv", o.csv_path}, {"--json", o.json_path}});
+  // With an output on standard output, the table for people goes to standard error.
+  FILE* table = IsStandardOutput(o.csv_path) || IsStandardOutput(o.json_path) ? stderr : stdout;
+  Catalog catalog = Catalog::Load(o.tasks_dir.empty() ? Catalog::DefaultDir() : o.tasks_dir);
+  if (int(o.all_workloads) + int(o.published_shapes) + int(!o.workload.empty()) > 1)
+    throw UsageError("--workload, --all-workloads and --published-shapes exclude each other");
+  const std::string compare = PublishedTablePath(o);
+  const PublishedTable published = compare.empty() ? PublishedTable{} : LoadPublished(compare);
+  if (o.published_shapes && compare.empty())
+    throw UsageError("--published-shapes needs a published table (--compare FILE)");
+  std::deque<Workload> synthesized;  // the published shapes no workload file defines
+  const std::vector<BaselineJob> jobs = BaselineJobs(o, catalog, published, compare, &synthesized);
+
+  // Nothing to measure without a GPU: the environment's fault (exit 3, as `eval`), said
+  // once, not as a CUPTI failure per shape.
+  if (auto why = WhyNoGpu()) throw EnvironmentError("baseline: no GPU (" + *why + ")");
+  std::fprintf(table, kTableFormat, "task", "workload", "baseline", "state", "median ms",
+               "p10..p90 ms", "TFLOP/s", "pub. ms", "pub. TF", "ratio", "");
+  BaselineResults r = MeasureJobs(o, jobs, published, table);
+  if (!o.csv_path.empty()) WriteOutput(o.csv_path, r.csv);
+  if (!o.json_path.empty()) WriteOutput(o.json_path, r.all.dump(1) + "\n");
+  return r.failed ? 1 : 0;
+}
+
+}  // namespace
+
+CommandRunner AddBaselineCommand(CLI::App& app) {
+  auto o = std::make_shared<BaselineOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "baseline",
+      "Time the vendor baseline alone (cuBLASLt, FlashInfer, cuDNN SDPA), as evaluations do");
+  DeclareBaselineOptions(cmd, o.get());
+  return [o]() { return RunBaseline(*o); };
 }
 
 }  // namespace ptxbench

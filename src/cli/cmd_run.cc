@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "agent/loop.h"
@@ -24,7 +25,6 @@
 #include "agent/run_identity.h"
 #include "agent/upstream.h"
 #include "cli/commands.h"
-#include "cli/fixit_support.h"
 #include "cli/option_checks.h"
 #include "cli/shared_options.h"
 #include "common/bounded_json.h"
@@ -34,6 +34,7 @@
 #include "common/strings.h"
 #include "common/version.h"
 #include "compile/nvcc.h"
+#include "serve/evaluator_choice.h"
 #ifdef PTXBENCH_HAVE_SQLITE
 #include <mutex>
 
@@ -190,80 +191,111 @@ int RejudgeUpstream(const UpstreamRejudge& r) {
 
 namespace {
 
-int RunWith(RunOptions* o) {
-  Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
+// Who writes the kernels of a run: a model's endpoint, a replayed trajectory, or an upstream
+// experiment replayed turn by turn; and what run.json says about it.
+struct RunAuthor {
   std::unique_ptr<ChatProvider> provider;
   json model_info;
-  std::string default_task, model_name;
-  bool replay = o->model.empty();  // upstream's too: a replay reads no prompt
-  if (!o->model.empty() && !o->replay_file.empty())
-    throw UsageError("--model and --replay exclude each other");
+  std::string model_name;
+  std::string default_task;  // a replay's own task, used when --task is not given
+  bool replay = false;       // a replay reads no prompt: no pack by default
   std::optional<UpstreamExperiment> upstream;
-  if (!o->upstream.empty()) {
-    if (!o->model.empty() || !o->replay_file.empty())
-      throw UsageError("--upstream replays upstream's replies: no --model or --replay with it");
-    if (o->tasks.size() > 1 || o->trajectories != 1)
-      throw UsageError(
-          "--upstream runs each upstream trajectory once; --task names the task only for "
-          "trajectories that name none");
-    upstream = ReadUpstreamExperiment(o->upstream, catalog, o->tasks.empty() ? "" : o->tasks[0]);
-    for (const auto& p : upstream->problems)
-      std::fprintf(stderr, "run: left out %s: %s\n", p.path.c_str(), p.message.c_str());
-    provider = std::make_unique<UpstreamReplayProvider>(*upstream);
-    // Reports group runs by model: an experiment of one model is shown under that model's
-    // name (marked as upstream's), one of several or none under "upstream".
-    std::set<std::string> models;
-    for (const auto& t : upstream->trajectories)
-      if (!t.model.empty()) models.insert(t.model);
-    model_name = models.size() == 1 ? "upstream:" + *models.begin() : "upstream";
-    model_info = {{"name", model_name},
+};
+
+// `--upstream FOLDER`: upstream's replies, each trajectory once, on the tasks they name.
+RunAuthor UpstreamAuthor(RunOptions* o, const Catalog& catalog) {
+  if (!o->model.empty() || !o->replay_file.empty())
+    throw UsageError("--upstream replays upstream's replies: no --model or --replay with it");
+  if (o->tasks.size() > 1 || o->trajectories != 1)
+    throw UsageError(
+        "--upstream runs each upstream trajectory once; --task names the task only for "
+        "trajectories that name none");
+  RunAuthor r;
+  r.replay = true;
+  r.upstream = ReadUpstreamExperiment(o->upstream, catalog, o->tasks.empty() ? "" : o->tasks[0]);
+  const UpstreamExperiment& up = *r.upstream;
+  for (const auto& p : up.problems)
+    std::fprintf(stderr, "run: left out %s: %s\n", p.path.c_str(), p.message.c_str());
+  r.provider = std::make_unique<UpstreamReplayProvider>(up);
+  // Reports group runs by model: an experiment of one model is shown under that model's
+  // name (marked as upstream's), one of several or none under "upstream".
+  std::set<std::string> models;
+  for (const auto& t : up.trajectories)
+    if (!t.model.empty()) models.insert(t.model);
+  r.model_name = models.size() == 1 ? "upstream:" + *models.begin() : "upstream";
+  r.model_info = {{"name", r.model_name},
                   {"provider", "upstream-replay"},
                   {"upstream_models", models},
                   {"folder", std::filesystem::absolute(o->upstream).lexically_normal().string()}};
-    size_t most = 0;
-    for (const auto& t : upstream->trajectories) most = std::max(most, t.turns.size());
-    // --turns caps each trajectory; without it each runs as many turns as upstream's had.
-    if (o->turns == 0) o->turns = static_cast<int>(std::min<size_t>(most, 100));
-    o->tasks.clear();
-    for (const auto& t : upstream->trajectories)
-      if (std::find(o->tasks.begin(), o->tasks.end(), t.task) == o->tasks.end())
-        o->tasks.push_back(t.task);
-  } else if (o->model.empty()) {
-    std::string file =
-        o->replay_file.empty() ? DefaultReplayFile() : ResolveReplayFile(o->replay_file);
-    auto r = ReplayProvider::Load(file, PTXBENCH_SOURCE_DIR);
-    default_task = r->task();
-    if (o->turns == 0) o->turns = static_cast<int>(r->turns());
-    model_info = {{"name", "replay"}, {"provider", "replay"}, {"file", file}};
-    model_name = "replay";
-    provider = std::move(r);
+  size_t most = 0;
+  for (const auto& t : up.trajectories) most = std::max(most, t.turns.size());
+  // --turns caps each trajectory; without it each runs as many turns as upstream's had.
+  if (o->turns == 0) o->turns = static_cast<int>(std::min<size_t>(most, 100));
+  o->tasks.clear();
+  for (const auto& t : up.trajectories)
+    if (std::find(o->tasks.begin(), o->tasks.end(), t.task) == o->tasks.end())
+      o->tasks.push_back(t.task);
+  return r;
+}
+
+// No model named: `--replay FILE`, or the bundled trajectory.
+RunAuthor ReplayAuthor(RunOptions* o) {
+  RunAuthor r;
+  r.replay = true;
+  std::string file =
+      o->replay_file.empty() ? DefaultReplayFile() : ResolveReplayFile(o->replay_file);
+  auto replay = ReplayProvider::Load(file, PTXBENCH_SOURCE_DIR);
+  r.default_task = replay->task();
+  if (o->turns == 0) o->turns = static_cast<int>(replay->turns());
+  r.model_info = {{"name", "replay"}, {"provider", "replay"}, {"file", file}};
+  r.model_name = "replay";
+  r.provider = std::move(replay);
+  return r;
+}
+
+// `--model NAME` of the models file: its endpoint, or the replay the file names for it.
+RunAuthor ModelAuthor(RunOptions* o) {
+  std::string file = o->models_file.empty()
+                         ? std::string(PTXBENCH_SOURCE_DIR) + "/agent/models.json"
+                         : o->models_file;
+  std::vector<ModelConfig> models = LoadModelConfigs(file);
+  const ModelConfig* m = nullptr;
+  for (const auto& c : models)
+    if (c.name == o->model) m = &c;
+  if (!m) throw UsageError("no model '" + o->model + "' in " + file);
+  RunAuthor r;
+  if (m->provider == "replay") {
+    auto replay = ReplayProvider::Load(ResolveReplayFile(m->file), PTXBENCH_SOURCE_DIR);
+    r.default_task = replay->task();
+    if (o->turns == 0) o->turns = static_cast<int>(replay->turns());
+    r.provider = std::move(replay);
+    r.replay = true;
   } else {
-    std::string file = o->models_file.empty()
-                           ? std::string(PTXBENCH_SOURCE_DIR) + "/agent/models.json"
-                           : o->models_file;
-    std::vector<ModelConfig> models = LoadModelConfigs(file);
-    const ModelConfig* m = nullptr;
-    for (const auto& c : models)
-      if (c.name == o->model) m = &c;
-    if (!m) throw UsageError("no model '" + o->model + "' in " + file);
-    if (m->provider == "replay") {
-      auto r = ReplayProvider::Load(ResolveReplayFile(m->file), PTXBENCH_SOURCE_DIR);
-      default_task = r->task();
-      if (o->turns == 0) o->turns = static_cast<int>(r->turns());
-      provider = std::move(r);
-      replay = true;  // a replay reads no prompt: no pack by default
-    } else {
-      ModelConfig config = *m;
-      // The endpoint's 429s and 5xx on the terminal as they happen, not only in the record.
-      if (!o->quiet)
-        config.on_retry = [](const std::string& line) {
-          std::fprintf(stderr, "model %s\n", line.c_str());
-        };
-      provider = MakeHttpProvider(config);
-    }
-    model_info = PublicModelJson(*m);
-    model_name = m->name;
+    ModelConfig config = *m;
+    // The endpoint's 429s and 5xx on the terminal as they happen, not only in the record.
+    if (!o->quiet)
+      config.on_retry = [](const std::string& line) {
+        std::fprintf(stderr, "model %s\n", line.c_str());
+      };
+    r.provider = MakeHttpProvider(config);
   }
+  r.model_info = PublicModelJson(*m);
+  r.model_name = m->name;
+  return r;
+}
+
+RunAuthor ChooseAuthor(RunOptions* o, const Catalog& catalog) {
+  if (!o->model.empty() && !o->replay_file.empty())
+    throw UsageError("--model and --replay exclude each other");
+  if (!o->upstream.empty()) return UpstreamAuthor(o, catalog);
+  if (o->model.empty()) return ReplayAuthor(o);
+  return ModelAuthor(o);
+}
+
+// The checks that need the author (its turn count, its task) or that a caller other than the
+// command line (RejudgeUpstream) could get wrong; CLI11 checked the rest at parse time.
+// Returns the pack variant to load.
+std::string ValidateRunOptions(RunOptions* o, const RunAuthor& author) {
   if (o->turns == 0) o->turns = 8;
   if (o->turns < 1 || o->turns > 100) throw UsageError("--turns must be between 1 and 100");
   if (o->trajectories < 1 || o->trajectories > 10000)
@@ -273,55 +305,171 @@ int RunWith(RunOptions* o) {
   if (o->context != "full" && o->context != "condensed")
     throw UsageError("unknown --context '" + o->context + "' (full or condensed)");
   RequireSupportedArch(o->arch);
-  std::string pack = o->pack.empty() ? (replay ? "none" : "full") : o->pack;
-  if (o->tasks.empty() && !default_task.empty()) o->tasks.push_back(default_task);
+  std::string pack = o->pack.empty() ? (author.replay ? "none" : "full") : o->pack;
+  if (o->tasks.empty() && !author.default_task.empty()) o->tasks.push_back(author.default_task);
   if (o->tasks.empty()) throw UsageError("--task is required");
   if (o->resume && o->out.empty()) throw UsageError("--resume needs --out (the run to continue)");
   if (o->evaluator.empty()) FindNvcc("");  // a remote evaluator needs no compiler here
+  return pack;
+}
 
-  AgentOptions a;
+// The (task, workload) pairs: upstream's trajectories one by one (each with its own id, seed
+// and turn count), else every --task on the chosen workload.
+std::vector<RunTask> RunTasks(const RunOptions& o, const Catalog& catalog,
+                              const std::optional<UpstreamExperiment>& upstream) {
+  std::vector<RunTask> tasks;
   if (upstream) {
     for (const auto& t : upstream->trajectories) {
       const Definition& d = catalog.Find(t.task);
-      RunTask rt{&d, o->workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o->workload),
-                 t.id, t.seed};
-      rt.turns = std::min(static_cast<int>(t.turns.size()), o->turns);
-      a.tasks.push_back(rt);
+      RunTask rt{&d, o.workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o.workload), t.id,
+                 t.seed};
+      rt.turns = std::min(static_cast<int>(t.turns.size()), o.turns);
+      tasks.push_back(rt);
     }
-  } else {
-    for (const std::string& name : o->tasks) {
-      const Definition& d = catalog.Find(name);
-      a.tasks.push_back(
-          {&d, o->workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o->workload)});
+    return tasks;
+  }
+  for (const std::string& name : o.tasks) {
+    const Definition& d = catalog.Find(name);
+    tasks.push_back({&d, o.workload.empty() ? &d.DefaultWorkload() : &d.FindWorkload(o.workload)});
+  }
+  return tasks;
+}
+
+// What run.json records: enough to compare runs and to refuse a --resume with other settings.
+json RunInfo(const RunOptions& o, const RunAuthor& author, const std::string& pack,
+             const std::string& pack_text) {
+  json info = {{"model", author.model_info},
+               {"tasks", o.tasks},
+               {"workload", o.workload},
+               {"trajectories", o.trajectories},
+               {"turns", o.turns},
+               {"target_speedup", o.target_speedup > 0 ? json(o.target_speedup) : json()},
+               {"arch", o.arch},
+               {"pack", pack},
+               {"pack_info", PackInfo(o.arch, pack, pack_text)},
+               {"context", o.context},
+               {"concurrency", o.concurrency},
+               {"ptxbench_version", PTXBENCH_VERSION},
+               {"ptxbench_commit", PtxbenchCommit()}};
+  info.update(EvaluationOptionsJson(o.evaluation, kRunEvaluationKeys));
+  if (author.upstream) info["upstream"] = UpstreamRunInfo(*author.upstream);
+  return info;
+}
+
+// The agent loop's settings from the options; prepares (or checks, on --resume) the run folder.
+AgentOptions AgentOptionsFor(const RunOptions& o, const Catalog& catalog, const RunAuthor& author,
+                             const std::string& pack) {
+  AgentOptions a;
+  a.tasks = RunTasks(o, catalog, author.upstream);
+  a.trajectories = o.trajectories;
+  a.turns = o.turns;
+  if (o.target_speedup > 0) a.target_speedup = o.target_speedup;
+  a.arch = o.arch;
+  a.pack_text = LoadPack(DefaultPacksDir(), o.arch, pack);
+  a.prompts_dir = DefaultPromptsDir();
+  a.context = o.context;
+  a.concurrency = o.concurrency;
+  a.resume = o.resume;
+  a.progress = !o.quiet;
+  a.run_dir = o.out.empty() ? "runs/" + Stamp() + "-" + author.model_name : o.out;
+  PrepareRunFolder(a.run_dir, o.resume, o.overwrite);
+  a.run_info = RunInfo(o, author, pack, a.pack_text);
+  return a;
+}
+
+#ifdef PTXBENCH_HAVE_SQLITE
+// `--db`: the store follows the run folder turn by turn. A failed store write does not stop
+// the run: the run folder has everything, and `ptxbench import` puts it in later.
+class RunStoreFollower {
+ public:
+  RunStoreFollower(const std::string& db, const std::string& run_dir, bool resume, bool quiet)
+      : db_(db), run_dir_(run_dir), store_(ResultsStore::Open(db)) {
+    // A resumed run first brings the store up to the folder: turns finished in an earlier
+    // session whose store write was lost (a kill, a locked database) are saved now.
+    if (!resume) return;
+    ImportSummary im = ImportPath(*store_, run_dir_);
+    if (!quiet)
+      std::fprintf(stderr, "run: the store %s has the run's %d trajectories, %d turns\n",
+                   db_.c_str(), im.trajectories, im.turns);
+  }
+
+  // A failed write is tried again once, then reported; the next save tries again (the
+  // trajectory file holds every turn so far), and Converge at the end of the run catches up.
+  void Save(const json& trajectory, const json& record) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      try {
+        Put(trajectory, record);
+        return;
+      } catch (const std::exception& e) {
+        if (attempt == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          continue;
+        }
+        ++failures_;
+        std::fprintf(stderr, "run: a write to the store %s failed (%s); tried again later\n",
+                     db_.c_str(), e.what());
+      }
     }
   }
-  a.trajectories = o->trajectories;
-  a.turns = o->turns;
-  if (o->target_speedup > 0) a.target_speedup = o->target_speedup;
-  a.arch = o->arch;
-  a.pack_text = LoadPack(DefaultPacksDir(), o->arch, pack);
-  a.prompts_dir = DefaultPromptsDir();
-  a.context = o->context;
-  a.concurrency = o->concurrency;
-  a.resume = o->resume;
-  a.progress = !o->quiet;
-  a.run_dir = o->out.empty() ? "runs/" + Stamp() + "-" + model_name : o->out;
-  PrepareRunFolder(a.run_dir, o->resume, o->overwrite);
-  a.run_info = {{"model", model_info},
-                {"tasks", o->tasks},
-                {"workload", o->workload},
-                {"trajectories", o->trajectories},
-                {"turns", o->turns},
-                {"target_speedup", o->target_speedup > 0 ? json(o->target_speedup) : json()},
-                {"arch", o->arch},
-                {"pack", pack},
-                {"pack_info", PackInfo(o->arch, pack, a.pack_text)},
-                {"context", o->context},
-                {"concurrency", o->concurrency},
-                {"ptxbench_version", PTXBENCH_VERSION},
-                {"ptxbench_commit", PtxbenchCommit()}};
-  a.run_info.update(EvaluationOptionsJson(o->evaluation, kRunEvaluationKeys));
-  if (upstream) a.run_info["upstream"] = UpstreamRunInfo(*upstream);
+
+  // After failed writes, the whole run folder into the store once more.
+  void Converge() {
+    if (failures_ == 0) return;
+    try {
+      ImportPath(*store_, run_dir_);
+      std::fprintf(stderr, "run: after %d failed writes the store %s now holds the whole run\n",
+                   failures_, db_.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "run: the store %s is behind the run folder (%s): `ptxbench import %s --db "
+                   "%s` brings it up to date\n",
+                   db_.c_str(), e.what(), run_dir_.c_str(), db_.c_str());
+    }
+  }
+
+ private:
+  void Put(const json& trajectory, const json& record) {
+    if (run_id_.empty())
+      run_id_ = store_->PutRun(
+          ParseBoundedJson(ReadFile(run_dir_ + "/run.json"), run_dir_ + "/run.json"), run_dir_);
+    std::vector<StoredEvaluation> evals;
+    const json& turns = trajectory["info"]["turns"];
+    if (record.is_object() && !turns.empty())
+      evals.push_back({ResultsStore::TurnEvaluationKey(run_id_, turns.back()), record});
+    store_->PutTrajectory(run_id_, trajectory, evals);
+  }
+
+  std::string db_, run_dir_;
+  std::unique_ptr<ResultsStore> store_;
+  std::mutex mu_;
+  std::string run_id_;
+  int failures_ = 0;
+};
+#endif
+
+// The last line on standard output, and the exit code: 130 after Ctrl-C, 3 when trajectories
+// were interrupted, else 0.
+int ReportRun(const std::string& run_dir, const RunSummary& s) {
+  std::printf(
+      "run %s: %d trajectories (%d finished, %d interrupted), %d turns run, %d reused; "
+      "correct in %d, verified in %d; agent overhead per turn max %.1f ms, mean %.1f ms\n",
+      run_dir.c_str(), s.trajectories, s.finished, s.interrupted, s.turns_run, s.turns_reused,
+      s.correct, s.verified, s.max_overhead_s * 1e3, s.mean_overhead_s * 1e3);
+  if (g_stop_requested.load()) {
+    std::printf(
+        "run %s: stopped by Ctrl-C; continue it with the same command and --resume --out %s\n",
+        run_dir.c_str(), run_dir.c_str());
+    return 130;
+  }
+  return s.interrupted ? 3 : 0;
+}
+
+int RunWith(RunOptions* o) {
+  Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
+  RunAuthor author = ChooseAuthor(o, catalog);
+  std::string pack = ValidateRunOptions(o, author);
+  AgentOptions a = AgentOptionsFor(*o, catalog, author, pack);
 
   Evaluator evaluate =
       MakeEvaluator({o->arch, o->evaluation, kRunEvaluationKeys, /*service_url=*/o->evaluator});
@@ -331,48 +479,11 @@ int RunWith(RunOptions* o) {
     a.parallel_evaluations = o->concurrency;
   }
 #ifdef PTXBENCH_HAVE_SQLITE
-  // The store follows the files turn by turn. A failed store write does not stop the run:
-  // the run folder has everything, and `ptxbench import` puts it in later.
-  std::unique_ptr<ResultsStore> store;
-  std::mutex store_mu;
-  std::string store_run;
-  int store_failures = 0;
+  std::unique_ptr<RunStoreFollower> store;
   if (!o->db.empty()) {
-    store = ResultsStore::Open(o->db);
-    // A resumed run first brings the store up to the folder: turns finished in an earlier
-    // session whose store write was lost (a kill, a locked database) are saved now.
-    if (o->resume) {
-      ImportSummary im = ImportPath(*store, a.run_dir);
-      if (!o->quiet)
-        std::fprintf(stderr, "run: the store %s has the run's %d trajectories, %d turns\n",
-                     o->db.c_str(), im.trajectories, im.turns);
-    }
-    // A failed write is tried again once, then reported; the next save tries again (the
-    // trajectory file holds every turn so far), and the end of the run converges the store.
-    a.on_save = [&](const json& trajectory, const json& record) {
-      std::lock_guard<std::mutex> lock(store_mu);
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        try {
-          if (store_run.empty())
-            store_run = store->PutRun(
-                ParseBoundedJson(ReadFile(a.run_dir + "/run.json"), a.run_dir + "/run.json"),
-                a.run_dir);
-          std::vector<StoredEvaluation> evals;
-          const json& turns = trajectory["info"]["turns"];
-          if (record.is_object() && !turns.empty())
-            evals.push_back({ResultsStore::TurnEvaluationKey(store_run, turns.back()), record});
-          store->PutTrajectory(store_run, trajectory, evals);
-          return;
-        } catch (const std::exception& e) {
-          if (attempt == 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
-            continue;
-          }
-          ++store_failures;
-          std::fprintf(stderr, "run: a write to the store %s failed (%s); tried again later\n",
-                       o->db.c_str(), e.what());
-        }
-      }
+    store = std::make_unique<RunStoreFollower>(o->db, a.run_dir, o->resume, o->quiet);
+    a.on_save = [&store](const json& trajectory, const json& record) {
+      store->Save(trajectory, record);
     };
   }
 #else
@@ -381,33 +492,11 @@ int RunWith(RunOptions* o) {
 #endif
   StopOnInterrupt(a.run_dir);
   a.stop_requested = &g_stop_requested;
-  RunSummary s = RunAgent(a, *provider, evaluate);
+  RunSummary s = RunAgent(a, *author.provider, evaluate);
 #ifdef PTXBENCH_HAVE_SQLITE
-  if (store && store_failures > 0) {
-    try {
-      ImportPath(*store, a.run_dir);
-      std::fprintf(stderr, "run: after %d failed writes the store %s now holds the whole run\n",
-                   store_failures, o->db.c_str());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr,
-                   "run: the store %s is behind the run folder (%s): `ptxbench import %s --db "
-                   "%s` brings it up to date\n",
-                   o->db.c_str(), e.what(), a.run_dir.c_str(), o->db.c_str());
-    }
-  }
+  if (store) store->Converge();
 #endif
-  std::printf(
-      "run %s: %d trajectories (%d finished, %d interrupted), %d turns run, %d reused; "
-      "correct in %d, verified in %d; agent overhead per turn max %.1f ms, mean %.1f ms\n",
-      a.run_dir.c_str(), s.trajectories, s.finished, s.interrupted, s.turns_run, s.turns_reused,
-      s.correct, s.verified, s.max_overhead_s * 1e3, s.mean_overhead_s * 1e3);
-  if (g_stop_requested.load()) {
-    std::printf(
-        "run %s: stopped by Ctrl-C; continue it with the same command and --resume --out %s\n",
-        a.run_dir.c_str(), a.run_dir.c_str());
-    return 130;
-  }
-  return s.interrupted ? 3 : 0;
+  return ReportRun(a.run_dir, s);
 }
 
 }  // namespace

@@ -269,22 +269,35 @@ bool IsLoopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
-}  // namespace
+struct ServeOptions {
+  std::string host = "127.0.0.1", db, db_file, gpus = "all", tasks_dir, cache_dir, worker_dir;
+  std::string token_env = "PTXBENCH_SERVE_TOKEN";
+  int port = 8737, workers = 1, lease = 30, lock_timeout = 600, min_workers = -1;
+  int max_connections = 256, max_connections_per_ip = 128, request_timeout = 30;
+  std::string tls_cert, tls_key;
+  int64_t max_source_bytes = kMaxSourceBytes;
+  double min_free_disk_mb = 64;
+  bool no_workers = false, allow_plain_http = false;
+};
 
-CommandRunner AddServeCommand(CLI::App& app) {
-  struct Options {
-    std::string host = "127.0.0.1", db, db_file, gpus = "all", tasks_dir, cache_dir, worker_dir;
-    std::string token_env = "PTXBENCH_SERVE_TOKEN";
-    int port = 8737, workers = 1, lease = 30, lock_timeout = 600, min_workers = -1;
-    int max_connections = 256, max_connections_per_ip = 128, request_timeout = 30;
-    std::string tls_cert, tls_key;
-    int64_t max_source_bytes = kMaxSourceBytes;
-    double min_free_disk_mb = 64;
-    bool no_workers = false, allow_plain_http = false;
-  };
-  auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve", "The evaluation service: an HTTP API, a queue, one worker per GPU");
+// --gpus: all, none, or device indices (whether the devices exist is checked when serving).
+CLI::Validator GpuSpec() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        bool indices = !in.empty();
+        for (const std::string& part : Split(in, ',')) {
+          long long i;
+          indices = indices && ParseInt64(Trim(part), &i) && i >= 0;
+        }
+        if (in == "all" || in == "none" || indices) return "";
+        return "Value " + in + " is not all, none, or device indices such as 0,1";
+      },
+      "all|none|INDEX,…");
+}
+
+// The Declare* functions run in the order the help lists the options.
+
+void DeclareAddressAndQueueOptions(CLI::App* cmd, ServeOptions* o) {
   AddRangeOption(cmd, "--port", &o->port, "TCP port", 1, 65535);
   cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0: every interface)")
       ->capture_default_str();
@@ -293,18 +306,11 @@ CommandRunner AddServeCommand(CLI::App& app) {
                      ") or postgresql://… (shared with workers on other hosts)",
                  StoreSource::kEnvironment);
   AddQueueFileOption(cmd, &o->db_file);
+}
+
+void DeclareWorkerOptions(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--gpus", o->gpus, "Devices to start workers for: all, none, or 0,1,…")
-      ->check(CLI::Validator(
-          [](std::string& in) -> std::string {
-            bool indices = !in.empty();
-            for (const std::string& part : Split(in, ',')) {
-              long long i;
-              indices = indices && ParseInt64(Trim(part), &i) && i >= 0;
-            }
-            if (in == "all" || in == "none" || indices) return "";
-            return "Value " + in + " is not all, none, or device indices such as 0,1";
-          },
-          "all|none|INDEX,…"))
+      ->check(GpuSpec())
       ->capture_default_str();
   AddRangeOption(cmd, "--workers", &o->workers,
                  "Workers per GPU (several share a GPU's lock: one timed evaluation at a time); "
@@ -320,6 +326,9 @@ CommandRunner AddServeCommand(CLI::App& app) {
                   "The workers' private folder (their --lock-dir; default: each worker's own "
                   "choice, see `ptxbench worker --help`)");
   AddRangeOption(cmd, "--lease", &o->lease, "Seconds of a job's lease", 2, 3600);
+}
+
+void DeclareRequestLimitOptions(CLI::App* cmd, ServeOptions* o) {
   AddRangeOption(cmd, "--max-source-bytes", &o->max_source_bytes, "Largest source accepted",
                  int64_t{1}, int64_t{1} << 30);
   AddRangeOption(cmd, "--max-connections", &o->max_connections,
@@ -337,6 +346,9 @@ CommandRunner AddServeCommand(CLI::App& app) {
                  "Seconds a request's line, headers and body may take to arrive, however they "
                  "trickle (from the connection's start or its previous reply)",
                  1, 3600);
+}
+
+void DeclareTlsAndTokenOptions(CLI::App* cmd, ServeOptions* o) {
   CLI::Option* cert = cmd->add_option("--tls-cert", o->tls_cert,
                                       "PEM certificate (chain): serve HTTPS only (with --tls-key)")
                           ->check(CLI::ExistingFile);
@@ -351,6 +363,13 @@ CommandRunner AddServeCommand(CLI::App& app) {
   cmd->add_flag("--allow-plain-http", o->allow_plain_http,
                 "Accept a token on a non-loopback --host over plain HTTP (it travels in clear; "
                 "prefer --tls-cert/--tls-key, or a TLS reverse proxy with serve on 127.0.0.1)");
+}
+
+void DeclareServeOptions(CLI::App* cmd, ServeOptions* o) {
+  DeclareAddressAndQueueOptions(cmd, o);
+  DeclareWorkerOptions(cmd, o);
+  DeclareRequestLimitOptions(cmd, o);
+  DeclareTlsAndTokenOptions(cmd, o);
   AddRangeOption(cmd, "--min-free-disk-mb", &o->min_free_disk_mb,
                  "Health is not ok (503) when the queue's folder has less free space", 0.0, 1e9);
   AddRangeOption(cmd, "--lock-timeout", &o->lock_timeout,
@@ -358,99 +377,136 @@ CommandRunner AddServeCommand(CLI::App& app) {
                  86400);
   AddTasksDirOption(cmd, &o->tasks_dir);
   AddCacheDirOption(cmd, &o->cache_dir, "Build and reference cache of the workers");
-  return [o]() {
-    RequireHttpServer();
-    const char* token = std::getenv(o->token_env.c_str());
-    if (token && *token && !IsLoopback(o->host) && !o->allow_plain_http && o->tls_cert.empty())
-      throw UsageError("--host " + o->host +
-                       ": a bearer token would travel in clear over plain HTTP beyond this "
-                       "machine; pass --tls-cert and --tls-key, serve on 127.0.0.1 behind a TLS "
-                       "reverse proxy, or pass --allow-plain-http");
-    std::string db = QueueLocation(o->db, o->db_file);
-    if (db.empty()) db = DefaultStorePath();
-    if (!IsPostgresUrl(db)) {
-      std::string dir = db.find('/') == std::string::npos ? "" : db.substr(0, db.rfind('/'));
-      if (!dir.empty()) MakeDirs(dir);
-    }
-    std::unique_ptr<JobQueue> queue = OpenJobQueue(db);
-    // A request waits at most this long for another writer's lock, then gets 503 Retry-After.
-    queue->SetLockWait(std::chrono::seconds(5));
+}
 
-    ServerOptions so;
-    so.host = o->host;
-    so.port = o->port;
-    if (token) so.token = token;
-    so.min_free_disk_mb = o->min_free_disk_mb;
-    so.max_source_bytes = static_cast<size_t>(o->max_source_bytes);
-    so.max_connections = o->max_connections;
-    so.max_connections_per_ip = o->max_connections_per_ip;
-    so.request_timeout_s = o->request_timeout;
-    so.tls_cert = o->tls_cert;
-    so.tls_key = o->tls_key;
-    so.tasks_dir = o->tasks_dir;
-    // A worker renews three times per lease; three missed renewals and it is not alive.
-    so.alive_within = std::chrono::seconds(std::max(3, o->lease));
+// A bearer token must not cross the network in clear unless the operator says so.
+void RefuseTokenInClear(const ServeOptions& o, const char* token) {
+  if (token && *token && !IsLoopback(o.host) && !o.allow_plain_http && o.tls_cert.empty())
+    throw UsageError("--host " + o.host +
+                     ": a bearer token would travel in clear over plain HTTP beyond this "
+                     "machine; pass --tls-cert and --tls-key, serve on 127.0.0.1 behind a TLS "
+                     "reverse proxy, or pass --allow-plain-http");
+}
 
-    std::vector<std::vector<std::string>> argvs;
-    if (!o->no_workers) {
-      std::vector<Gpu> gpus = SelectGpus(o->gpus);
-      for (const Gpu& g : gpus)
-        so.gpus.push_back({{"index", g.index}, {"uuid", g.label}, {"name", g.name}});
-      std::vector<std::string> labels;
-      for (const Gpu& g : gpus)
-        for (int k = 0; k < o->workers; ++k) labels.push_back(g.label);
-      if (gpus.empty()) {
-        std::fprintf(stderr,
-                     "serve: no GPU (--gpus %s): %d worker(s) without a device; the GPU layers "
-                     "of every evaluation will be skipped, with that reason\n",
-                     o->gpus.c_str(), o->workers);
-        labels.assign(static_cast<size_t>(o->workers), "none");
-      }
-      std::string self = SelfExecutable();
-      for (const std::string& label : labels) {
-        std::vector<std::string> argv = {self,
-                                         "worker",
-                                         "--gpu",
-                                         label,
-                                         "--lease",
-                                         std::to_string(o->lease),
-                                         "--lock-timeout",
-                                         std::to_string(o->lock_timeout)};
-        if (!o->tasks_dir.empty()) argv.insert(argv.end(), {"--tasks-dir", o->tasks_dir});
-        if (!o->cache_dir.empty()) argv.insert(argv.end(), {"--cache-dir", o->cache_dir});
-        if (!o->worker_dir.empty()) argv.insert(argv.end(), {"--lock-dir", o->worker_dir});
-        argvs.push_back(argv);
-      }
-    }
+// --db, --db-file or the default store; a store file's folder is made when missing.
+std::string QueueLocationFor(const ServeOptions& o) {
+  std::string db = QueueLocation(o.db, o.db_file);
+  if (db.empty()) db = DefaultStorePath();
+  if (!IsPostgresUrl(db)) {
+    std::string dir = db.find('/') == std::string::npos ? "" : db.substr(0, db.rfind('/'));
+    if (!dir.empty()) MakeDirs(dir);
+  }
+  return db;
+}
 
-    struct sigaction sa = {};
-    sa.sa_handler = OnStopSignal;
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
-    WorkerSupervisor workers(argvs, db, o->cache_dir.empty() ? CacheRoot() : o->cache_dir);
-    so.min_workers_alive = o->min_workers >= 0 ? o->min_workers : (argvs.empty() ? 0 : 1);
-    so.worker_problems = [&workers] { return workers.Problems(); };
-    workers.StartAll();
-    std::thread watch([&] {
-      while (!g_stop) {
-        workers.Check();
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      }
-    });
-    std::fprintf(stderr, "serve: queue %s, %zu worker(s), token %s\n",
-                 ValidUtf8(RedactSecrets(queue->Describe())).c_str(), argvs.size(),
-                 so.token.empty() ? "off" : "required");
-    try {
-      ServeHttp(so, *queue, g_stop);
-    } catch (...) {
-      g_stop = true;
-      watch.join();
-      throw;
+// The HTTP server's settings; the GPUs and the worker health come later (ServeWorkers).
+ServerOptions ServerOptionsFor(const ServeOptions& o, const char* token) {
+  ServerOptions so;
+  so.host = o.host;
+  so.port = o.port;
+  if (token) so.token = token;
+  so.min_free_disk_mb = o.min_free_disk_mb;
+  so.max_source_bytes = static_cast<size_t>(o.max_source_bytes);
+  so.max_connections = o.max_connections;
+  so.max_connections_per_ip = o.max_connections_per_ip;
+  so.request_timeout_s = o.request_timeout;
+  so.tls_cert = o.tls_cert;
+  so.tls_key = o.tls_key;
+  so.tasks_dir = o.tasks_dir;
+  // A worker renews three times per lease; three missed renewals and it is not alive.
+  so.alive_within = std::chrono::seconds(std::max(3, o.lease));
+  return so;
+}
+
+// The command line of each worker to start (none with --no-workers): --workers per selected
+// GPU, or --workers without a device where there is none. The GPUs go into health (so->gpus).
+std::vector<std::vector<std::string>> WorkerArgvs(const ServeOptions& o, ServerOptions* so) {
+  std::vector<std::vector<std::string>> argvs;
+  if (o.no_workers) return argvs;
+  std::vector<Gpu> gpus = SelectGpus(o.gpus);
+  for (const Gpu& g : gpus)
+    so->gpus.push_back({{"index", g.index}, {"uuid", g.label}, {"name", g.name}});
+  std::vector<std::string> labels;
+  for (const Gpu& g : gpus)
+    for (int k = 0; k < o.workers; ++k) labels.push_back(g.label);
+  if (gpus.empty()) {
+    std::fprintf(stderr,
+                 "serve: no GPU (--gpus %s): %d worker(s) without a device; the GPU layers "
+                 "of every evaluation will be skipped, with that reason\n",
+                 o.gpus.c_str(), o.workers);
+    labels.assign(static_cast<size_t>(o.workers), "none");
+  }
+  std::string self = SelfExecutable();
+  for (const std::string& label : labels) {
+    std::vector<std::string> argv = {self,
+                                     "worker",
+                                     "--gpu",
+                                     label,
+                                     "--lease",
+                                     std::to_string(o.lease),
+                                     "--lock-timeout",
+                                     std::to_string(o.lock_timeout)};
+    if (!o.tasks_dir.empty()) argv.insert(argv.end(), {"--tasks-dir", o.tasks_dir});
+    if (!o.cache_dir.empty()) argv.insert(argv.end(), {"--cache-dir", o.cache_dir});
+    if (!o.worker_dir.empty()) argv.insert(argv.end(), {"--lock-dir", o.worker_dir});
+    argvs.push_back(argv);
+  }
+  return argvs;
+}
+
+// Starts the workers, serves HTTP until SIGTERM or SIGINT, then stops the workers.
+int ServeWithWorkers(const ServeOptions& o, ServerOptions so, JobQueue& queue,
+                     const std::string& db, const std::vector<std::vector<std::string>>& argvs) {
+  struct sigaction sa = {};
+  sa.sa_handler = OnStopSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  WorkerSupervisor workers(argvs, db, o.cache_dir.empty() ? CacheRoot() : o.cache_dir);
+  so.min_workers_alive = o.min_workers >= 0 ? o.min_workers : (argvs.empty() ? 0 : 1);
+  so.worker_problems = [&workers] { return workers.Problems(); };
+  workers.StartAll();
+  std::thread watch([&] {
+    while (!g_stop) {
+      workers.Check();
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
+  });
+  std::fprintf(stderr, "serve: queue %s, %zu worker(s), token %s\n",
+               ValidUtf8(RedactSecrets(queue.Describe())).c_str(), argvs.size(),
+               so.token.empty() ? "off" : "required");
+  try {
+    ServeHttp(so, queue, g_stop);
+  } catch (...) {
+    g_stop = true;
     watch.join();
-    workers.Stop();
-    return 0;
-  };
+    throw;
+  }
+  watch.join();
+  workers.Stop();
+  return 0;
+}
+
+int Serve(const ServeOptions& o) {
+  RequireHttpServer();
+  const char* token = std::getenv(o.token_env.c_str());
+  RefuseTokenInClear(o, token);
+  const std::string db = QueueLocationFor(o);
+  std::unique_ptr<JobQueue> queue = OpenJobQueue(db);
+  // A request waits at most this long for another writer's lock, then gets 503 Retry-After.
+  queue->SetLockWait(std::chrono::seconds(5));
+  ServerOptions so = ServerOptionsFor(o, token);
+  std::vector<std::vector<std::string>> argvs = WorkerArgvs(o, &so);
+  return ServeWithWorkers(o, std::move(so), *queue, db, argvs);
+}
+
+}  // namespace
+
+CommandRunner AddServeCommand(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "The evaluation service: an HTTP API, a queue, one worker per GPU");
+  DeclareServeOptions(cmd, o.get());
+  return [o]() { return Serve(*o); };
 }
 
 }  // namespace ptxbench

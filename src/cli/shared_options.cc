@@ -4,6 +4,7 @@
 
 #include "cli/option_checks.h"
 #include "common/strings.h"
+#include "fixit/sft.h"
 #include "serve/job_queue.h"
 
 namespace ptxbench {
@@ -213,6 +214,23 @@ void AddRunFilterOptions(CLI::App* cmd, const RunFilters& f) {
   if (f.packs)
     cmd->add_option("--pack", *f.packs, "Only runs with these pack variants (repeatable)");
   if (f.archs) cmd->add_option("--arch", *f.archs, "Only runs for these archs (repeatable)");
+}
+
+void AddSftExportOptions(CLI::App* cmd, ExportOptions* e) {
+  cmd->add_option("--format", e->format, "messages (per-message train flag) or prompt-completion")
+      ->check(CLI::IsMember({"messages", "prompt-completion"}))
+      ->capture_default_str();
+  AddRangeOption(cmd, "--max-tokens", &e->max_tokens,
+                 "Drop rows longer than this (estimated tokens)", 1, 100000000);
+  cmd->add_option("--chars-per-token", e->chars_per_token, "The token estimate's divisor")
+      ->check(GreaterThanZero())
+      ->capture_default_str();
+  cmd->add_option("--validation-fraction", e->validation_fraction,
+                  "Share of each task's rows in validation.jsonl")
+      ->check(FractionBelowOne())
+      ->capture_default_str();
+  cmd->add_option("--split-seed", e->split_seed, "Seed of the deterministic split")
+      ->capture_default_str();
 }
 
 }  // namespace ptxbench

@@ -81,4 +81,11 @@ struct RunFilters {
 };
 void AddRunFilterOptions(CLI::App* cmd, const RunFilters& filters);
 
+// --- SFT exports (fixit/sft.h) ---
+
+struct ExportOptions;
+// The options of an SFT export, shared by `fixit export` and `kernelgen export`: --format,
+// --max-tokens, --chars-per-token, --validation-fraction, --split-seed.
+void AddSftExportOptions(CLI::App* cmd, ExportOptions* options);
+
 }  // namespace ptxbench
