@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/turn.h"
+
 namespace ptxbench {
 
 struct ChatMessage {
@@ -15,12 +17,7 @@ struct ChatMessage {
   std::string content;
 };
 
-// As the provider reports it, the same way for all three formats: prompt_tokens counts cached
-// prompt tokens too; completion_tokens counts the reasoning tokens too (reasoning_tokens is
-// that part, where the provider says it: OpenAI, Gemini; Anthropic does not, 0).
-struct Usage {
-  int64_t prompt_tokens = 0, completion_tokens = 0, reasoning_tokens = 0;
-};
+// Usage (what a reply cost in tokens) is in record/turn.h: a turn's file carries it.
 
 // Whose failure a reply is. An infrastructure failure (unreachable endpoint, 5xx or 429 after
 // every retry, the deadline, a cut stream, a reply that is not the wire format) is never the

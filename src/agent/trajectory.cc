@@ -27,48 +27,6 @@ int Trajectory::SpentTurns() const {
   return n;
 }
 
-namespace {
-
-json TurnJson(const TurnRecord& t) {
-  json j;
-  PTXBENCH_JSON_SET_FIELDS(j, t, turn, outcome, status, reason, summary, kernel_file,
-                           evaluation_file, evaluation_id, attempts, model_seconds,
-                           evaluation_seconds, overhead_seconds, verified, spent);
-  PTXBENCH_JSON_SET_FIELDS(j["usage"], t.usage, prompt_tokens, completion_tokens, reasoning_tokens);
-  if (t.speedup) j["speedup"] = *t.speedup;
-  if (t.tflops) j["tflops"] = *t.tflops;
-  if (!t.error.empty()) j["error"] = t.error;
-  return j;
-}
-
-TurnRecord TurnFromJson(const json& j) {
-  TurnRecord t;
-  t.turn = j.at("turn");
-  t.outcome = j.at("outcome");
-  t.status = j.value("status", "");
-  t.reason = j.value("reason", "");
-  t.summary = j.value("summary", "");
-  t.kernel_file = j.value("kernel_file", "");
-  t.evaluation_file = j.value("evaluation_file", "");
-  t.evaluation_id = j.value("evaluation_id", "");
-  const json u = j.value("usage", json::object());
-  t.usage.prompt_tokens = u.value("prompt_tokens", int64_t{0});
-  t.usage.completion_tokens = u.value("completion_tokens", int64_t{0});
-  t.usage.reasoning_tokens = u.value("reasoning_tokens", int64_t{0});
-  t.attempts = j.value("attempts", 0);
-  t.model_seconds = j.value("model_seconds", 0.0);
-  t.evaluation_seconds = j.value("evaluation_seconds", 0.0);
-  t.overhead_seconds = j.value("overhead_seconds", 0.0);
-  if (j.contains("speedup")) t.speedup = j["speedup"].get<double>();
-  if (j.contains("tflops")) t.tflops = j["tflops"].get<double>();
-  t.verified = j.value("verified", false);
-  t.spent = j.value("spent", true);
-  t.error = j.value("error", "");
-  return t;
-}
-
-}  // namespace
-
 json ToJson(const Trajectory& t) {
   json messages = json::array();
   // Message k ≥ preamble belongs to turn (k − preamble) / 2 + 1: an assistant reply, then its
@@ -82,9 +40,9 @@ json ToJson(const Trajectory& t) {
     messages.push_back(m);
   }
   json turns = json::array(), infra = json::array();
-  for (const auto& e : t.infra_events) infra.push_back(TurnJson(e));
+  for (const auto& e : t.infra_events) infra.push_back(TurnToJson(e));
   Usage total;
-  for (const auto& turn : t.turns) turns.push_back(TurnJson(turn));
+  for (const auto& turn : t.turns) turns.push_back(TurnToJson(turn));
   for (const auto* list : {&t.turns, &t.infra_events})  // what the run cost, lost turns too
     for (const auto& turn : *list) {
       total.prompt_tokens += turn.usage.prompt_tokens;
@@ -126,9 +84,10 @@ Trajectory TrajectoryFromJson(const json& j) {
     if (t.preamble < 2 || t.preamble > t.messages.size())
       throw InputError("malformed trajectory: preamble_messages " + std::to_string(t.preamble) +
                        " with " + std::to_string(t.messages.size()) + " messages");
-    for (const auto& turn : info.at("turns")) t.turns.push_back(TurnFromJson(turn));
+    for (const auto& turn : info.at("turns"))
+      t.turns.push_back(TurnFromJson(turn, "malformed trajectory: a turn"));
     for (const auto& e : info.value("infra_events", json::array()))
-      t.infra_events.push_back(TurnFromJson(e));
+      t.infra_events.push_back(TurnFromJson(e, "malformed trajectory: an infra event"));
     return t;
   } catch (const json::exception& e) {
     throw InputError(std::string("malformed trajectory: ") + e.what());

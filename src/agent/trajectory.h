@@ -10,24 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/chat.h"
+#include "record/turn.h"
 
 namespace ptxbench {
-
-struct TurnRecord {
-  int turn = 0;  // 1-based, counting spent turns only
-  std::string outcome;
-  std::string status, reason, summary;
-  std::string kernel_file;      // relative to the run folder; empty without a kernel
-  std::string evaluation_file;  // relative to the run folder; empty without an evaluation
-  std::string evaluation_id;
-  Usage usage;
-  int attempts = 0;
-  double model_seconds = 0, evaluation_seconds = 0, overhead_seconds = 0;
-  std::optional<double> speedup, tflops;
-  bool verified = false;
-  bool spent = true;  // infra turns are not
-  std::string error;  // the provider's, for model_error and infra
-};
 
 struct Trajectory {
   std::string id;  // "<task>-<index>"
@@ -45,10 +30,7 @@ struct Trajectory {
   // running, turn_limit, target_reached, model_error, infra_error (resume retries it)
   std::string exit_status = "running";
   std::string prompt_version;
-  bool Finished() const {
-    return exit_status == "turn_limit" || exit_status == "target_reached" ||
-           exit_status == "model_error";
-  }
+  bool Finished() const { return TrajectoryExitFinished(exit_status); }
   int SpentTurns() const;
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "record/turn.h"
+
 namespace ptxbench {
 
 struct EvaluationRecord;
@@ -63,7 +65,7 @@ struct TrajectoryRow {
 // False for a trajectory that stopped early (still "running", or stopped by the harness's
 // infrastructure): it has not had all its turns, so it has not failed yet.
 inline bool TrajectoryFinished(const TrajectoryRow& t) {
-  return t.exit_status != "running" && t.exit_status != "infra_error";
+  return TrajectoryExitFinished(t.exit_status);
 }
 
 struct Dataset {

@@ -6,10 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/bounded_json.h"
+#include "common/error.h"
 #include "common/files.h"
 #include "common/json_fields.h"
 #include "record/record.h"
 #include "record/report_rows.h"
+#include "record/turn.h"
 #include "record/upstream_sass.h"
 
 namespace ptxbench {
@@ -51,24 +53,32 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
     row.pack_hardware_verified = BoolField(pack_info, "hardware_verified");
     row.index = ti.value("index", 0);
     row.exit_status = StrField(ti, "exit_status");
-    for (const json& u : ti["turns"]) {
-      if (!u.value("spent", true)) continue;
+    std::vector<TurnRecord> turns;
+    try {
+      for (const json& u : ArrField(ti, "turns"))
+        turns.push_back(
+            TurnFromJson(u, f.string() + ": turn #" + std::to_string(turns.size() + 1)));
+    } catch (const Error& e) {  // a turn without its number or outcome: not a trajectory
+      out->skipped.push_back(e.what());
+      continue;
+    }
+    for (const TurnRecord& u : turns) {
+      if (!u.spent) continue;
       TurnRow r;
-      r.turn = u.value("turn", 0);
-      r.outcome = StrField(u, "outcome");
-      r.status = StrField(u, "status");
-      r.reason = StrField(u, "reason");
-      r.speedup = NumField(u, "speedup");
-      r.tflops = NumField(u, "tflops");
-      r.evaluation_id = StrField(u, "evaluation_id");
-      r.kernel_file = StrField(u, "kernel_file");
-      r.evaluation_file = StrField(u, "evaluation_file");
-      const json usage = u.value("usage", json::object());
-      r.prompt_tokens = usage.value("prompt_tokens", int64_t{0});
-      r.completion_tokens = usage.value("completion_tokens", int64_t{0});
-      r.reasoning_tokens = usage.value("reasoning_tokens", int64_t{0});
-      r.model_seconds = u.value("model_seconds", 0.0);
-      r.evaluation_seconds = u.value("evaluation_seconds", 0.0);
+      r.turn = u.turn;
+      r.outcome = u.outcome;
+      r.status = u.status;
+      r.reason = u.reason;
+      r.speedup = u.speedup;
+      r.tflops = u.tflops;
+      r.evaluation_id = u.evaluation_id;
+      r.kernel_file = u.kernel_file;
+      r.evaluation_file = u.evaluation_file;
+      r.prompt_tokens = u.usage.prompt_tokens;
+      r.completion_tokens = u.usage.completion_tokens;
+      r.reasoning_tokens = u.usage.reasoning_tokens;
+      r.model_seconds = u.model_seconds;
+      r.evaluation_seconds = u.evaluation_seconds;
       if (!r.evaluation_file.empty() && FileExists((run / r.evaluation_file).string())) {
         json rec = ParseBoundedJsonOrDiscarded(ReadFile((run / r.evaluation_file).string()));
         AddRecordColumns(FromJson(rec), row.arch, &r);

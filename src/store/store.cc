@@ -17,6 +17,7 @@
 #include "record/layers.h"
 #include "record/record.h"
 #include "record/report_rows.h"
+#include "record/turn.h"
 #include "store/sqlite_util.h"
 
 namespace ptxbench {
@@ -624,39 +625,31 @@ void ResultsStore::PutTrajectory(const std::string& run_id, const json& traj,
            "?21,?22,?23,?24)");
   int64_t seq = 0;
   for (const json& t : *turns) {
-    std::string where = what + " turn #" + std::to_string(seq + 1);
-    const json* n = FindField(t, "turn");
-    if (!n || !n->is_number_integer())
-      throw InputError(where + ": \"turn\" is missing or not an integer");
-    const std::string& outcome = RequireStr(t, "outcome", where);
-    std::string eval_id = StrField(t, "evaluation_id"), eval_file = StrField(t, "evaluation_file");
-    const json& usage = ObjField(t, "usage");
-    const json* spent = FindField(t, "spent");
-    const json* verified = FindField(t, "verified");
+    const TurnRecord turn = TurnFromJson(t, what + " turn #" + std::to_string(seq + 1));
     ins.Text(1, run_id);
     ins.Text(2, id);
     ins.Int(3, seq++);
-    ins.Int(4, n->get<int64_t>());
-    ins.Text(5, outcome);
-    ins.Text(6, StrField(t, "status"));
-    ins.Text(7, StrField(t, "reason"));
-    ins.Int(8, spent && spent->is_boolean() ? spent->get<bool>() : true);
-    ins.Real(9, NumField(t, "speedup"));
-    ins.Real(10, NumField(t, "tflops"));
-    ins.Int(11, verified && verified->is_boolean() && verified->get<bool>());
-    ins.Text(12, eval_id);
+    ins.Int(4, turn.turn);
+    ins.Text(5, turn.outcome);
+    ins.Text(6, turn.status);
+    ins.Text(7, turn.reason);
+    ins.Int(8, turn.spent);
+    ins.Real(9, turn.speedup);
+    ins.Real(10, turn.tflops);
+    ins.Int(11, turn.verified);
+    ins.Text(12, turn.evaluation_id);
     ins.TextOrNull(13, TurnEvaluationKey(run_id, t));
-    ins.Text(14, StrField(t, "kernel_file"));
-    ins.Text(15, eval_file);
-    ins.Int(16, IntField(usage, "prompt_tokens"));
-    ins.Int(17, IntField(usage, "completion_tokens"));
-    ins.Int(18, IntField(usage, "reasoning_tokens"));
-    ins.Real(19, NumField(t, "model_seconds").value_or(0));
-    ins.Real(20, NumField(t, "evaluation_seconds").value_or(0));
-    ins.Real(21, NumField(t, "overhead_seconds").value_or(0));
-    ins.Int(22, IntField(t, "attempts"));
-    ins.Text(23, StrField(t, "summary"));
-    ins.Text(24, StrField(t, "error"));
+    ins.Text(14, turn.kernel_file);
+    ins.Text(15, turn.evaluation_file);
+    ins.Int(16, turn.usage.prompt_tokens);
+    ins.Int(17, turn.usage.completion_tokens);
+    ins.Int(18, turn.usage.reasoning_tokens);
+    ins.Real(19, turn.model_seconds);
+    ins.Real(20, turn.evaluation_seconds);
+    ins.Real(21, turn.overhead_seconds);
+    ins.Int(22, turn.attempts);
+    ins.Text(23, turn.summary);
+    ins.Text(24, turn.error);
     ins.Run();
   }
   txn.Commit();
