@@ -183,7 +183,8 @@ TEST_P(ProviderTest, RetryAfterIsHonoured) {
   EXPECT_EQ(r.text, "fine");
   EXPECT_EQ(r.attempts, 2);
   EXPECT_GE(r.seconds, 0.95);  // the backoff alone would be milliseconds
-  EXPECT_LT(r.seconds, 5.0);
+  // Under the completion's deadline (10 s): the wait is the behaviour, its length a figure.
+  EXPECT_LT(r.seconds, 9.0);
   EXPECT_EQ(server_.request_count(), 2u);
 }
 
@@ -193,7 +194,9 @@ TEST_P(ProviderTest, ServerErrorThenSuccess) {
   ASSERT_EQ(r.outcome, ChatOutcome::kOk) << r.error;
   EXPECT_EQ(r.text, "fine");
   EXPECT_EQ(r.attempts, 3);
-  EXPECT_LT(r.seconds, 2.0);
+  // Retries milliseconds apart here (TestEnvironment); the bound only under the completion's
+  // deadline (10 s), so that load cannot fail it.
+  EXPECT_LT(r.seconds, 9.0);
 }
 
 TEST_P(ProviderTest, PersistentServerErrorIsInfraAfterMaxRetries) {
@@ -218,7 +221,9 @@ TEST_P(ProviderTest, HangPastTheDeadlineIsInfraWithinTheDeadline) {
   EXPECT_EQ(r.outcome, ChatOutcome::kInfraError);
   EXPECT_TRUE(Contains(r.error, "deadline")) << r.error;
   EXPECT_GE(wall, 0.9);
-  EXPECT_LT(wall, 2.0);  // the deadline plus slack
+  // The behaviour: the deadline (1 s) ends the hang (30 s). The bound is far from both, so
+  // that a loaded machine cannot fail it.
+  EXPECT_LT(wall, 15.0);
   EXPECT_LE(r.seconds, wall);
 }
 
@@ -314,6 +319,7 @@ TEST_P(ProviderTest, KeyGoesOnlyIntoTheRequestHeader) {
 TEST_P(ProviderTest, UnreachablePortIsInfraQuickly) {
   config_.base_url = "http://127.0.0.1:" + std::to_string(ClosedPort()) + "/v1";
   config_.max_retries = 2;
+  config_.timeout_s = 60;
   auto t0 = std::chrono::steady_clock::now();
   ChatReply r = Complete();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -321,18 +327,22 @@ TEST_P(ProviderTest, UnreachablePortIsInfraQuickly) {
   EXPECT_EQ(r.attempts, 3);
   EXPECT_EQ(r.http_status, 0);
   EXPECT_TRUE(Contains(r.error, "cannot reach")) << r.error;
-  EXPECT_LT(wall, 2.0);
+  // The behaviour: a refused connection ends its attempt at once (three attempts, backoffs of
+  // milliseconds) instead of waiting out the deadline (60 s). A bound far from both.
+  EXPECT_LT(wall, 20.0);
 }
 
 TEST_P(ProviderTest, RetryAfterPastTheDeadlineGivesUpAtOnce) {
-  config_.timeout_s = 3;
+  config_.timeout_s = 20;
   server_.Push({ScriptStep::Status(429, "30"), ScriptStep::Reply("too late")});
   ChatReply r = Complete();
   EXPECT_EQ(r.outcome, ChatOutcome::kInfraError);
   EXPECT_EQ(r.attempts, 1);
   EXPECT_EQ(r.http_status, 429);
   EXPECT_TRUE(Contains(r.error, "deadline")) << r.error;
-  EXPECT_LT(r.seconds, 1.0);
+  // The behaviour: given up at once, where waiting would take the deadline (20 s) or the
+  // Retry-After (30 s). A bound far from both, so that load cannot fail it.
+  EXPECT_LT(r.seconds, 10.0);
 }
 
 TEST_P(ProviderTest, ReplyWithoutContentIsMalformed) {
@@ -384,7 +394,8 @@ TEST(ProviderMisc, RetryAfterAsAnHttpDate) {
   ASSERT_EQ(r.outcome, ChatOutcome::kOk) << r.error;
   EXPECT_EQ(r.attempts, 2);
   EXPECT_GE(r.seconds, 0.9);  // 1 to 2 s, by the clock's whole seconds
-  EXPECT_LT(r.seconds, 3.5);
+  // Under the completion's deadline (10 s): the wait is the behaviour, its length a figure.
+  EXPECT_LT(r.seconds, 9.0);
 }
 
 TEST(ProviderMisc, ConcurrentClients) {
