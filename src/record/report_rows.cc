@@ -6,6 +6,25 @@
 
 namespace ptxbench {
 
+TurnRow TurnRowOf(const TurnRecord& t) {
+  TurnRow r;
+  r.turn = t.turn;
+  r.outcome = t.outcome;
+  r.status = t.status;
+  r.reason = t.reason;
+  r.speedup = t.speedup;
+  r.tflops = t.tflops;
+  r.evaluation_id = t.evaluation_id;
+  r.kernel_file = t.kernel_file;
+  r.evaluation_file = t.evaluation_file;
+  r.prompt_tokens = t.usage.prompt_tokens;
+  r.completion_tokens = t.usage.completion_tokens;
+  r.reasoning_tokens = t.usage.reasoning_tokens;
+  r.model_seconds = t.model_seconds;
+  r.evaluation_seconds = t.evaluation_seconds;
+  return r;
+}
+
 void AddRecordColumns(const EvaluationRecord& record, const std::string& arch, TurnRow* row) {
   const InstructionsView ins = record.Instructions();
   row->verification = ins.verification_text;

@@ -68,6 +68,10 @@ inline bool TrajectoryFinished(const TrajectoryRow& t) {
   return TrajectoryExitFinished(t.exit_status);
 }
 
+// A turn row's own columns from a trajectory file's turn (the record columns are
+// AddRecordColumns's).
+TurnRow TurnRowOf(const TurnRecord& t);
+
 struct Dataset {
   std::vector<TrajectoryRow> trajectories;
 };

@@ -64,21 +64,7 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
     }
     for (const TurnRecord& u : turns) {
       if (!u.spent) continue;
-      TurnRow r;
-      r.turn = u.turn;
-      r.outcome = u.outcome;
-      r.status = u.status;
-      r.reason = u.reason;
-      r.speedup = u.speedup;
-      r.tflops = u.tflops;
-      r.evaluation_id = u.evaluation_id;
-      r.kernel_file = u.kernel_file;
-      r.evaluation_file = u.evaluation_file;
-      r.prompt_tokens = u.usage.prompt_tokens;
-      r.completion_tokens = u.usage.completion_tokens;
-      r.reasoning_tokens = u.usage.reasoning_tokens;
-      r.model_seconds = u.model_seconds;
-      r.evaluation_seconds = u.evaluation_seconds;
+      TurnRow r = TurnRowOf(u);
       if (!r.evaluation_file.empty() && FileExists((run / r.evaluation_file).string())) {
         json rec = ParseBoundedJsonOrDiscarded(ReadFile((run / r.evaluation_file).string()));
         AddRecordColumns(FromJson(rec), row.arch, &r);

@@ -1747,6 +1747,25 @@ Probes ProbeHealth(const std::string& url, const Via& via, std::chrono::seconds 
 // the cap is let in by ending a trickler of the address holding the most, and no request may
 // take longer than --request-timeout to arrive.
 // Health's slowest answer is held to its budget only with `budgets` (the perf test).
+// What two tricklers did, read once both are stopped: the connections they held at the end,
+// how long each of theirs that was closed had lived, and the longest of those.
+struct TrickleOutcome {
+  int held = 0;
+  std::vector<double> lifetimes;
+  double longest = 0;
+};
+TrickleOutcome StopBoth(Trickler& a, Trickler& b) {
+  TrickleOutcome o;
+  o.held = a.held() + b.held();
+  a.Stop();
+  b.Stop();
+  o.lifetimes = a.Lifetimes();
+  const std::vector<double> more = b.Lifetimes();
+  o.lifetimes.insert(o.lifetimes.end(), more.begin(), more.end());
+  if (!o.lifetimes.empty()) o.longest = *std::max_element(o.lifetimes.begin(), o.lifetimes.end());
+  return o;
+}
+
 void TricklingFromTwoAddressesCannotStarveAThird(bool budgets) {
   ScratchDir dir("serve-e2e");
   PTXBENCH_SINGLE_SERVICE_QUEUE(dir, db);
@@ -1755,12 +1774,7 @@ void TricklingFromTwoAddressesCannotStarveAThird(bool budgets) {
   Trickler a(s.port(), "127.0.0.2", 200), b(s.port(), "127.0.0.3", 200);
   std::this_thread::sleep_for(1500ms);
   Probes p = ProbeHealth(s.Url(), Via{"127.0.0.4", ""}, 7s);
-  int held = a.held() + b.held();
-  a.Stop();
-  b.Stop();
-  std::vector<double> lifetimes = a.Lifetimes(), more = b.Lifetimes();
-  lifetimes.insert(lifetimes.end(), more.begin(), more.end());
-  double longest = lifetimes.empty() ? 0 : *std::max_element(lifetimes.begin(), lifetimes.end());
+  auto [held, lifetimes, longest] = StopBoth(a, b);
   std::printf(
       "2 addresses trickling into all the connections they can get (256 cap, 128 per address, "
       "--request-timeout %d): they held %d at the end, %zu of theirs were closed, the longest "
@@ -1838,12 +1852,7 @@ void BehindNginxTricklingClientsCannotStarveTheApi(bool budgets) {
     Reply poll = Http(url + "/v1/evaluations/" + id + "?wait=2", nullptr, {}, 10000);
     double poll_ms = MsSince(t0);
     Probes p = ProbeHealth(url, Via{"127.0.0.4", ""}, 6s);
-    int held = a.held() + b.held();
-    a.Stop();
-    b.Stop();
-    std::vector<double> lifetimes = a.Lifetimes(), more = b.Lifetimes();
-    lifetimes.insert(lifetimes.end(), more.begin(), more.end());
-    double longest = lifetimes.empty() ? 0 : *std::max_element(lifetimes.begin(), lifetimes.end());
+    auto [held, lifetimes, longest] = StopBoth(a, b);
     std::printf(
         "behind nginx (docs/nginx-ptxbench.conf, client_header_timeout 3s): 2 addresses "
         "trickling held %d connections to nginx, %zu closed, the longest lived %.1f s; a long "

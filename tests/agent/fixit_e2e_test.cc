@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/e2e_support.h"
 #include "agent/scripted_model_server.h"
 #include "agent/trajectory.h"
 #include "common/files.h"
@@ -34,11 +35,9 @@ namespace fs = std::filesystem;
 constexpr const char* kTask = "gemm_n128_k2048";
 constexpr const char* kSecret = "sk-fixit-test-secret-4242";
 
-std::string Bin() { return std::getenv("PTXBENCH_BIN"); }
-std::string Src() { return std::getenv("PTXBENCH_SOURCE_DIR"); }
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using e2e::Bin;
+using e2e::Contains;
+using e2e::Src;
 std::string Control(const std::string& name) {
   return ReadFile(Src() + "/controls/gemm/" + name + ".cu");
 }

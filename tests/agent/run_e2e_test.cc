@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/e2e_support.h"
 #include "agent/scripted_model_server.h"
 #include "common/files.h"
 #include "common/subprocess.h"
@@ -35,11 +36,9 @@ using testing::ScriptStep;
 
 constexpr const char* kTask = "gemm_n128_k2048";
 
-std::string Bin() { return std::getenv("PTXBENCH_BIN"); }
-std::string Src() { return std::getenv("PTXBENCH_SOURCE_DIR"); }
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using e2e::Bin;
+using e2e::Contains;
+using e2e::Src;
 
 std::string Fenced(const std::string& code, const std::string& tag = "cuda") {
   return "```" + tag + "\n" + code + "\n```";
@@ -111,6 +110,25 @@ class TurnScript {
   std::map<int, std::vector<ScriptStep>> script_;
   std::map<int, int> requests_;
 };
+
+// `ptxbench run` for `turns` turns of kTask against the scripted server, started as a child in
+// a process group of its own (as a terminal's job), returned once the model has been asked for
+// `turn` (the caller checks that it was).
+Child StartRunUntilAsked(const ScratchDir& dir, const std::string& models, const char* turns,
+                         const std::string& run, TurnScript& script, int turn,
+                         std::vector<std::string>* args, std::string* log) {
+  *args = {Bin(), "run",     "--model", "scripted", "--models", models,  "--task",
+           kTask, "--turns", turns,     "--pack",   "none",     "--out", run};
+  ProcessSpec spec;
+  spec.argv = *args;
+  spec.set_env = kFastRetries;
+  spec.log_path = *log = dir.File("session1.log");
+  Child child = Child::Start(spec);
+  auto give_up = std::chrono::steady_clock::now() + 120s;
+  while (script.requests(turn) == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(20ms);
+  return child;
+}
 
 const std::string kDoesNotCompile =
     "extern \"C\" int run(const void* A, const void* B, void* C, int M, int N, int K, "
@@ -231,18 +249,10 @@ TEST(RunEndToEnd, AKilledRunResumesWithoutRepeatingFinishedTurns) {
   server.SetResponder(script.Responder());
   std::string models = ModelsFile(dir, server, ScriptedWire::kAnthropic, /*stream=*/false, 300);
   std::string run = dir.File("run");
-  std::vector<std::string> args = {Bin(),    "run",    "--model", "scripted", "--models",
-                                   models,   "--task", kTask,     "--turns",  "4",
-                                   "--pack", "none",   "--out",   run};
-  ProcessSpec spec;
-  spec.argv = args;
-  spec.set_env = kFastRetries;
-  spec.log_path = dir.File("session1.log");
-  Child child = Child::Start(spec);
-  auto give_up = std::chrono::steady_clock::now() + 120s;
-  while (script.requests(3) == 0 && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(20ms);
-  ASSERT_EQ(script.requests(3), 1) << ReadFile(spec.log_path);
+  std::vector<std::string> args;
+  std::string log_path;
+  Child child = StartRunUntilAsked(dir, models, "4", run, script, 3, &args, &log_path);
+  ASSERT_EQ(script.requests(3), 1) << ReadFile(log_path);
   ::kill(-child.pid(), SIGKILL);  // the whole group, as a lost machine would
   ExitInfo e = child.Wait(std::chrono::steady_clock::now() + 30s);
   EXPECT_EQ(e.kind, ExitKind::kSignaled);
@@ -282,21 +292,13 @@ TEST(RunEndToEnd, CtrlCFinishesTheTurnInFlightAndSaysHowToResume) {
   server.SetResponder(script.Responder());
   std::string models = ModelsFile(dir, server, ScriptedWire::kAnthropic, /*stream=*/false, 300);
   std::string run = dir.File("run");
-  std::vector<std::string> args = {Bin(),    "run",    "--model", "scripted", "--models",
-                                   models,   "--task", kTask,     "--turns",  "3",
-                                   "--pack", "none",   "--out",   run};
-  ProcessSpec spec;
-  spec.argv = args;
-  spec.set_env = kFastRetries;
-  spec.log_path = dir.File("session1.log");
-  Child child = Child::Start(spec);
-  auto give_up = std::chrono::steady_clock::now() + 120s;
-  while (script.requests(2) == 0 && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(20ms);
-  ASSERT_EQ(script.requests(2), 1) << ReadFile(spec.log_path);
+  std::vector<std::string> args;
+  std::string log_path;
+  Child child = StartRunUntilAsked(dir, models, "3", run, script, 2, &args, &log_path);
+  ASSERT_EQ(script.requests(2), 1) << ReadFile(log_path);
   ::kill(-child.pid(), SIGINT);  // what the terminal sends: the run's process group
   ExitInfo e = child.Wait(std::chrono::steady_clock::now() + 60s);
-  const std::string log = ReadFile(spec.log_path);
+  const std::string log = ReadFile(log_path);
   EXPECT_EQ(e.kind, ExitKind::kExited) << log;
   EXPECT_EQ(e.code, 130) << log;
   EXPECT_TRUE(Contains(log, "retrying in")) << log;  // turn 1's 429, on the terminal
