@@ -1598,6 +1598,19 @@ void ClientsThatIgnoreRetryAfterCannotSlowOrRefuseHealth(bool budgets) {
   std::atomic<bool> stop{false};
   std::atomic<long> polls{0};
   std::vector<std::thread> hammer;
+  // However this test ends (a failed check, a throw), the pollers end first: stopping the
+  // service answers the waiting polls at once, and a joinable thread must not be destroyed.
+  struct JoinAll {
+    std::atomic<bool>& stop;
+    pid_t service;
+    std::vector<std::thread>& threads;
+    ~JoinAll() {
+      stop = true;
+      ::kill(service, SIGTERM);
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } join_all{stop, s.pid(), hammer};
   for (int i = 0; i < 96; ++i)
     hammer.emplace_back([&] {
       while (!stop) {
@@ -1623,9 +1636,11 @@ void ClientsThatIgnoreRetryAfterCannotSlowOrRefuseHealth(bool budgets) {
   }
   long during = polls.load();
   stop = true;
-  std::printf(
-      "connections: %s\n",
-      Http(s.Url("/v1/health"), nullptr, {}, 5000, other).Json()["connections"].dump().c_str());
+  // Read without throwing: on a loaded machine this one health request may time out.
+  const json health =
+      json::parse(Http(s.Url("/v1/health"), nullptr, {}, 5000, other).body, nullptr, false);
+  std::printf("connections: %s\n",
+              health.is_object() ? health.value("connections", json()).dump().c_str() : "?");
   std::printf(
       "health while 96 clients ignore Retry-After (64 connections, 32 may wait; %ld polls "
       "answered in 6 s): same address p50 %.1f ms, max %.1f ms, %d of %zu not 200; another "
@@ -1645,9 +1660,7 @@ void ClientsThatIgnoreRetryAfterCannotSlowOrRefuseHealth(bool budgets) {
     EXPECT_LT(Percentile(same_ms, 0.5), 100.0);
     EXPECT_LT(Percentile(other_ms, 1.0), 2000.0);
   }
-  // The 32 waiting polls would wait 30 s: stopping the service answers them at once.
-  ::kill(s.pid(), SIGTERM);
-  for (auto& t : hammer) t.join();
+  // The 32 waiting polls would wait 30 s: stopping the service (JoinAll) answers them at once.
 }
 TEST(Serve, ClientsThatIgnoreRetryAfterCannotSlowOrRefuseHealth) {
   ClientsThatIgnoreRetryAfterCannotSlowOrRefuseHealth(false);
