@@ -217,17 +217,22 @@ TEST(NvccSandbox, PolicyReadsToolkitAndSystemOnly) {
 // machine): the build reads the toolkit its dry run names, and the wrapper's prefix is not
 // opened whole.
 TEST_F(BuildTest, AWrapperNvccReadsTheToolkitItNamesAndNotItsPrefix) {
-  auto real = FindProgram("nvcc");
-  ASSERT_TRUE(real);
+  auto on_path = FindProgram("nvcc");
+  ASSERT_TRUE(on_path);
+  // nvcc on PATH may itself be a wrapper (it is on the CI machine): wrap the toolkit's own.
+  const auto toolkit = NvccReportedToolkit(*on_path);
+  ASSERT_TRUE(toolkit) << *on_path << " --dryrun names no toolkit";
+  const std::string real = (*toolkit / "bin" / "nvcc").string();
+  ASSERT_TRUE(std::filesystem::exists(real)) << real;
   const std::string prefix = dir_.File("prefix");
   std::filesystem::create_directories(prefix + "/bin");
   const std::string wrapper = prefix + "/bin/nvcc";
-  WriteFileAtomic(wrapper, "#!/bin/sh\nexec \"" + *real + "\" \"$@\"\n");
+  WriteFileAtomic(wrapper, "#!/bin/sh\nexec \"" + real + "\" \"$@\"\n");
   ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
   WriteFileAtomic(prefix + "/planted.txt", "ptxbench_wrapper_prefix_secret\n");
 
   const std::vector<std::string> folders = ToolkitReadPaths(wrapper);
-  const std::string real_bin = std::filesystem::canonical(*real).parent_path().string();
+  const std::string real_bin = std::filesystem::canonical(real).parent_path().string();
   EXPECT_NE(std::find(folders.begin(), folders.end(), real_bin), folders.end()) << Join(folders);
   EXPECT_EQ(std::find(folders.begin(), folders.end(), prefix), folders.end()) << Join(folders);
 

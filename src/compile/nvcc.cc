@@ -154,9 +154,11 @@ void AddToolkitFolders(const fs::path& root, std::vector<std::string>& out) {
   }
 }
 
+}  // namespace
+
 // nvcc's own idea of its toolkit (`#$ TOP=` of a dry run): where nvcc on PATH is a wrapper
 // script or a link farm, the real toolkit is elsewhere. Asked once per nvcc path.
-std::optional<fs::path> NvccReportedTop(const std::string& nvcc_path) {
+std::optional<std::filesystem::path> NvccReportedToolkit(const std::string& nvcc_path) {
   static std::mutex mutex;
   static std::map<std::string, std::optional<fs::path>> asked;
   std::lock_guard lock(mutex);
@@ -182,8 +184,6 @@ std::optional<fs::path> NvccReportedTop(const std::string& nvcc_path) {
   return top;
 }
 
-}  // namespace
-
 std::vector<std::string> ToolkitReadPaths(const std::string& tool_path) {
   std::vector<std::string> folders;
   std::error_code ec;
@@ -191,7 +191,7 @@ std::vector<std::string> ToolkitReadPaths(const std::string& tool_path) {
   if (ec) return folders;
   AddToolkitFolders(binary.parent_path().parent_path(), folders);
   if (binary.filename() == "nvcc")
-    if (auto top = NvccReportedTop(binary.string())) AddToolkitFolders(*top, folders);
+    if (auto top = NvccReportedToolkit(binary.string())) AddToolkitFolders(*top, folders);
   return folders;
 }
 

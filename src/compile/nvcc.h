@@ -38,6 +38,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +115,9 @@ std::vector<std::string> NvccSystemReadPaths();
 // the tool's bin/.. and, for nvcc, of the TOP its dry run names. Never a root as such, so a
 // toolkit in /usr/local does not open /usr/local whole.
 std::vector<std::string> ToolkitReadPaths(const std::string& tool_path);
+// The toolkit root nvcc's dry run names (`#$ TOP=`, resolved), or nothing when the dry run
+// fails. nvcc on PATH may be a wrapper script or a link farm; this is the real toolkit.
+std::optional<std::filesystem::path> NvccReportedToolkit(const std::string& nvcc_path);
 // `log` with every file-open error's words (Permission denied, No such file or directory, Not
 // a directory, ...) replaced by kUnreadableFileWords.
 std::string NormalizeFileErrors(std::string log);
