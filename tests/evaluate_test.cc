@@ -171,6 +171,28 @@ TEST_F(EvaluateTest, AnObjectTheDisassemblerCannotReadEarnsNothing) {
   EXPECT_NE(harness.message.find("harness-built object too"), std::string::npos) << harness.message;
 }
 
+// Bytes placed in .nv_fatbin through a section attribute spelled by token pasting: the source
+// screen cannot see it (it reads no macro expansion), the build's comparison with the fatbins
+// nvcc kept does. Nothing of the object is judged further: no inspection, no GPU layer.
+TEST_F(EvaluateTest, DeviceCodeTheSourcePlacedItselfIsARuleViolation) {
+  const std::string source = std::string(R"(
+#define PASTE(a, b) a##b
+__attribute__((used, PASTE(sec, tion)(".nv_fatbin"))) static const unsigned int forged[8] = {
+    0xBA55ED50u, 0x00100001u, 16u, 0u, 1u, 2u, 3u, 4u};
+)") + kTrivialKernel;
+  EvaluationRecord r = Eval("correct", source);
+  EXPECT_EQ(r.screening["passed"], true) << r.screening.dump();
+  EXPECT_EQ(r.status, Status::kRuleViolation) << r.message;
+  EXPECT_EQ(r.reason, "foreign_device_code");
+  EXPECT_NE(r.message.find("not one nvcc made"), std::string::npos) << r.message;
+  EXPECT_NE(r.build.value("foreign_device_code", ""), "");
+  EXPECT_FALSE(r.instructions.contains("static")) << r.instructions.dump();
+  EXPECT_FALSE(r.correctness.contains("trial_results"));
+  EXPECT_FALSE(r.performance.contains("speedup"));
+  // The same source without the placed bytes passes (the fake child stands in for the GPU).
+  EXPECT_EQ(Eval("correct", kTrivialKernel).status, Status::kPassed);
+}
+
 struct Case {
   const char* mode;
   Status status;

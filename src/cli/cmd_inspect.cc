@@ -58,6 +58,14 @@ CommandRunner AddInspectCommand(CLI::App& app) {
         std::cout << "COMPILE_ERROR\n" << b.errors;
       return 1;
     }
+    if (!b.foreign_device_code.empty()) {
+      // Its SASS would be of bytes the source placed itself, not of what nvcc made.
+      if (o->json)
+        print_json({{"state", "foreign_device_code"}, {"message", b.foreign_device_code}});
+      else
+        std::cout << "FOREIGN_DEVICE_CODE  " << b.foreign_device_code << "\n";
+      return 1;
+    }
     ScratchDir scratch("ptxbench-inspect");
     StaticInspection s = InspectSharedObject(b.shared_object, scratch.path());
     if (o->json) {

@@ -109,6 +109,10 @@ TEST_F(BuildTest, BuildsForHopperAndParsesTheReport) {
   EXPECT_NE(cmd.find("-gencode arch=compute_90a,code=sm_90a"), std::string::npos);
   EXPECT_NE(cmd.find("-cudart shared"), std::string::npos);
   EXPECT_NE(cmd.find("-lineinfo"), std::string::npos);
+  // Its device code is nvcc's own, and nvcc's intermediate files are not kept in the entry.
+  EXPECT_EQ(r.foreign_device_code, "");
+  EXPECT_FALSE(
+      std::filesystem::exists(std::filesystem::path(r.shared_object).parent_path() / "keep"));
 
   // The second build of the same source is a cache hit with the same report and object.
   BuildResult again = BuildCandidate(kKernel, options_);
@@ -243,6 +247,48 @@ TEST_F(BuildTest, AWrapperNvccReadsTheToolkitItNamesAndNotItsPrefix) {
       BuildCandidate(std::string(kKernel) + "#include \"" + prefix + "/planted.txt\"\n", options_);
   EXPECT_EQ(planted.outcome, BuildOutcome::kCompileError);
   EXPECT_EQ(planted.log.find("ptxbench_wrapper_prefix_secret"), std::string::npos) << planted.log;
+}
+
+// Bytes the source places in .nv_fatbin itself, however spelled (here a section attribute built
+// by token pasting, which no source screen sees), are found by comparing the object's section
+// with the fatbins nvcc kept: a broken header and a well-formed container of foreign bytes
+// alike. The finding is kept in the cache entry.
+TEST_F(BuildTest, DeviceCodeTheSourcePlacedItselfIsForeign) {
+  const std::string placed = R"(
+#define PASTE(a, b) a##b
+#define PLACE __attribute__((used, PASTE(sec, tion)(".nv_fatbin")))
+)";
+  struct Case {
+    const char* name;
+    std::string data;
+  };
+  const std::vector<Case> cases = {
+      {"broken header",
+       "PLACE static const unsigned long long forged[4] = {0xdeadbeefdeadbeefull, 1, 2, 3};\n"},
+      // magic 0xBA55ED50, version 1, header 16 bytes, then a 16-byte body of the source's own.
+      {"well-formed container",
+       "PLACE static const unsigned int forged[8] = {0xBA55ED50u, 0x00100001u, 16u, 0u, 1u, 2u, "
+       "3u, 4u};\n"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string source = placed + c.data + kKernel;
+    BuildResult r = BuildCandidate(source, options_);
+    ASSERT_EQ(r.outcome, BuildOutcome::kBuilt) << r.log;
+    EXPECT_NE(r.foreign_device_code.find(".nv_fatbin"), std::string::npos)
+        << "'" << r.foreign_device_code << "'";
+    BuildResult again = BuildCandidate(source, options_);
+    EXPECT_TRUE(again.cache_hit);
+    EXPECT_EQ(again.foreign_device_code, r.foreign_device_code);
+    EXPECT_EQ(ToJson(again).value("foreign_device_code", ""), r.foreign_device_code);
+  }
+  // A section named like a fatbin that nvcc does not make is foreign too.
+  BuildResult other = BuildCandidate(
+      placed + "__attribute__((used, section(\".fatbin_more\"))) static const int x = 1;\n" +
+          kKernel,
+      options_);
+  ASSERT_EQ(other.outcome, BuildOutcome::kBuilt) << other.log;
+  EXPECT_NE(other.foreign_device_code.find(".fatbin_more"), std::string::npos)
+      << other.foreign_device_code;
 }
 
 TEST_F(ConfinedBuildTest, IncludedHostFileNeverReachesTheRecord) {

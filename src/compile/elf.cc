@@ -150,8 +150,9 @@ class ElfParser {
     return info;
   }
 
-  // The bytes of the section named `name` (through the section-name string table).
-  std::string SectionBytes(const std::string& name) {
+  // The name of every section, in the section header table's order (through the
+  // section-name string table).
+  std::vector<std::string> SectionNames() {
     ReadHeader();
     ReadSectionHeaders();
     uint64_t shstrndx = header_.e_shstrndx;
@@ -160,8 +161,17 @@ class ElfParser {
         sections_[shstrndx].sh_type != SHT_STRTAB)
       file_.Malformed("no section-name string table");
     StringTable names(file_, Contents(shstrndx, 0), SectionName(shstrndx));
-    for (size_t i = 0; i < sections_.size(); ++i) {
-      if (names.Get(sections_[i].sh_name) != name) continue;
+    std::vector<std::string> out;
+    out.reserve(sections_.size());
+    for (const Elf64_Shdr& sh : sections_) out.emplace_back(names.Get(sh.sh_name));
+    return out;
+  }
+
+  // The bytes of the first section named `name`.
+  std::string SectionBytes(const std::string& name) {
+    const std::vector<std::string> names = SectionNames();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != name) continue;
       std::vector<uint8_t> bytes = Contents(i, 0);
       return std::string(bytes.begin(), bytes.end());
     }
@@ -306,6 +316,11 @@ ElfInfo ReadElfInfo(const std::string& path) {
 std::string ReadElfSection(const std::string& path, const std::string& name) {
   FileReader file(path);
   return ElfParser(file).SectionBytes(name);
+}
+
+std::vector<std::string> ReadElfSectionNames(const std::string& path) {
+  FileReader file(path);
+  return ElfParser(file).SectionNames();
 }
 
 bool IsAllowedDependency(std::string_view soname) {

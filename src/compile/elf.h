@@ -34,6 +34,8 @@ ElfInfo ReadElfInfo(const std::string& path);
 // The contents of the section called `name` (e.g. ".nv_fatbin", the embedded device code);
 // throws InputError when the file is malformed or has no such section.
 std::string ReadElfSection(const std::string& path, const std::string& name);
+// The names of all sections, in the file's order; throws InputError when it is malformed.
+std::vector<std::string> ReadElfSectionNames(const std::string& path);
 
 // The library policy: a candidate may depend only on the CUDA runtime/driver
 // and the C/C++ runtime: libcudart.so*, libcuda.so*, libstdc++.so*, libm.so*,

@@ -22,6 +22,7 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "compile/fatbin_origin.h"
 #include "record/vocabulary.h"
 
 namespace ptxbench {
@@ -36,7 +37,11 @@ constexpr const char* kRecipeVersion = "build-recipe/1";
 // build met (limit, limit_message), from builds under the narrowed read paths with normalized
 // file errors. An entry of any other format is rebuilt (an older one may also hold an
 // unconfined build's log, or one that tells which host paths exist).
-constexpr int kEntryFormat = 3;
+// 4: the device-code origin check (foreign_device_code) is part of the entry.
+constexpr int kEntryFormat = 4;
+// nvcc's intermediate files (-keep): the fatbins it made, for CheckDeviceCodeOrigin. Removed
+// before the entry is stored.
+constexpr const char* kKeepDir = "keep";
 // The most of nvcc's output that is kept: an honest build prints a few KB (ptxas -v), a long
 // template error some hundreds; past this the log is cut, and says so.
 constexpr size_t kMaxLogBytes = kBuildLogCapBytes;
@@ -102,7 +107,8 @@ std::string MiB(uint64_t bytes) {
 // Why the cache entry described by `record` cannot be used, or "" when it can.
 std::string EntryProblem(const nlohmann::json& record, const std::string& so_path) {
   if (!record.contains("format") || record["format"] != kEntryFormat)
-    return "build.json without the sha256 of candidate.so (older format): rebuilt";
+    return "build.json of an older format (before the sha256 of candidate.so or the device-code "
+           "check): rebuilt";
   if (!record.at("built").get<bool>()) return "";
   const auto& so = record.at("candidate_so");
   const std::string sha = so.at("sha256").get<std::string>();
@@ -319,6 +325,7 @@ std::string ReadCacheEntry(const std::string& entry, const std::string& so_name,
       r.outcome = j.at("built").get<bool>() ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
       r.functions = ParsePtxasReport(r.log);
       r.limit = j.value("limit", "");
+      r.foreign_device_code = j.value("foreign_device_code", "");
       if (r.outcome == BuildOutcome::kCompileError) {
         r.errors = TrimCompilerErrors(r.log);
         if (!r.limit.empty()) r.errors = j.value("limit_message", "") + "\n" + r.errors;
@@ -412,6 +419,7 @@ void StoreCacheEntry(const std::string& work, const std::string& entry, const st
     record["limit"] = r.limit;
     record["limit_message"] = limit_message;
   }
+  if (!r.foreign_device_code.empty()) record["foreign_device_code"] = r.foreign_device_code;
   std::error_code ec;
   if (ok) {
     r.shared_object_sha256 = Sha256FileHex(work + "/" + so_name);
@@ -421,6 +429,7 @@ void StoreCacheEntry(const std::string& work, const std::string& entry, const st
     fs::remove(work + "/" + so_name, ec);  // whatever a failed build left is no result
   }
   fs::remove_all(work + "/tmp", ec);
+  fs::remove_all(work + "/" + kKeepDir, ec);
   WriteFileAtomic(work + "/build.json", record.dump(2));
   MakeFilesReadOnly(work);
   // --no-build-cache asks for a fresh build: it replaces the entry rather than reusing it.
@@ -440,6 +449,21 @@ void StoreCacheEntry(const std::string& work, const std::string& entry, const st
       fs::rename(work, entry, ec);
     }
     if (ec) RemoveEntryTree(work);
+  }
+}
+
+// FatbinOriginProblem of the built object against the fatbins nvcc kept; an object that cannot
+// be read as ELF is the source's doing too (nvcc writes well-formed ones).
+std::string CheckDeviceCodeOrigin(const std::string& work, const std::string& so_name) {
+  std::vector<std::string> kept;
+  std::error_code ec;
+  for (const auto& file : fs::directory_iterator(work + "/" + kKeepDir, ec))
+    if (file.path().extension() == ".fatbin") kept.push_back(ReadFile(file.path().string()));
+  if (ec) return "nvcc's intermediate files could not be listed: " + ec.message();
+  try {
+    return FatbinOriginProblem(work + "/" + so_name, kept);
+  } catch (const Error& e) {
+    return std::string("the object cannot be read as ELF: ") + e.what();
   }
 }
 
@@ -479,14 +503,17 @@ BuildResult BuildCandidate(const std::string& source, const BuildOptions& option
   std::string work = entry + ".tmp." + std::to_string(::getpid()) + "." +
                      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   MakeDirs(work + "/tmp");
+  MakeDirs(work + "/" + kKeepDir);
   WriteFileAtomic(work + "/candidate.cu", source);
   r.command = {nvcc};
   r.command.insert(r.command.end(), flags.begin(), flags.end());
   for (const std::string& s :
-       {std::string("-o"), so_name, std::string("candidate.cu"), std::string("-lcuda")})
+       {std::string("-keep"), std::string("-keep-dir"), std::string(kKeepDir), std::string("-o"),
+        so_name, std::string("candidate.cu"), std::string("-lcuda")})
     r.command.push_back(s);
   const ExitInfo ended = RunNvcc(nvcc, work, options, tvm_ffi, r);
   bool ok = ended.kind == ExitKind::kExited && ended.code == 0 && FileExists(work + "/" + so_name);
+  if (ok) r.foreign_device_code = CheckDeviceCodeOrigin(work, so_name);
   if (ended.kind != ExitKind::kExited) r.log += "\nptxbench: nvcc " + ended.Describe() + "\n";
   const std::string limit_message = ApplyBuildCaps(work + "/" + so_name, options, ok, r);
   r.outcome = ok ? BuildOutcome::kBuilt : BuildOutcome::kCompileError;
@@ -512,6 +539,7 @@ nlohmann::json ToJson(const BuildResult& b) {
   PTXBENCH_JSON_SET_FIELDS(j, b, command, nvcc_version, shared_object_sha256, cache_hit, seconds,
                            log, errors, cache_problem, sandbox);
   if (!b.limit.empty()) j["limit"] = b.limit;
+  if (!b.foreign_device_code.empty()) j["foreign_device_code"] = b.foreign_device_code;
   j["outcome"] = b.outcome == BuildOutcome::kBuilt ? "built" : "compile_error";
   j["abi"] = ToString(b.abi);
   j["cache_key"] = b.key;

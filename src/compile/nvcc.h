@@ -95,6 +95,10 @@ struct BuildResult {
   // Why a cached entry was not used and was rebuilt ("candidate.so sha256 mismatch: rebuilt");
   // empty when there was none or it was sound.
   std::string cache_problem;
+  // Why the object's device code is not what nvcc made for the source
+  // (compile/fatbin_origin.h): bytes placed in .nv_fatbin by the source itself. Empty for an
+  // honest object; checked when built and kept in the cache entry.
+  std::string foreign_device_code;
   // What nvcc ran under (PreparedSandbox::Describe(); on a cache hit, as recorded then).
   nlohmann::json sandbox = nlohmann::json::object();
 };

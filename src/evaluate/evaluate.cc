@@ -354,6 +354,14 @@ std::optional<BuildResult> BuildStage(const EvalContext& c, const std::string& s
     v->Set(Status::kCompileError, "", Truncate(first, 300));
     return std::nullopt;
   }
+  // Device code the source placed in the object itself would be inspected, and its kernels
+  // allowed to run, as the candidate's: nothing of such an object is judged further.
+  if (!build.foreign_device_code.empty()) {
+    v->Set(Status::kRuleViolation, "foreign_device_code",
+           "the object's device code is not what nvcc made from the source: " +
+               ValidUtf8(build.foreign_device_code));
+    return std::nullopt;
+  }
   return build;
 }
 

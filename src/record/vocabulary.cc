@@ -58,6 +58,7 @@ constexpr EnumName<FailureReason> kReasonNames[] = {
     {FailureReason::kWitnessMissing, "witness_missing"},
     {FailureReason::kImpossibleSpeed, "impossible_speed"},
     {FailureReason::kUninspectable, "uninspectable"},
+    {FailureReason::kForeignDeviceCode, "foreign_device_code"},
     {FailureReason::kObservedOutputDiffers, "observed_output_differs"},
     {FailureReason::kKernelsDiffer, "kernels_differ"},
     {FailureReason::kNoGpu, "no_gpu"},

@@ -40,7 +40,8 @@ enum class FailureReason {
   kWitnessDisagrees,
   kWitnessMissing,
   kImpossibleSpeed,
-  kUninspectable,  // the disassembler reads a harness-built object but not the candidate's
+  kUninspectable,      // the disassembler reads a harness-built object but not the candidate's
+  kForeignDeviceCode,  // the object's .nv_fatbin holds bytes nvcc did not make for the source
   kObservedOutputDiffers,
   kKernelsDiffer,
   kNoGpu,

@@ -1650,12 +1650,15 @@ void ClientsThatIgnoreRetryAfterCannotSlowOrRefuseHealth(bool budgets) {
   // Before: 34 % and 43 % not answered (closed at the cap). From the hammering address a
   // health probe is one more client of it (1-8 % cut off in runs on a loaded 2-core machine);
   // from another address a newcomer can still meet libmicrohttpd's own limit while ended
-  // connections are being closed (0-2 %). The same address is no promise (it is the flood's
-  // own; 22 % seen with the whole suite running on 2 cores): half is the bound, against the
-  // 43 % and more of before only loosely; the other address is the guarantee.
+  // connections are being closed: 0-2 % on an idle machine, but 17-35 % (answered within
+  // 100 ms, so refusals, not timeouts) with two busy loops beside the test on 2 cores, and
+  // 9 of 58 once on CI. How often is a matter of load, so the tight bound is the perf test's;
+  // the correctness test holds what load cannot take away: health answers most requests from
+  // either address while the flood goes on.
   EXPECT_LE(same_refused * 2, static_cast<int>(same_ms.size()));
-  EXPECT_LE(other_refused * 10, static_cast<int>(other_ms.size()));
+  EXPECT_LE(other_refused * 2, static_cast<int>(other_ms.size()));
   if (budgets) {
+    EXPECT_LE(other_refused * 10, static_cast<int>(other_ms.size()));
     EXPECT_LT(Percentile(other_ms, 0.5), 100.0);
     EXPECT_LT(Percentile(same_ms, 0.5), 100.0);
     EXPECT_LT(Percentile(other_ms, 1.0), 2000.0);
