@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 
+#include <tuple>
+
 #include "cli/commands.h"
 #include "cli/shared_options.h"
 #include "common/error.h"
@@ -93,10 +95,10 @@ struct BaselineOptions {
   int warmup = 10, iterations = 50, buffer_sets = 3, timeout = 600;
 };
 
-// --warmup, --iterations, --buffer-sets, --timeout and --baseline are declared here, not
-// through shared_options: `eval`'s are worded for an evaluation ("Timing: …", "Seconds for the
-// candidate's run") and its --baseline has no "both", while these time the library alone and
-// may show both attention-forward libraries side by side.
+// --warmup and --iterations take the options table's ranges with words of their own (`eval`'s
+// are worded for an evaluation, "Timing: …"); --buffer-sets, --timeout (per workload, not a
+// candidate's run) and --baseline (which has "both": the two attention-forward libraries side
+// by side) are this command's own.
 void DeclareBaselineOptions(CLI::App* cmd, BaselineOptions* o) {
   cmd->add_option("--task", o->tasks, "Task definitions, or shell patterns such as 'mha_*'")
       ->required();
@@ -106,8 +108,14 @@ void DeclareBaselineOptions(CLI::App* cmd, BaselineOptions* o) {
   cmd->add_flag("--published-shapes", o->published_shapes,
                 "Every shape the published table (--compare) lists for each task, defined "
                 "workload or not");
-  AddRangeOption(cmd, "--warmup", &o->warmup, "Untimed calls before the timed ones", 0, 10000);
-  AddRangeOption(cmd, "--iterations", &o->iterations, "Timed calls (median, p10, p90)", 1, 100000);
+  // The ranges an evaluation's timing takes (the options table's), worded for a library alone.
+  for (auto [key, value, help] :
+       {std::tuple{"warmup", &o->warmup, "Untimed calls before the timed ones"},
+        std::tuple{"iterations", &o->iterations, "Timed calls (median, p10, p90)"}}) {
+    const EvaluationOptionRow& row = EvaluationOptionRowOf(key);
+    AddRangeOption(cmd, row.flag, value, help, static_cast<int>(row.minimum),
+                   static_cast<int>(row.maximum));
+  }
   AddRangeOption(cmd, "--buffer-sets", &o->buffer_sets, "Buffer sets the calls rotate over", 1, 64);
   AddRangeOption(cmd, "--timeout", &o->timeout, "Seconds per workload", 1, 86400);
   cmd->add_option("--compare", o->compare,

@@ -52,6 +52,19 @@ inline CLI::Validator GreaterThanZero() {
                                             "POSITIVE", "POSITIVE");
 }
 
+// A number from lo to hi, both allowed (a time budget where 0 means "no limit").
+inline CLI::Validator NumberInRange(double lo, double hi) {
+  auto text = [](double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  };
+  const std::string range = "from " + text(lo) + " to " + text(hi);
+  return option_checks_detail::FiniteNumber([lo, hi](double v) { return v >= lo && v <= hi; },
+                                            range, "NUMBER", "NUMBER");
+}
+
 // A number of 0 or more (0 meaning "off" or "no limit").
 inline CLI::Validator ZeroOrMore() {
   return option_checks_detail::FiniteNumber([](double v) { return v >= 0; }, "of 0 or more",

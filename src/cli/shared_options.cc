@@ -11,8 +11,6 @@ namespace ptxbench {
 
 namespace {
 
-const std::vector<std::string> kSanitizeModes = {"always", "on-failure", "never"};
-
 // A whole number of seconds from 1 to `most`, into `out`.
 CLI::Option* AddSecondsOption(CLI::App* cmd, const std::string& name, std::chrono::seconds* out,
                               const std::string& help, int most) {
@@ -22,36 +20,46 @@ CLI::Option* AddSecondsOption(CLI::App* cmd, const std::string& name, std::chron
       ->check(CLI::Range(1, most));
 }
 
-CLI::Option* AddSanitizeOption(CLI::App* cmd, EvaluationOptions* o, const std::string& help) {
-  return cmd
-      ->add_option_function<std::string>(
-          "--sanitize", [o](const std::string& s) { o->sanitize = ParseSanitizeMode(s); }, help)
-      ->check(CLI::IsMember(kSanitizeModes));
+// The text of a value of the JSON form, as the help shows a default.
+std::string DefaultText(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-CLI::Option* AddNoTimingOption(CLI::App* cmd, EvaluationOptions* o) {
-  return cmd->add_flag_callback(
-      "--no-timing", [o]() { o->timing = false; }, "Skip the timing layer");
-}
-
-// The attention forward's library (eval and run).
-CLI::Option* AddAttentionBaselineOption(CLI::App* cmd, EvaluationOptions* o) {
-  return cmd
-      ->add_option_function<std::string>(
-          "--baseline",
-          [o](const std::string& s) { o->attention_baseline = *ParseAttentionBaseline(s); },
-          "Attention-forward baseline: flashinfer (FlashInfer's sm90 prefill, the paper's) or "
-          "cudnn (cuDNN's fused SDPA); the backward's is always cuDNN, GEMM's cuBLASLt")
-      ->check(CLI::IsMember({"flashinfer", "cudnn"}))
-      ->default_str(ToString(o->attention_baseline));
-}
-
-CLI::Option* AddToleranceOption(CLI::App* cmd, EvaluationOptions* o) {
-  return cmd
-      ->add_option_function<std::string>(
-          "--tolerance", [o](const std::string& s) { o->tolerance_rule = ParseToleranceRule(s); },
-          "Tolerance rule: published (the upstream rule) or allclose (default: the task's)")
-      ->check(CLI::IsMember({"published", "allclose"}));
+// The table's option `key` (evaluate/evaluation_options.h) on `cmd`: its flag, help and check
+// from the row; a value given is set through the JSON form, as the service sets it.
+CLI::Option* AddTableOption(CLI::App* cmd, EvaluationOptions* o, const std::string& key,
+                            bool show_default) {
+  const EvaluationOptionRow& row = EvaluationOptionRowOf(key);
+  auto apply = [o, key](nlohmann::json value) {
+    ApplyEvaluationOptionsJson({{key, std::move(value)}}, o);
+  };
+  CLI::Option* option = nullptr;
+  switch (row.kind) {
+    case OptionKind::kInteger:
+      option = cmd->add_option_function<long long>(
+                      row.flag, [apply](const long long& v) { apply(v); }, row.help)
+                   ->check(CLI::Range(static_cast<long long>(row.minimum),
+                                      static_cast<long long>(row.maximum)));
+      break;
+    case OptionKind::kNumber:
+      option = cmd->add_option_function<double>(
+                      row.flag, [apply](const double& v) { apply(v); }, row.help)
+                   ->check(NumberInRange(row.minimum, row.maximum));
+      break;
+    case OptionKind::kBoolean:
+      return cmd->add_flag_callback(
+          row.flag, [apply]() { apply(false); }, row.help);
+    case OptionKind::kWord:
+      option = cmd->add_option_function<std::string>(
+                      row.flag, [apply](const std::string& v) { apply(v); }, row.help)
+                   ->check(CLI::IsMember(row.words));
+      break;
+    case OptionKind::kSeed:
+      throw InternalError("the seed takes `random` too: AddSeedOption declares it");
+  }
+  if (const nlohmann::json value = row.get(*o); show_default && !value.is_null())
+    option->default_str(DefaultText(value));
+  return option;
 }
 
 // `random`, or a non-negative integer.
@@ -66,8 +74,7 @@ CLI::Option* AddSeedOption(CLI::App* cmd, EvaluationOptions* o) {
             else if (ParseInt64(text, &s))  // checked by the validator
               o->seed = static_cast<uint64_t>(s);
           },
-          "First seed (trial i uses seed+i), or `random` for a fresh one (default " +
-              std::to_string(kDefaultSeed) + ")")
+          EvaluationOptionRowOf("seed").help + " (default " + std::to_string(kDefaultSeed) + ")")
       ->check(CLI::Validator(
           [](std::string& in) -> std::string {
             long long s;
@@ -79,26 +86,19 @@ CLI::Option* AddSeedOption(CLI::App* cmd, EvaluationOptions* o) {
 
 // `eval` alone: the memory check's and the profiler's deadlines, the caches, the timing
 // layer's finer settings.
-void AddEvalOnlyOptions(CLI::App* cmd, EvaluationOptions* o, DeclaredEvaluationOptions* d) {
+void AddEvalOnlyOptions(CLI::App* cmd, EvaluationOptions* o) {
   AddSecondsOption(cmd, "--memcheck-timeout", &o->memcheck_timeout, "Seconds for the memory check",
                    86400)
       ->default_str(std::to_string(o->memcheck_timeout.count()));
   AddSecondsOption(cmd, "--profile-timeout", &o->profile_timeout,
                    "Seconds for the profiled call that checks which instructions ran", 86400)
       ->default_str(std::to_string(o->profile_timeout.count()));
-  d->by_key["verify"] = cmd->add_flag_callback(
-      "--no-verify", [o]() { o->verify = false; },
-      "Skip the instruction layer (static and dynamic)");
   cmd->add_flag_callback(
       "--no-build-cache", [o]() { o->use_build_cache = false; },
       "Rebuild even when a cached build exists");
   cmd->add_flag_callback(
       "--no-reference-cache", [o]() { o->use_reference_cache = false; },
       "Recompute the expected outputs even when cached");
-  d->by_key["warmup"] = AddRangeOption(cmd, "--warmup", &o->warmup,
-                                       "Timing: untimed calls before the timed ones", 0, 10000);
-  d->by_key["iterations"] = AddRangeOption(cmd, "--iterations", &o->iterations,
-                                           "Timing: timed calls (median, p10, p90)", 1, 100000);
   AddRangeOption(cmd, "--buffer-sets", &o->buffer_sets,
                  "Timing: input/output buffer sets the calls rotate over", 1, 64);
   AddSecondsOption(cmd, "--timing-timeout", &o->timing_timeout,
@@ -125,49 +125,30 @@ std::vector<std::string> DeclaredEvaluationOptions::GivenKeys() const {
 
 DeclaredEvaluationOptions AddEvaluationOptions(CLI::App* cmd, EvaluationOptions* o,
                                                EvaluationOptionSet set) {
-  DeclaredEvaluationOptions d;
-  const bool eval = set == EvaluationOptionSet::kEval;
-  const bool submit = set == EvaluationOptionSet::kSubmit;
-  const std::string timeout_default = std::to_string(o->timeout.count());
-  if (eval) {
-    d.by_key["trials"] = AddRangeOption(cmd, "--trials", &o->trials,
-                                        "Correctness trials, each on fresh inputs", 1, 100);
-    d.by_key["seed"] = AddSeedOption(cmd, o);
-    d.by_key["tolerance"] = AddToleranceOption(cmd, o);
-    d.by_key["sanitize"] = AddSanitizeOption(cmd, o, "Memory check: always, on-failure or never")
-                               ->default_str(ToString(o->sanitize));
-    d.by_key["timeout"] = AddSecondsOption(cmd, "--timeout", &o->timeout,
-                                           "Seconds for the candidate's run (all trials)", 86400)
-                              ->default_str(timeout_default);
-    AddEvalOnlyOptions(cmd, o, &d);
-    d.by_key["timing_budget"] =
-        cmd->add_option("--timing-budget", o->timing_budget_s,
-                        "Timing: seconds of candidate calls; a slow kernel gets fewer calls (at "
-                        "least 2 + 10), 0 for no limit")
-            ->check(ZeroOrMore())
-            ->capture_default_str();
-  } else if (submit) {
-    // The service's ranges; no default shown: what is not given is the service's to choose.
-    d.by_key["trials"] =
-        cmd->add_option("--trials", o->trials, "Correctness trials (default: the service's, 3)")
-            ->check(CLI::Range(1, 100));
-    d.by_key["timeout"] =
-        AddSecondsOption(cmd, "--timeout", &o->timeout, "Seconds for the candidate's run", 3600);
-    d.by_key["sanitize"] = AddSanitizeOption(cmd, o, "always, on-failure or never");
-  } else {  // run, fixit repair
-    d.by_key["sanitize"] = AddSanitizeOption(cmd, o, "Memory check: always, on-failure, never")
-                               ->default_str(ToString(o->sanitize));
-    d.by_key["timeout"] =
-        AddSecondsOption(cmd, "--timeout", &o->timeout, "Seconds for a candidate's run", 86400)
-            ->default_str(timeout_default);
-    d.by_key["timing_budget"] =
-        cmd->add_option("--timing-budget", o->timing_budget_s, "Seconds of timed candidate calls")
-            ->check(GreaterThanZero())
-            ->capture_default_str();
+  // Which rows of the table each command offers, in the order its help lists them.
+  std::vector<std::string> keys;
+  switch (set) {
+    case EvaluationOptionSet::kEval:
+      keys = {"trials", "seed",       "tolerance",     "sanitize", "timeout", "verify",
+              "warmup", "iterations", "timing_budget", "timing",   "baseline"};
+      break;
+    case EvaluationOptionSet::kAgent:
+      keys = {"sanitize", "timeout", "timing_budget", "timing", "baseline"};
+      break;
+    case EvaluationOptionSet::kRepair:
+      keys = {"sanitize", "timeout", "timing_budget"};
+      break;
+    case EvaluationOptionSet::kSubmit:
+      keys = {"trials", "timeout", "sanitize", "timing"};
+      break;
   }
-  if (set != EvaluationOptionSet::kRepair) d.by_key["timing"] = AddNoTimingOption(cmd, o);
-  if (eval || set == EvaluationOptionSet::kAgent)
-    d.by_key["baseline"] = AddAttentionBaselineOption(cmd, o);
+  // `submit` shows no default of its own: what is not given is the service's to choose.
+  const bool show_defaults = set != EvaluationOptionSet::kSubmit;
+  DeclaredEvaluationOptions d;
+  for (const std::string& key : keys)
+    d.by_key[key] =
+        key == "seed" ? AddSeedOption(cmd, o) : AddTableOption(cmd, o, key, show_defaults);
+  if (set == EvaluationOptionSet::kEval) AddEvalOnlyOptions(cmd, o);
   return d;
 }
 

@@ -1,5 +1,8 @@
 #include "evaluate/evaluation_options.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "common/error.h"
 #include "common/strings.h"
 
@@ -9,52 +12,169 @@ using nlohmann::json;
 
 namespace {
 
-int64_t IntOption(const json& o, const char* key, int64_t lo, int64_t hi) {
-  const json& v = o.at(key);
-  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    throw InputError(std::string("options.") + key + " must be an integer between " +
-                     std::to_string(lo) + " and " + std::to_string(hi));
-  return v.get<int64_t>();
+// "a, b or c": how a message lists the words an option takes.
+std::string WordList(const std::vector<std::string>& words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    out += words[i];
+  }
+  return out;
 }
 
-bool BoolOption(const json& o, const char* key) {
-  const json& v = o.at(key);
-  if (!v.is_boolean()) throw InputError(std::string("options.") + key + " must be true or false");
-  return v.get<bool>();
+std::string Bound(double v) {
+  json j = v;
+  if (v == static_cast<double>(static_cast<long long>(v))) j = static_cast<long long>(v);
+  return j.dump();
 }
 
-// The options whose values are words, parsed by their own Parse* (which throw UsageError).
-void ApplyWordOptions(const json& o, EvaluationOptions* out) {
-  try {
-    if (o.contains("sanitize")) {
-      if (!o["sanitize"].is_string())
-        throw InputError("options.sanitize must be always, on-failure or never");
-      out->sanitize = ParseSanitizeMode(o["sanitize"].get<std::string>());
-    }
-    if (o.contains("tolerance")) {
-      if (!o["tolerance"].is_string())
-        throw InputError("options.tolerance must be published or allclose");
-      out->tolerance_rule = ParseToleranceRule(o["tolerance"].get<std::string>());
-    }
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInput) throw;
-    throw InputError(std::string("options: ") + e.what());
+// Throws InputError, naming the option and what it takes, unless `v` fits `row`.
+void CheckValue(const EvaluationOptionRow& row, const json& v) {
+  const std::string name = "options." + row.key;
+  switch (row.kind) {
+    case OptionKind::kInteger:
+      if (!v.is_number_integer() || v.get<double>() < row.minimum || v.get<double>() > row.maximum)
+        throw InputError(name + " must be an integer between " + Bound(row.minimum) + " and " +
+                         Bound(row.maximum));
+      return;
+    case OptionKind::kNumber:
+      if (!v.is_number() || v.get<double>() < row.minimum || v.get<double>() > row.maximum)
+        throw InputError(name + " must be a number of seconds between " + Bound(row.minimum) +
+                         " and " + Bound(row.maximum));
+      return;
+    case OptionKind::kBoolean:
+      if (!v.is_boolean()) throw InputError(name + " must be true or false");
+      return;
+    case OptionKind::kWord:
+      if (!v.is_string() ||
+          std::find(row.words.begin(), row.words.end(), v.get<std::string>()) == row.words.end())
+        throw InputError(name + " must be " + WordList(row.words));
+      return;
+    case OptionKind::kSeed:
+      if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+        throw InputError(name + " must be a non-negative integer");
+      return;
   }
-  if (o.contains("baseline")) {
-    const json& v = o["baseline"];
-    std::optional<AttentionBaseline> b =
-        v.is_string() ? ParseAttentionBaseline(v.get<std::string>()) : std::nullopt;
-    if (!b) throw InputError("options.baseline must be flashinfer or cudnn");
-    out->attention_baseline = *b;
-  }
+}
+
+std::vector<EvaluationOptionRow> MakeTable() {
+  using O = EvaluationOptions;
+  std::vector<EvaluationOptionRow> rows;
+  auto integer = [&rows](std::string key, std::string flag, double lo, double hi, std::string help,
+                         auto member) {
+    rows.push_back(
+        {std::move(key),
+         std::move(flag),
+         OptionKind::kInteger,
+         lo,
+         hi,
+         {},
+         std::move(help),
+         [member](const O& o) { return json(o.*member); },
+         [member](const json& v, O* o) { o->*member = static_cast<int>(v.get<int64_t>()); }});
+  };
+  auto boolean = [&rows](std::string key, std::string flag, std::string help, bool O::*member) {
+    rows.push_back({std::move(key),
+                    std::move(flag),
+                    OptionKind::kBoolean,
+                    0,
+                    0,
+                    {},
+                    std::move(help),
+                    [member](const O& o) { return json(o.*member); },
+                    [member](const json& v, O* o) { o->*member = v.get<bool>(); }});
+  };
+  integer("trials", "--trials", 1, 100, "Correctness trials, each on fresh inputs", &O::trials);
+  rows.push_back({"seed",
+                  "--seed",
+                  OptionKind::kSeed,
+                  0,
+                  0,
+                  {},
+                  "First seed (trial i uses seed+i), or `random` for a fresh one",
+                  [](const O& o) { return json(o.seed); },
+                  [](const json& v, O* o) { o->seed = v.get<uint64_t>(); }});
+  rows.push_back(
+      {"tolerance",
+       "--tolerance",
+       OptionKind::kWord,
+       0,
+       0,
+       {"published", "allclose"},
+       "Tolerance rule: published (the upstream rule) or allclose (default: the task's)",
+       [](const O& o) { return o.tolerance_rule ? json(ToString(*o.tolerance_rule)) : json(); },
+       [](const json& v, O* o) { o->tolerance_rule = ParseToleranceRule(v.get<std::string>()); }});
+  rows.push_back(
+      {"sanitize",
+       "--sanitize",
+       OptionKind::kWord,
+       0,
+       0,
+       {"always", "on-failure", "never"},
+       "Memory check: always, on-failure or never",
+       [](const O& o) { return json(ToString(o.sanitize)); },
+       [](const json& v, O* o) { o->sanitize = ParseSanitizeMode(v.get<std::string>()); }});
+  rows.push_back(
+      {"timeout",
+       "--timeout",
+       OptionKind::kInteger,
+       1,
+       3600,
+       {},
+       "Seconds for the candidate's run (all trials)",
+       [](const O& o) { return json(o.timeout.count()); },
+       [](const json& v, O* o) { o->timeout = std::chrono::seconds(v.get<int64_t>()); }});
+  boolean("verify", "--no-verify", "Skip the instruction layer (static and dynamic)", &O::verify);
+  boolean("timing", "--no-timing", "Skip the timing layer", &O::timing);
+  integer("warmup", "--warmup", 0, 10000, "Timing: untimed calls before the timed ones",
+          &O::warmup);
+  integer("iterations", "--iterations", 1, 100000, "Timing: timed calls (median, p10, p90)",
+          &O::iterations);
+  rows.push_back({"timing_budget",
+                  "--timing-budget",
+                  OptionKind::kNumber,
+                  0,
+                  3600,
+                  {},
+                  "Timing: seconds of candidate calls; a slow kernel gets fewer calls (at least "
+                  "2 + 10), 0 for no limit",
+                  [](const O& o) { return json(o.timing_budget_s); },
+                  [](const json& v, O* o) { o->timing_budget_s = v.get<double>(); }});
+  rows.push_back(
+      {"baseline",
+       "--baseline",
+       OptionKind::kWord,
+       0,
+       0,
+       {"flashinfer", "cudnn"},
+       "Attention-forward baseline: flashinfer (FlashInfer's sm90 prefill, the paper's) or cudnn "
+       "(cuDNN's fused SDPA); the backward's is always cuDNN, GEMM's cuBLASLt",
+       [](const O& o) { return json(ToString(o.attention_baseline)); },
+       [](const json& v, O* o) {
+         o->attention_baseline = *ParseAttentionBaseline(v.get<std::string>());
+       }});
+  return rows;
 }
 
 }  // namespace
 
+const std::vector<EvaluationOptionRow>& EvaluationOptionTable() {
+  static const std::vector<EvaluationOptionRow> rows = MakeTable();
+  return rows;
+}
+
+const EvaluationOptionRow& EvaluationOptionRowOf(const std::string& key) {
+  for (const EvaluationOptionRow& row : EvaluationOptionTable())
+    if (row.key == key) return row;
+  throw InternalError("no evaluation option \"" + key + "\" in the table");
+}
+
 const std::set<std::string>& EvaluationOptionKeys() {
-  static const std::set<std::string> keys = {"trials",     "seed",          "sanitize", "timeout",
-                                             "timing",     "timing_budget", "verify",   "warmup",
-                                             "iterations", "tolerance",     "baseline"};
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> out;
+    for (const EvaluationOptionRow& row : EvaluationOptionTable()) out.insert(row.key);
+    return out;
+  }();
   return keys;
 }
 
@@ -64,46 +184,47 @@ void ApplyEvaluationOptionsJson(const json& o, EvaluationOptions* out) {
     if (!EvaluationOptionKeys().count(k))
       throw InputError("unknown option \"" + ValidUtf8(Truncate(k, 64)) + "\" (known: " +
                        Join({EvaluationOptionKeys().begin(), EvaluationOptionKeys().end()}) + ")");
-  if (o.contains("trials")) out->trials = static_cast<int>(IntOption(o, "trials", 1, 100));
-  if (o.contains("seed")) {
-    const json& v = o.at("seed");
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-      throw InputError("options.seed must be a non-negative integer");
-    out->seed = v.get<uint64_t>();
-  }
-  ApplyWordOptions(o, out);
-  if (o.contains("timeout")) out->timeout = std::chrono::seconds(IntOption(o, "timeout", 1, 3600));
-  if (o.contains("timing")) out->timing = BoolOption(o, "timing");
-  if (o.contains("verify")) out->verify = BoolOption(o, "verify");
-  if (o.contains("warmup")) out->warmup = static_cast<int>(IntOption(o, "warmup", 0, 10000));
-  if (o.contains("iterations"))
-    out->iterations = static_cast<int>(IntOption(o, "iterations", 1, 100000));
-  if (o.contains("timing_budget")) {
-    const json& v = o["timing_budget"];
-    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 3600)
-      throw InputError("options.timing_budget must be a number of seconds between 0 and 3600");
-    out->timing_budget_s = v.get<double>();
-  }
+  // Every value is checked before any is set: a refused request changes nothing.
+  for (const EvaluationOptionRow& row : EvaluationOptionTable())
+    if (o.contains(row.key)) CheckValue(row, o.at(row.key));
+  for (const EvaluationOptionRow& row : EvaluationOptionTable())
+    if (o.contains(row.key)) row.set(o.at(row.key), out);
 }
 
 json EvaluationOptionsJson(const EvaluationOptions& o, const std::vector<std::string>& keys) {
   json j = json::object();
   for (const std::string& k : keys) {
-    if (k == "trials") j[k] = o.trials;
-    if (k == "seed") j[k] = o.seed;
-    if (k == "sanitize") j[k] = ToString(o.sanitize);
-    if (k == "timeout") j[k] = o.timeout.count();
-    if (k == "timing") j[k] = o.timing;
-    if (k == "timing_budget") j[k] = o.timing_budget_s;
-    if (k == "verify") j[k] = o.verify;
-    if (k == "warmup") j[k] = o.warmup;
-    if (k == "iterations") j[k] = o.iterations;
-    if (k == "tolerance" && o.tolerance_rule) j[k] = ToString(*o.tolerance_rule);
-    if (k == "baseline") j[k] = ToString(o.attention_baseline);
     if (!EvaluationOptionKeys().count(k))
       throw InternalError("no evaluation option \"" + k + "\" in the JSON form");
+    json value = EvaluationOptionRowOf(k).get(o);
+    if (!value.is_null()) j[k] = std::move(value);
   }
   return j;
+}
+
+json EvaluationOptionsSchema() {
+  static const char* kTypes[] = {"integer", "number", "boolean", "string", "integer"};
+  json properties = json::object();
+  const EvaluationOptions defaults;
+  for (const EvaluationOptionRow& row : EvaluationOptionTable()) {
+    json p = {{"type", kTypes[static_cast<int>(row.kind)]}};
+    if (row.kind == OptionKind::kInteger || row.kind == OptionKind::kNumber) {
+      p["minimum"] = json::parse(Bound(row.minimum));
+      p["maximum"] = json::parse(Bound(row.maximum));
+    }
+    if (row.kind == OptionKind::kSeed) p["minimum"] = 0;
+    if (row.kind == OptionKind::kWord) p["enum"] = row.words;
+    // A boolean's flag turns it off: its description says what false does.
+    std::string description = row.help;
+    if (row.kind == OptionKind::kBoolean && !description.empty()) {
+      description[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(description[0])));
+      description = "false: " + description;
+    }
+    p["description"] = description;
+    if (json d = row.get(defaults); !d.is_null()) p["default"] = d;
+    properties[row.key] = p;
+  }
+  return {{"type", "object"}, {"additionalProperties", false}, {"properties", properties}};
 }
 
 }  // namespace ptxbench

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,8 +50,39 @@ struct EvaluationOptions {
   bool use_reference_cache = true;
 };
 
+// One row per option of the JSON form: what the service checks, what the CLI declares and what
+// schemas/openapi.json says (EvaluationOptionsSchema; a test holds the file to it), so that the
+// three cannot disagree on a name, a type, a range or a default.
+enum class OptionKind {
+  kInteger,  // a whole number in [minimum, maximum]
+  kNumber,   // a number in [minimum, maximum]
+  kBoolean,  // on the command line, `flag` turns it off
+  kWord,     // one of `words`
+  kSeed,     // a whole number of 0 or more (the command line also takes `random`)
+};
+struct EvaluationOptionRow {
+  std::string key;   // in the JSON form
+  std::string flag;  // on the command line
+  OptionKind kind = OptionKind::kInteger;
+  double minimum = 0, maximum = 0;  // kInteger, kNumber
+  std::vector<std::string> words;   // kWord
+  std::string help;                 // the command line's; the schema's description too
+  // The option's value in `options`, in the JSON form; and the setting of a value of that
+  // form (already checked against the row) into `options`.
+  std::function<nlohmann::json(const EvaluationOptions&)> get;
+  std::function<void(const nlohmann::json&, EvaluationOptions*)> set;
+};
+// The rows, in the order the help and the schema list them.
+const std::vector<EvaluationOptionRow>& EvaluationOptionTable();
+// The row of `key`; throws InternalError for a key the table lacks.
+const EvaluationOptionRow& EvaluationOptionRowOf(const std::string& key);
+
 // The keys of the JSON form.
 const std::set<std::string>& EvaluationOptionKeys();
+
+// The JSON Schema of the "options" object of a service job, from the table, defaults from
+// EvaluationOptions{}: schemas/openapi.json's EvaluationRequest.options is this.
+nlohmann::json EvaluationOptionsSchema();
 
 // Applies the keys that `j` (an object of the JSON form) has to `options`, each checked as
 // the service checks it; throws InputError with one line that names the option and why.
