@@ -4,12 +4,12 @@
 #include <memory>
 #include <regex>
 
-#include "compile/tvm_ffi.h"
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/sandbox.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "compile/tvm_ffi.h"
 #include "inspect/ncu.h"
 #include "inspect/sass.h"
 #include "measure/flashinfer_attention.h"

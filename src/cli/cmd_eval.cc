@@ -35,9 +35,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   cmd->add_option("--task", o->task, "Task definition (see `ptxbench tasks`)")->required();
   cmd->add_option("--workload", o->workload,
                   "Workload id, or axis values such as M=8192 (default: the headline or largest)");
-  cmd->add_option("--arch", o->arch, "Target architecture: sm_90a or sm_100a")
-      ->check(CLI::IsMember(SupportedArchs()))
-      ->capture_default_str();
+  AddArchOption(cmd, &o->arch);
   AddEvaluationOptions(cmd, &o->evaluation, EvaluationOptionSet::kEval);
   cmd->add_option("--json", o->json_path, "Write the full evaluation record here");
   cmd->add_option("--trace", o->trace_path,

@@ -23,9 +23,7 @@ CommandRunner AddInspectCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("inspect", "Show the instruction families in a kernel's SASS (no GPU)");
   cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
-  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")
-      ->check(CLI::IsMember(SupportedArchs()))
-      ->capture_default_str();
+  AddArchOption(cmd, &o->arch);
   AddCacheDirOption(cmd, &o->cache_dir, "Build cache");
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_flag("--evidence", o->all, "Print the matched instructions too");

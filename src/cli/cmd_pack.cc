@@ -10,11 +10,12 @@
 
 #include "agent/pack.h"
 #include "agent/prompt.h"
-#include "compile/nvcc.h"
 #include "cli/commands.h"
+#include "cli/shared_options.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/sha256.h"
+#include "compile/nvcc.h"
 
 namespace ptxbench {
 namespace {
@@ -140,9 +141,7 @@ CommandRunner AddPackCommand(CLI::App& app) {
   o->list = cmd->add_subcommand("list", "Every pack variant with its size");
   o->list->add_flag("--json", o->json, "Machine-readable output");
   o->show = cmd->add_subcommand("show", "Print a variant as the model reads it");
-  o->show->add_option("--arch", o->arch, "sm_90a or sm_100a")
-      ->check(CLI::IsMember(SupportedArchs()))
-      ->capture_default_str();
+  AddArchOption(o->show, &o->arch);
   o->show->add_option("--variant", o->variant, "none, base, base+gemm, ..., full")
       ->capture_default_str();
   o->stats = cmd->add_subcommand("stats", "Prompt tokens that providers reported in past runs");
@@ -154,9 +153,7 @@ CommandRunner AddPackCommand(CLI::App& app) {
       "inline",
       "Replace the pack's #include \"<helper header>\" lines of a kernel with the header");
   o->inline_cmd->add_option("file", o->file, "A kernel written on the helper header")->required();
-  o->inline_cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")
-      ->check(CLI::IsMember(SupportedArchs()))
-      ->capture_default_str();
+  AddArchOption(o->inline_cmd, &o->arch);
   o->inline_cmd->add_option("-o,--out", o->out, "Output file (default: stdout)");
 
   return [o]() {

@@ -149,9 +149,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_option("--target-speedup", o->target_speedup,
                   "Stop a trajectory at a correct kernel this much faster than the baseline")
       ->check(GreaterThanZero());
-  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")
-      ->check(CLI::IsMember(SupportedArchs()))
-      ->capture_default_str();
+  AddArchOption(cmd, &o->arch);
   cmd->add_option(
       "--pack", o->pack,
       "Knowledge pack variant: none, base, base+gemm, base+attention-fwd, base+attention-bwd, full "

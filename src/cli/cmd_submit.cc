@@ -29,9 +29,7 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
   cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
   cmd->add_option("--task", o->task, "Task definition")->required();
   cmd->add_option("--workload", o->workload, "Workload id or axis values (default: headline)");
-  cmd->add_option("--arch", o->arch, "sm_90a or sm_100a")
-      ->check(CLI::IsMember(SupportedArchs()))
-      ->capture_default_str();
+  AddArchOption(cmd, &o->arch);
   cmd->add_option("--evaluator", o->evaluator, "The service, http://host:port")
       ->envname("PTXBENCH_EVALUATOR")
       ->required()

@@ -6,9 +6,9 @@
 #include <map>
 #include <string>
 
+#include "child/child_main.h"
 #include "cli/commands.h"
 #include "common/error.h"
-#include "child/child_main.h"
 #include "task/definition.h"
 
 int main(int argc, char** argv) {

@@ -4,6 +4,7 @@
 
 #include "cli/option_checks.h"
 #include "common/strings.h"
+#include "compile/nvcc.h"
 #include "fixit/sft.h"
 #include "serve/job_queue.h"
 
@@ -150,6 +151,13 @@ DeclaredEvaluationOptions AddEvaluationOptions(CLI::App* cmd, EvaluationOptions*
         key == "seed" ? AddSeedOption(cmd, o) : AddTableOption(cmd, o, key, show_defaults);
   if (set == EvaluationOptionSet::kEval) AddEvalOnlyOptions(cmd, o);
   return d;
+}
+
+CLI::Option* AddArchOption(CLI::App* cmd, std::string* arch) {
+  const std::vector<std::string> names = SupportedArchs();
+  return cmd->add_option("--arch", *arch, "Target architecture: " + Join(names, " or "))
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
 }
 
 CLI::Option* AddTasksDirOption(CLI::App* cmd, std::string* dir) {

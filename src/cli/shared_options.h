@@ -44,6 +44,10 @@ struct DeclaredEvaluationOptions {
 DeclaredEvaluationOptions AddEvaluationOptions(CLI::App* cmd, EvaluationOptions* options,
                                                EvaluationOptionSet set);
 
+// --arch: one of the architecture table's (record/vocabulary.h, through SupportedArchs()),
+// its default shown.
+CLI::Option* AddArchOption(CLI::App* cmd, std::string* arch);
+
 // --- the task catalog, the caches, the results store, the models ---
 
 // --tasks-dir ($PTXBENCH_TASKS): the folder of definitions and workloads.
