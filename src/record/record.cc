@@ -11,12 +11,6 @@ std::string UpstreamStatus(Status s, const std::string& /*reason*/) {
   return UpstreamStatusName(s);
 }
 
-constexpr EnumName<LayerState> kLayerStateNames[] = {
-    {LayerState::kRan, "ran"},
-    {LayerState::kSkipped, "skipped"},
-    {LayerState::kNotReached, "not_reached"},
-};
-std::string ToString(LayerState s) { return NameOf<LayerState>(kLayerStateNames, s, "?"); }
 
 nlohmann::json SkippedLayer(const std::string& why) {
   return {{"state", "skipped"}, {"reason", why}};

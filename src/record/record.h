@@ -23,10 +23,6 @@ constexpr const char* kEvaluationSchema = "ptxbench.evaluation/1";
 // The upstream PTXBench name of a status and reason, for joining with published results.
 std::string UpstreamStatus(Status s, const std::string& reason);
 
-// A layer of the pipeline: ran, or skipped with a reason, so that a record never implies a
-// check that did not happen.
-enum class LayerState { kRan, kSkipped, kNotReached };
-std::string ToString(LayerState s);
 
 // What consumers read of the `instructions` layer.
 struct InstructionsView {
