@@ -35,12 +35,7 @@
 #include "common/version.h"
 #include "compile/nvcc.h"
 #include "serve/evaluator_choice.h"
-#ifdef PTXBENCH_HAVE_SQLITE
-#include <mutex>
-
-#include "store/import.h"
-#include "store/store.h"
-#endif
+#include "store/store_follower.h"
 
 namespace ptxbench {
 namespace {
@@ -375,77 +370,6 @@ AgentOptions AgentOptionsFor(const RunOptions& o, const Catalog& catalog, const 
   return a;
 }
 
-#ifdef PTXBENCH_HAVE_SQLITE
-// `--db`: the store follows the run folder turn by turn. A failed store write does not stop
-// the run: the run folder has everything, and `ptxbench import` puts it in later.
-class RunStoreFollower {
- public:
-  RunStoreFollower(const std::string& db, const std::string& run_dir, bool resume, bool quiet)
-      : db_(db), run_dir_(run_dir), store_(ResultsStore::Open(db)) {
-    // A resumed run first brings the store up to the folder: turns finished in an earlier
-    // session whose store write was lost (a kill, a locked database) are saved now.
-    if (!resume) return;
-    ImportSummary im = ImportPath(*store_, run_dir_);
-    if (!quiet)
-      std::fprintf(stderr, "run: the store %s has the run's %d trajectories, %d turns\n",
-                   db_.c_str(), im.trajectories, im.turns);
-  }
-
-  // A failed write is tried again once, then reported; the next save tries again (the
-  // trajectory file holds every turn so far), and Converge at the end of the run catches up.
-  void Save(const json& trajectory, const json& record) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      try {
-        Put(trajectory, record);
-        return;
-      } catch (const std::exception& e) {
-        if (attempt == 0) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          continue;
-        }
-        ++failures_;
-        std::fprintf(stderr, "run: a write to the store %s failed (%s); tried again later\n",
-                     db_.c_str(), e.what());
-      }
-    }
-  }
-
-  // After failed writes, the whole run folder into the store once more.
-  void Converge() {
-    if (failures_ == 0) return;
-    try {
-      ImportPath(*store_, run_dir_);
-      std::fprintf(stderr, "run: after %d failed writes the store %s now holds the whole run\n",
-                   failures_, db_.c_str());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr,
-                   "run: the store %s is behind the run folder (%s): `ptxbench import %s --db "
-                   "%s` brings it up to date\n",
-                   db_.c_str(), e.what(), run_dir_.c_str(), db_.c_str());
-    }
-  }
-
- private:
-  void Put(const json& trajectory, const json& record) {
-    if (run_id_.empty())
-      run_id_ = store_->PutRun(
-          ParseBoundedJson(ReadFile(run_dir_ + "/run.json"), run_dir_ + "/run.json"), run_dir_);
-    std::vector<StoredEvaluation> evals;
-    const json& turns = trajectory["info"]["turns"];
-    if (record.is_object() && !turns.empty())
-      evals.push_back({ResultsStore::TurnEvaluationKey(run_id_, turns.back()), record});
-    store_->PutTrajectory(run_id_, trajectory, evals);
-  }
-
-  std::string db_, run_dir_;
-  std::unique_ptr<ResultsStore> store_;
-  std::mutex mu_;
-  std::string run_id_;
-  int failures_ = 0;
-};
-#endif
-
 // The last line on standard output, and the exit code: 130 after Ctrl-C, 3 when trajectories
 // were interrupted, else 0.
 int ReportRun(const std::string& run_dir, const RunSummary& s) {
@@ -476,24 +400,16 @@ int RunWith(RunOptions* o) {
     // The service queues per GPU; one at a time from here would leave its GPUs idle.
     a.parallel_evaluations = o->concurrency;
   }
-#ifdef PTXBENCH_HAVE_SQLITE
-  std::unique_ptr<RunStoreFollower> store;
+  // --db: the store follows the run folder turn by turn (store/store_follower.h).
+  std::unique_ptr<StoreFollower> store;
   if (!o->db.empty()) {
-    store = std::make_unique<RunStoreFollower>(o->db, a.run_dir, o->resume, o->quiet);
-    a.on_save = [&store](const json& trajectory, const json& record) {
-      store->Save(trajectory, record);
-    };
+    store = std::make_unique<StoreFollower>(o->db, a.run_dir, "run", o->resume, o->quiet);
+    a.on_save = store->OnSave();
   }
-#else
-  if (!o->db.empty())
-    throw EnvironmentError("this ptxbench was built without SQLite: no results store (--db)");
-#endif
   StopOnInterrupt(a.run_dir);
   a.stop_requested = &g_stop_requested;
   RunSummary s = RunAgent(a, *author.provider, evaluate);
-#ifdef PTXBENCH_HAVE_SQLITE
   if (store) store->Converge();
-#endif
   return ReportRun(a.run_dir, s);
 }
 

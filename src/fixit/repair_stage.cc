@@ -1,5 +1,7 @@
 #include "fixit/repair_stage.h"
 
+#include <memory>
+
 #include <optional>
 #include <set>
 
@@ -13,9 +15,9 @@
 #include "fixit/failure.h"
 #include "fixit/keep.h"
 #include "fixit/repairs.h"
-#include "fixit/store_follower.h"
 #include "fixit/teacher.h"
 #include "fixit/work_folder.h"
+#include "store/store_follower.h"
 #include "task/definition.h"
 
 namespace ptxbench {
@@ -131,9 +133,14 @@ RepairStageResult RunRepairStage(const RepairStageOptions& a,
   if (a.evaluator.empty()) FindNvcc("");  // a remote evaluator needs no compiler here
 
   AgentOptions o = RepairAgentOptions(a, m, arch, teacher.info, catalog);
-  if (!a.db.empty()) o.on_save = StoreFollower(a.db, o.run_dir);
+  std::unique_ptr<StoreFollower> store;
+  if (!a.db.empty()) {
+    store = std::make_unique<StoreFollower>(a.db, o.run_dir, "fixit", a.resume, /*quiet=*/false);
+    o.on_save = store->OnSave();
+  }
   Evaluator evaluate = make_evaluator(arch);
   RunSummary s = RunAgent(o, *teacher.provider, evaluate);
+  if (store) store->Converge();
 
   RepairStageResult out;
   out.failures = m.failures.size();

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "store/import.h"
+#include "store/store_follower.h"
 
 namespace ptxbench {
 namespace {
@@ -245,6 +246,31 @@ TEST_F(StoreTest, RoundTripOfARunFolder) {
                    "SELECT count(*) FROM evaluations WHERE verification='dynamic_present' "
                    "AND arch_tag='H' AND speedup=0.75"),
             "1");
+}
+
+// `run --db` and `fixit repair --db` follow their folder with the one follower: a write that
+// fails (here a trajectory the store cannot take) is reported and does not stop the run, and
+// Converge brings the store up to the folder; a resumed follower imports the folder first.
+TEST_F(StoreTest, TheFollowerCatchesUpAfterAFailedWrite) {
+  std::string run = dir_.File("runs/20261203-m1");
+  WriteFixtureRun(run);
+  {
+    StoreFollower follower(Db(), run, "run", /*resume=*/false, /*quiet=*/true);
+    testing::internal::CaptureStderr();
+    follower.Save(json::array(), Record("PASSED"));
+    const std::string said = testing::internal::GetCapturedStderr();
+    EXPECT_NE(said.find("run: a write to the store"), std::string::npos) << said;
+    EXPECT_EQ(ResultsStore::Open(Db())->Load({}).trajectories.size(), 0u);
+    testing::internal::CaptureStderr();
+    follower.Converge();
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("now holds the whole run"),
+              std::string::npos);
+  }
+  EXPECT_EQ(ResultsStore::Open(Db())->Load({}).trajectories.size(), 2u);
+
+  const std::string other_db = dir_.File("resumed.db");
+  StoreFollower resumed(other_db, run, "fixit", /*resume=*/true, /*quiet=*/true);
+  EXPECT_EQ(ResultsStore::Open(other_db)->Load({}).trajectories.size(), 2u);
 }
 
 TEST_F(StoreTest, ReimportIsIdempotentAndAResumedRunUpdatesInPlace) {
