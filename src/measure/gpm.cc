@@ -10,39 +10,9 @@
 #include "common/dynamic_library.h"
 #include "measure/nvml_status.h"
 
-// Where a build machine has nvml.h, the hand-written ABI in gpm.h must agree
-// with it; a mismatch fails the build there instead of misreading counters.
-#if __has_include(<nvml.h>)
-#include <nvml.h>
-#endif
-
 namespace ptxbench {
 
-#ifdef NVML_GPM_METRICS_GET_VERSION
-static_assert(NVML_SUCCESS == gpm_abi::kSuccess);
-static_assert(NVML_ERROR_NOT_SUPPORTED == gpm_abi::kNotSupported);
-static_assert(static_cast<unsigned>(NVML_GPM_METRIC_GRAPHICS_UTIL) == gpm_abi::kGraphicsUtil);
-static_assert(static_cast<unsigned>(NVML_GPM_METRIC_SM_UTIL) == gpm_abi::kSmUtil);
-static_assert(static_cast<unsigned>(NVML_GPM_METRIC_SM_OCCUPANCY) == gpm_abi::kSmOccupancy);
-static_assert(static_cast<unsigned>(NVML_GPM_METRIC_ANY_TENSOR_UTIL) == gpm_abi::kAnyTensorUtil);
-static_assert(static_cast<unsigned>(NVML_GPM_METRIC_HMMA_TENSOR_UTIL) == gpm_abi::kHmmaTensorUtil);
-static_assert(static_cast<unsigned>(NVML_GPM_METRIC_DRAM_BW_UTIL) == gpm_abi::kDramBwUtil);
-static_assert(static_cast<unsigned>(NVML_GPM_METRIC_FP32_UTIL) == gpm_abi::kFp32Util);
-static_assert(static_cast<unsigned>(NVML_GPM_METRIC_MAX) <= gpm_abi::kMetricSlots);
-static_assert(NVML_GPM_SUPPORT_VERSION == gpm_abi::kSupportVersion);
-static_assert(NVML_GPM_METRICS_GET_VERSION == gpm_abi::kMetricsGetVersion);
-static_assert(sizeof(nvmlGpmSupport_t) == sizeof(gpm_abi::Support));
-static_assert(sizeof(nvmlGpmMetric_t) == sizeof(gpm_abi::Metric));
-static_assert(offsetof(nvmlGpmMetric_t, nvmlReturn) == offsetof(gpm_abi::Metric, nvml_return));
-static_assert(offsetof(nvmlGpmMetric_t, value) == offsetof(gpm_abi::Metric, value));
-static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == offsetof(gpm_abi::MetricsGet, sample1));
-static_assert(offsetof(nvmlGpmMetricsGet_t, sample2) == offsetof(gpm_abi::MetricsGet, sample2));
-static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == offsetof(gpm_abi::MetricsGet, metrics));
-#endif
-
 namespace {
-
-constexpr char kLibrary[] = "libnvidia-ml.so.1";
 
 // The metrics End() asks for, with where each lands in the window.
 struct MetricSlot {
@@ -62,45 +32,6 @@ constexpr MetricSlot kMetrics[] = {
 
 nlohmann::json OrNull(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-// `symbol` from `library` into `fn`, as the plain C function pointer it wraps; left empty
-// when the library lacks it.
-template <typename R, typename... A>
-void BindFunction(std::function<R(A...)>& fn, const DynamicLibrary& library, const char* symbol) {
-  if (auto* function = library.Find<R(A...)>(symbol)) fn = function;
-}
-
-// The NVML functions and their symbols, for loading and for naming a missing one.
-struct Symbol {
-  const char* name;
-  bool (*present)(const GpmApi&);
-  void (*bind)(GpmApi&, const DynamicLibrary&);
-};
-#define PTXBENCH_GPM_SYMBOL(field, symbol)                                                       \
-  Symbol {                                                                                       \
-    symbol, [](const GpmApi& a) { return static_cast<bool>(a.field); },                          \
-        [](GpmApi& a, const DynamicLibrary& library) { BindFunction(a.field, library, symbol); } \
-  }
-const Symbol kSymbols[] = {
-    PTXBENCH_GPM_SYMBOL(init, "nvmlInit_v2"),
-    PTXBENCH_GPM_SYMBOL(shutdown, "nvmlShutdown"),
-    PTXBENCH_GPM_SYMBOL(error_string, "nvmlErrorString"),
-    PTXBENCH_GPM_SYMBOL(handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2"),
-    PTXBENCH_GPM_SYMBOL(handle_by_index, "nvmlDeviceGetHandleByIndex_v2"),
-    PTXBENCH_GPM_SYMBOL(query_device_support, "nvmlGpmQueryDeviceSupport"),
-    PTXBENCH_GPM_SYMBOL(sample_alloc, "nvmlGpmSampleAlloc"),
-    PTXBENCH_GPM_SYMBOL(sample_free, "nvmlGpmSampleFree"),
-    PTXBENCH_GPM_SYMBOL(sample_get, "nvmlGpmSampleGet"),
-    PTXBENCH_GPM_SYMBOL(metrics_get, "nvmlGpmMetricsGet"),
-};
-#undef PTXBENCH_GPM_SYMBOL
-
-std::string MissingSymbols(const GpmApi& api) {
-  std::string missing;
-  for (const Symbol& s : kSymbols)
-    if (!s.present(api)) missing += (missing.empty() ? "" : ", ") + std::string(s.name);
-  return missing;
 }
 
 std::string DeviceName(const std::string& pci_bus_id) {
@@ -133,15 +64,12 @@ std::string Format(const char* fmt, double v) {
 std::optional<GpmApi> LoadGpmApi(const std::string& library, std::string* why) {
   std::string ignored;
   if (!why) why = &ignored;
-  std::string load_error;
-  std::optional<DynamicLibrary> lib = DynamicLibrary::Open(library, &load_error);
-  if (!lib) {
-    *why = "NVML GPM unavailable: cannot load " + library + ": " + load_error;
+  std::optional<NvmlApi> api = LoadNvmlApi(library, why);
+  if (!api) {
+    *why = "NVML GPM unavailable: " + *why;
     return std::nullopt;
   }
-  GpmApi api;
-  for (const Symbol& symbol : kSymbols) symbol.bind(api, *lib);
-  if (std::string missing = MissingSymbols(api); !missing.empty()) {
+  if (std::string missing = MissingNvmlSymbols(*api, NvmlUse::kGpm); !missing.empty()) {
     // Drivers older than GPM (before R520) have NVML without the nvmlGpm* calls.
     *why = "NVML GPM unavailable: " + library + " lacks " + missing;
     return std::nullopt;
@@ -154,7 +82,7 @@ std::optional<GpmApi> LoadGpmApi(const std::string& library, std::string* why) {
 // GpmWitness
 
 std::unique_ptr<GpmWitness> GpmWitness::Open(const std::string& pci_bus_id, std::string* why) {
-  std::optional<GpmApi> api = LoadGpmApi(kLibrary, why);
+  std::optional<GpmApi> api = LoadGpmApi(nvml_abi::kLibrary, why);
   if (!api) return nullptr;
   return OpenWith(std::move(*api), pci_bus_id, why);
 }
@@ -163,7 +91,7 @@ std::unique_ptr<GpmWitness> GpmWitness::OpenWith(GpmApi api, const std::string& 
                                                  std::string* why) {
   std::string ignored;
   if (!why) why = &ignored;
-  if (std::string missing = MissingSymbols(api); !missing.empty()) {
+  if (std::string missing = MissingNvmlSymbols(api, NvmlUse::kGpm); !missing.empty()) {
     *why = "NVML GPM unavailable: no " + missing;
     return nullptr;
   }

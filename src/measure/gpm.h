@@ -7,9 +7,9 @@
 // and cannot touch these counters, so they can confirm (or contradict) the
 // times the harness measured inside it.
 //
-// NVML is loaded at run time with dlopen("libnvidia-ml.so.1"), as in
-// nvml_clocks.h, so nothing here needs the driver to build. Every NVML call
-// goes through a GpmApi table, which tests fill with fakes.
+// NVML is loaded at run time (measure/nvml_api.h, the binding nvml_clocks.h uses
+// too), so nothing here needs the driver to build. Every NVML call goes through
+// the NvmlApi table, which tests fill with fakes.
 #pragma once
 
 #include <chrono>
@@ -23,86 +23,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "measure/nvml_api.h"
+
 namespace ptxbench {
 
-// The pieces of NVML's C ABI that GPM uses, declared by hand because nvml.h is
-// not installed on every build machine. Values and layouts are those of nvml.h
-// (NVML API 13, nvidia-nvml-dev 13.5.37); gpm.cc checks them against nvml.h
-// wherever a build machine has it. They are here, not in gpm.cc, so that a fake
-// in a test can fill the structs as NVML would.
-namespace gpm_abi {
-using Return = int;                         // nvmlReturn_t, a C enum
-using Device = struct nvmlDevice_st*;       // nvmlDevice_t
-using Sample = struct nvmlGpmSample_st*;    // nvmlGpmSample_t
-inline constexpr Return kSuccess = 0;       // NVML_SUCCESS
-inline constexpr Return kNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
-
-// nvmlGpmMetricId_t values used here.
-inline constexpr unsigned kGraphicsUtil = 1;    // NVML_GPM_METRIC_GRAPHICS_UTIL
-inline constexpr unsigned kSmUtil = 2;          // NVML_GPM_METRIC_SM_UTIL
-inline constexpr unsigned kSmOccupancy = 3;     // NVML_GPM_METRIC_SM_OCCUPANCY
-inline constexpr unsigned kAnyTensorUtil = 5;   // NVML_GPM_METRIC_ANY_TENSOR_UTIL
-inline constexpr unsigned kHmmaTensorUtil = 7;  // NVML_GPM_METRIC_HMMA_TENSOR_UTIL
-inline constexpr unsigned kDramBwUtil = 10;     // NVML_GPM_METRIC_DRAM_BW_UTIL
-inline constexpr unsigned kFp32Util = 12;       // NVML_GPM_METRIC_FP32_UTIL
-
-inline constexpr unsigned kSupportVersion = 1;     // NVML_GPM_SUPPORT_VERSION
-inline constexpr unsigned kMetricsGetVersion = 1;  // NVML_GPM_METRICS_GET_VERSION
-
-// nvmlGpmSupport_t
-struct Support {
-  unsigned int version;
-  unsigned int is_supported_device;
-};
-
-// nvmlGpmMetric_t
-struct Metric {
-  unsigned int metric_id;  // in
-  Return nvml_return;      // out: the value is valid only when this is kSuccess
-  double value;            // out
-  struct {
-    char* short_name;
-    char* long_name;
-    char* unit;
-  } metric_info;  // out, may be null
-};
-
-// nvmlGpmMetricsGet_t. nvml.h sizes `metrics` by NVML_GPM_METRIC_MAX, which
-// grows from release to release (98 in early CUDA 12 headers, 477 in API 13);
-// the struct's version does not change with it and NVML reads `num_metrics`
-// entries. A larger array than any driver's is therefore safe with all of them.
-inline constexpr unsigned kMetricSlots = 1024;
-struct MetricsGet {
-  unsigned int version;      // in: kMetricsGetVersion
-  unsigned int num_metrics;  // in
-  Sample sample1;            // in: the earlier sample
-  Sample sample2;            // in: the later sample
-  Metric metrics[kMetricSlots];
-};
-}  // namespace gpm_abi
-
-// The NVML functions GpmWitness calls. Open() fills it from the library; a test
-// fills it with fakes. An empty function is a symbol the library lacks.
-struct GpmApi {
-  std::function<gpm_abi::Return()> init;                     // nvmlInit_v2
-  std::function<gpm_abi::Return()> shutdown;                 // nvmlShutdown
-  std::function<const char*(gpm_abi::Return)> error_string;  // nvmlErrorString
-  std::function<gpm_abi::Return(const char*, gpm_abi::Device*)>
-      handle_by_pci_bus_id;  // nvmlDeviceGetHandleByPciBusId_v2
-  std::function<gpm_abi::Return(unsigned int, gpm_abi::Device*)>
-      handle_by_index;  // nvmlDeviceGetHandleByIndex_v2
-  std::function<gpm_abi::Return(gpm_abi::Device, gpm_abi::Support*)>
-      query_device_support;                                       // nvmlGpmQueryDeviceSupport
-  std::function<gpm_abi::Return(gpm_abi::Sample*)> sample_alloc;  // nvmlGpmSampleAlloc
-  std::function<gpm_abi::Return(gpm_abi::Sample)> sample_free;    // nvmlGpmSampleFree
-  std::function<gpm_abi::Return(gpm_abi::Device, gpm_abi::Sample)> sample_get;  // nvmlGpmSampleGet
-  std::function<gpm_abi::Return(gpm_abi::MetricsGet*)> metrics_get;             // nvmlGpmMetricsGet
-  // Not NVML: the clock that times the window; empty means steady_clock::now.
-  std::function<std::chrono::steady_clock::time_point()> now;
-};
+// The GPM part of the one NVML binding (measure/nvml_api.h): its ABI and its table of
+// functions, which tests fill with fakes.
+namespace gpm_abi = nvml_abi;
+using GpmApi = NvmlApi;
 
 // The functions of `library` (normally "libnvidia-ml.so.1"), or nullopt with
-// *why set when it cannot be loaded or lacks one of them. The library is never
+// *why set when it cannot be loaded or lacks one of GPM's. The library is never
 // unloaded (NVML may leave threads behind after nvmlShutdown).
 std::optional<GpmApi> LoadGpmApi(const std::string& library, std::string* why);
 

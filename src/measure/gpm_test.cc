@@ -481,5 +481,28 @@ TEST(ProbeGpm, SaysAvailableOrWhyNot) {
   EXPECT_TRUE(Contains(j["reason"].get<std::string>(), "NVML GPM unavailable"));
 }
 
+// The one NVML binding: a library that cannot be loaded says so, and each user names exactly
+// the functions it needs and lacks (the clocks' and GPM's differ).
+TEST(NvmlApi, EachUserNamesTheFunctionsItLacks) {
+  std::string why;
+  EXPECT_FALSE(LoadNvmlApi("libptxbench-no-such-nvml.so.1", &why));
+  EXPECT_EQ(why.rfind("cannot load libptxbench-no-such-nvml.so.1: ", 0), 0u) << why;
+
+  NvmlApi none;
+  EXPECT_EQ(MissingNvmlSymbols(none, NvmlUse::kClocks),
+            "nvmlInit_v2, nvmlShutdown, nvmlErrorString, nvmlDeviceGetHandleByPciBusId_v2, "
+            "nvmlDeviceGetClockInfo, nvmlDeviceGetTemperature, nvmlDeviceGetPowerUsage, "
+            "nvmlDeviceGetCurrentClocksEventReasons");
+  EXPECT_EQ(MissingNvmlSymbols(none, NvmlUse::kGpm),
+            "nvmlInit_v2, nvmlShutdown, nvmlErrorString, nvmlDeviceGetHandleByPciBusId_v2, "
+            "nvmlDeviceGetHandleByIndex_v2, nvmlGpmQueryDeviceSupport, nvmlGpmSampleAlloc, "
+            "nvmlGpmSampleFree, nvmlGpmSampleGet, nvmlGpmMetricsGet");
+  // GPM's fake table has everything GPM needs and none of the clocks' calls.
+  FakeNvml fake;
+  EXPECT_EQ(MissingNvmlSymbols(fake.Api(), NvmlUse::kGpm), "");
+  EXPECT_NE(MissingNvmlSymbols(fake.Api(), NvmlUse::kClocks).find("nvmlDeviceGetClockInfo"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ptxbench

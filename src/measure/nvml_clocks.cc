@@ -1,33 +1,17 @@
 #include "measure/nvml_clocks.h"
 
 #include <cmath>
+#include <optional>
+#include <string>
 #include <utility>
 
-#include "common/dynamic_library.h"
+#include "measure/nvml_api.h"
 #include "measure/nvml_status.h"
 
 namespace ptxbench {
 namespace {
 
-// The few pieces of NVML's C ABI used here, declared by hand because nvml.h is
-// not installed on the build machines. Checked against the NVML API reference
-// (docs.nvidia.com/deploy/nvml-api) and the nvml.h prototypes:
-//   nvmlReturn_t is a C enum (int) with NVML_SUCCESS = 0;
-//   nvmlDevice_t is an opaque pointer (struct nvmlDevice_st*);
-//   nvmlClockType_t: NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2;
-//   nvmlTemperatureSensors_t: NVML_TEMPERATURE_GPU = 0;
-//   nvmlDeviceGetPowerUsage reports milliwatts; clocks are in MHz, temperature in °C.
-// Enum parameters are passed as int, which is how C passes an enum on the
-// platforms ptxbench supports.
-namespace nvml {
-using Return = int;
-using Device = struct nvmlDevice_st*;
-constexpr Return kSuccess = 0;
-constexpr int kClockSm = 1;
-constexpr int kClockMem = 2;
-constexpr int kTemperatureGpu = 0;
-constexpr char kLibrary[] = "libnvidia-ml.so.1";
-}  // namespace nvml
+namespace nvml = nvml_abi;
 
 // The bit names of clock_reason, in bit order.
 constexpr std::pair<uint64_t, const char*> kReasonNames[] = {
@@ -50,25 +34,11 @@ nlohmann::json OrNull(double v) {
 
 nlohmann::json ReasonNames(uint64_t bits) { return DecodeClockReasons(bits); }
 
+std::string Failure(const NvmlApi& api, const std::string& call, nvml::Return r) {
+  return FailureText(NvmlStatus{api.error_string}, r, call);
+}
+
 }  // namespace
-
-struct NvmlClocks::Api {
-  nvml::Return (*init)() = nullptr;  // nvmlInit_v2
-  nvml::Return (*shutdown)() = nullptr;
-  const char* (*error_string)(nvml::Return) = nullptr;
-  nvml::Return (*handle_by_pci_bus_id)(const char*, nvml::Device*) = nullptr;  // _v2
-  nvml::Return (*clock_info)(nvml::Device, int, unsigned int*) = nullptr;
-  // nvmlDeviceGetCurrentClocksEventReasons, or on drivers older than its
-  // introduction the same call under its former name ...ClocksThrottleReasons.
-  nvml::Return (*clock_reasons)(nvml::Device, unsigned long long*) = nullptr;
-  const char* clock_reasons_name = "";
-  nvml::Return (*temperature)(nvml::Device, int, unsigned int*) = nullptr;
-  nvml::Return (*power_usage)(nvml::Device, unsigned int*) = nullptr;
-
-  std::string Failure(const char* call, nvml::Return r) const {
-    return FailureText(NvmlStatus{error_string}, r, call);
-  }
-};
 
 std::vector<std::string> DecodeClockReasons(uint64_t bits) {
   std::vector<std::string> names;
@@ -86,40 +56,25 @@ std::vector<std::string> DecodeClockReasons(uint64_t bits) {
 std::unique_ptr<NvmlClocks> NvmlClocks::Open(const std::string& pci_bus_id, std::string* why_not) {
   std::string ignored;
   if (!why_not) why_not = &ignored;
-  // The library is never dlclose()d: NVML may leave threads behind after
-  // nvmlShutdown(), and unloading saves nothing in a short-lived child.
-  std::string load_error;
-  std::optional<DynamicLibrary> lib = DynamicLibrary::Open(nvml::kLibrary, &load_error);
-  if (!lib) {
-    *why_not = std::string("NVML unavailable: cannot load ") + nvml::kLibrary + ": " + load_error;
+  std::optional<NvmlApi> loaded = LoadNvmlApi(nvml::kLibrary, why_not);
+  if (!loaded) {
+    *why_not = "NVML unavailable: " + *why_not;
     return nullptr;
   }
-  auto api = std::make_unique<Api>();
-  SymbolBinder binder(*lib);
-  binder.Require(api->init, "nvmlInit_v2");
-  binder.Require(api->shutdown, "nvmlShutdown");
-  binder.Require(api->error_string, "nvmlErrorString");
-  binder.Require(api->handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
-  binder.Require(api->clock_info, "nvmlDeviceGetClockInfo");
-  binder.Require(api->temperature, "nvmlDeviceGetTemperature");
-  binder.Require(api->power_usage, "nvmlDeviceGetPowerUsage");
-  if (const char* found = binder.RequireFirstOf(
-          api->clock_reasons,
-          {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"}))
-    api->clock_reasons_name = found;
-  if (!binder.missing().empty()) {
-    *why_not = std::string("NVML unavailable: ") + nvml::kLibrary + " lacks " + binder.missing();
+  if (std::string missing = MissingNvmlSymbols(*loaded, NvmlUse::kClocks); !missing.empty()) {
+    *why_not = std::string("NVML unavailable: ") + nvml::kLibrary + " lacks " + missing;
     return nullptr;
   }
+  auto api = std::make_unique<NvmlApi>(std::move(*loaded));
   if (nvml::Return r = api->init(); r != nvml::kSuccess) {
-    *why_not = "NVML unavailable: " + api->Failure("nvmlInit_v2", r);
+    *why_not = "NVML unavailable: " + Failure(*api, "nvmlInit_v2", r);
     return nullptr;
   }
   nvml::Device device = nullptr;
   if (nvml::Return r = api->handle_by_pci_bus_id(pci_bus_id.c_str(), &device);
       r != nvml::kSuccess) {
     *why_not = "NVML: no device with PCI bus id \"" + pci_bus_id +
-               "\": " + api->Failure("nvmlDeviceGetHandleByPciBusId_v2", r);
+               "\": " + Failure(*api, "nvmlDeviceGetHandleByPciBusId_v2", r);
     api->shutdown();
     return nullptr;
   }
@@ -127,7 +82,7 @@ std::unique_ptr<NvmlClocks> NvmlClocks::Open(const std::string& pci_bus_id, std:
   return std::unique_ptr<NvmlClocks>(new NvmlClocks(std::move(api), device));
 }
 
-NvmlClocks::NvmlClocks(std::unique_ptr<Api> api, void* device)
+NvmlClocks::NvmlClocks(std::unique_ptr<NvmlApi> api, void* device)
     : api_(std::move(api)), device_(device) {}
 
 NvmlClocks::~NvmlClocks() { api_->shutdown(); }
@@ -135,8 +90,8 @@ NvmlClocks::~NvmlClocks() { api_->shutdown(); }
 ClockSample NvmlClocks::Sample() {
   auto device = static_cast<nvml::Device>(device_);
   ClockSample s;
-  auto failed = [&](const char* call, nvml::Return r) {
-    if (s.error.empty()) s.error = api_->Failure(call, r);
+  auto failed = [&](const std::string& call, nvml::Return r) {
+    if (s.error.empty()) s.error = Failure(*api_, call, r);
   };
   unsigned int v = 0;
   if (nvml::Return r = api_->clock_info(device, nvml::kClockSm, &v); r == nvml::kSuccess)

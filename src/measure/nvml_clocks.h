@@ -4,7 +4,7 @@
 // throttled is not comparable with one taken at full clock; these samples let
 // a record say which it was.
 //
-// NVML is loaded at run time with dlopen("libnvidia-ml.so.1"), the library the
+// NVML is loaded at run time (measure/nvml_api.h, the one binding), the library the
 // driver installs, so ptxbench builds and runs on machines without it. Where it
 // is missing or fails, everything here says so with a reason; it never
 // reports a number it did not read.
@@ -24,6 +24,8 @@
 #include <nlohmann/json.hpp>
 
 namespace ptxbench {
+
+struct NvmlApi;  // measure/nvml_api.h
 
 // NVML's clock event ("throttle") reason bits, as documented in the NVML API
 // reference (group nvmlClocksEventReasons).
@@ -75,9 +77,8 @@ class NvmlClocks {
   ClockSample Sample();
 
  private:
-  struct Api;
-  NvmlClocks(std::unique_ptr<Api> api, void* device);
-  std::unique_ptr<Api> api_;
+  NvmlClocks(std::unique_ptr<NvmlApi> api, void* device);
+  std::unique_ptr<NvmlApi> api_;
   void* device_;  // nvmlDevice_t
 };
 
