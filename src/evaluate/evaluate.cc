@@ -34,6 +34,7 @@
 #include "inspect/sass.h"
 #include "measure/baseline.h"
 #include "measure/gpm.h"
+#include "record/layers.h"
 #include "run/children.h"
 #include "run/gpu_lock.h"
 #include "run/protocol.h"
@@ -168,10 +169,10 @@ void CrossCheckChildren(const EvalRequest& req, const Family& family, const Axes
     }
   };
   try {
-    if (!memcheck.messages.empty() && rec->memcheck.value("error_count", 0) == 0) {
-      std::string d =
-          CompareChildCall(req, family, axes, tol, scratch, memcheck,
-                           rec->memcheck.value("seed", uint64_t{0}), "memcheck-reference");
+    const MemcheckDetail checked = MemcheckDetailOf(*rec);
+    if (!memcheck.messages.empty() && checked.error_count == 0) {
+      std::string d = CompareChildCall(req, family, axes, tol, scratch, memcheck, checked.seed,
+                                       "memcheck-reference");
       cj["memcheck_output"] = d.empty() ? "matches" : d;
       if (!d.empty())
         violate("observed_output_differs",
@@ -757,32 +758,27 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
   } catch (const Error&) {
   }
   MemcheckReport report = ParseMemcheckLog(text);
-  json mj = {{"state", "ran"},
-             {"exit", mo.exit.Describe()},
-             {"error_count", report.error_count},
-             {"summary_seen", report.summary_seen},
-             {"mode", ToString(req.options.sanitize)},
-             {"seed", seed}};
-  json errs = json::array();
+  MemcheckDetail mj;
+  mj.state = "ran";
+  mj.exit = mo.exit.Describe();
+  mj.error_count = report.error_count;
+  mj.summary_seen = report.summary_seen;
+  mj.mode = ToString(req.options.sanitize);
+  mj.seed = seed;
   for (const auto& e : report.errors)
-    errs.push_back({{"kind", e.kind},
-                    {"location", e.location},
-                    {"thread", e.thread},
-                    {"address", e.address},
-                    {"summary", e.Summary()}});
-  mj["errors"] = errs;
-  if (mo.exit.kind == ExitKind::kTimedOut) mj["state"] = "timed_out";
+    mj.errors.push_back({e.Summary(), e.kind, e.location, e.thread, e.address});
+  if (mo.exit.kind == ExitKind::kTimedOut) mj.state = "timed_out";
   if (report.error_count > 0 || !report.errors.empty()) {
     std::string first =
         report.errors.empty() ? "memcheck reported errors" : report.errors[0].Summary();
-    mj["first_error"] = first;
+    mj.first_error = first;
     if (!run_failed)
       v->Set(Status::kMemoryError, "",
              Truncate(first, 400) + " (" + std::to_string(report.error_count) + " errors in all)");
   } else if (!report.summary_seen && mo.exit.kind != ExitKind::kTimedOut && !run_failed) {
     // The checker itself failed: we cannot claim the run was clean.
-    mj["state"] = "failed";
-    mj["log_tail"] = ValidUtf8(TailLines(text + "\n" + mo.log_tail, 20));
+    mj.state = "failed";
+    mj.log_tail = ValidUtf8(TailLines(text + "\n" + mo.log_tail, 20));
     // The report is written in the candidate's own folder, where it can truncate it: a missing
     // report is its failure unless a candidate-free probe finds the GPU unhealthy.
     if (!v->decided) {
@@ -795,15 +791,15 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
   // completed and reported its outputs, or the memory check did not certify anything.
   const json* trial = mo.First("trial");
   const bool call_done = trial && trial->value("seed", uint64_t{0}) == seed;
-  mj["call_completed"] = call_done;
+  mj.call_completed = call_done;
   if (!call_done && !run_failed && mo.exit.kind != ExitKind::kTimedOut) {
-    if (mj.value("state", "") == "ran") mj["state"] = "incomplete";
+    if (mj.state == "ran") mj.state = "incomplete";
     if (!v->decided || v->status == Status::kInfraError)
       v->Set(Status::kRuntimeError, "",
              "under the memory checker the candidate's process ended (" + mo.exit.Describe() +
                  ") without completing its call");
   }
-  rec->memcheck = mj;
+  rec->memcheck = ToJson(mj);
   return memcheck_child;
 }
 
@@ -836,7 +832,7 @@ void DeclarePassed(const EvalContext& c, const json& trials, const EvaluationRec
   std::snprintf(buf, sizeof buf, "correct on %d trials (max abs error %.3g, max rel error %.3g)",
                 c.req.options.trials, max_abs, max_rel);
   std::string msg = buf;
-  std::string mstate = rec.memcheck.value("state", "");
+  const std::string mstate = MemcheckDetailOf(rec).state;
   if (mstate == "ran")
     msg += "; memory check clean";
   else if (mstate == "timed_out")

@@ -164,12 +164,40 @@ MemcheckDetail MemcheckDetailOf(const EvaluationRecord& record) {
   const json& m = record.memcheck;
   MemcheckDetail d;
   d.state = StrField(m, "state");
+  d.exit = StrField(m, "exit");
   d.error_count = IntField(m, "error_count");
+  d.summary_seen = BoolField(m, "summary_seen").value_or(false);
+  d.mode = StrField(m, "mode");
+  if (const json* seed = FindField(m, "seed"); seed && seed->is_number_unsigned())
+    d.seed = seed->get<uint64_t>();
   for (const json& e : ArrField(m, "errors"))
     d.errors.push_back({StrField(e, "summary"), StrField(e, "kind"), StrField(e, "location"),
                         StrField(e, "thread"), StrField(e, "address")});
   d.first_error = StrField(m, "first_error");
+  d.log_tail = StrField(m, "log_tail");
+  d.call_completed = BoolField(m, "call_completed").value_or(false);
   return d;
+}
+
+json ToJson(const MemcheckDetail& d) {
+  json errors = json::array();
+  for (const MemcheckDetail::Error& e : d.errors)
+    errors.push_back({{"kind", e.kind},
+                      {"location", e.location},
+                      {"thread", e.thread},
+                      {"address", e.address},
+                      {"summary", e.summary}});
+  json j = {{"state", d.state},
+            {"exit", d.exit},
+            {"error_count", d.error_count},
+            {"summary_seen", d.summary_seen},
+            {"mode", d.mode},
+            {"seed", d.seed},
+            {"errors", std::move(errors)},
+            {"call_completed", d.call_completed}};
+  if (!d.first_error.empty()) j["first_error"] = d.first_error;
+  if (!d.log_tail.empty()) j["log_tail"] = d.log_tail;
+  return j;
 }
 
 double InstructionDetail::CountOf(const std::vector<FamilyCount>& counts,

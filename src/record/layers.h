@@ -6,6 +6,7 @@
 // versions (and hand-made fixtures) still read.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -104,16 +105,27 @@ struct CorrectnessDetail {
 };
 CorrectnessDetail CorrectnessDetailOf(const EvaluationRecord& record);
 
+// The memory check, as the evaluator writes it (ToJson) and every consumer reads it
+// (MemcheckDetailOf): one structure both ways, held to it by record_test's round trip.
 struct MemcheckDetail {
-  std::string state;  // ran, timed_out, failed, skipped, ...
+  std::string state;  // ran, timed_out, failed, incomplete, skipped, ...
+  std::string exit;   // how the checked child ended ("exit code 0", ...)
   long long error_count = 0;
+  bool summary_seen = false;  // the checker printed its closing summary
+  std::string mode;           // --sanitize: always, on-failure
+  uint64_t seed = 0;          // of the checked call's inputs
   struct Error {
     std::string summary, kind, location, thread, address;
+    bool operator==(const Error&) const = default;
   };
   std::vector<Error> errors;
-  std::string first_error;
+  std::string first_error;      // written when there are errors
+  std::string log_tail;         // written when the checker itself failed
+  bool call_completed = false;  // the checked call finished and reported its outputs
+  bool operator==(const MemcheckDetail&) const = default;
 };
 MemcheckDetail MemcheckDetailOf(const EvaluationRecord& record);
+nlohmann::json ToJson(const MemcheckDetail& detail);
 
 // instructions.static and instructions.dynamic: counts per instruction family.
 struct InstructionDetail {

@@ -328,5 +328,33 @@ TEST(RecordContract, OneRowBuilderForEverySource) {
   EXPECT_EQ(row.upstream_sass.size(), 14u);
 }
 
+// The memory check has one structure both ways: what the evaluator writes is what the
+// consumers read, field for field (a field added to one side and not the other fails here).
+TEST(RecordLayers, TheMemcheckLayerRoundTrips) {
+  MemcheckDetail written;
+  written.state = "failed";
+  written.exit = "exit code 0";
+  written.error_count = 2;
+  written.summary_seen = true;
+  written.mode = "always";
+  written.seed = 0xfedcba9876543210ull;  // beyond int64: a seed is a uint64
+  written.errors = {{"Invalid __global__ read of size 2 bytes at k+0x10", "Invalid read", "k+0x10",
+                     "(0,0,0) in block (1,0,0)", "0x7f00"}};
+  written.first_error = "Invalid __global__ read of size 2 bytes at k+0x10";
+  written.log_tail = "========= ERROR SUMMARY: 2 errors";
+  written.call_completed = true;
+  EvaluationRecord r;
+  r.memcheck = ToJson(written);
+  EXPECT_EQ(MemcheckDetailOf(FromJson(r.ToJson())), written) << r.memcheck.dump();
+  // The optional lines are left out when empty, and read back empty.
+  MemcheckDetail clean = written;
+  clean.first_error.clear();
+  clean.log_tail.clear();
+  r.memcheck = ToJson(clean);
+  EXPECT_FALSE(r.memcheck.contains("first_error"));
+  EXPECT_FALSE(r.memcheck.contains("log_tail"));
+  EXPECT_EQ(MemcheckDetailOf(r), clean);
+}
+
 }  // namespace
 }  // namespace ptxbench
