@@ -619,27 +619,50 @@ bool ArchUnavailable(const EvalContext& c, const ChildOutcome& co, EvaluationRec
   return true;
 }
 
+// One output's comparison as the record keeps it.
+OutputCheck OutputCheckOf(const OutputComparison& cmp, std::string summary) {
+  OutputCheck o;
+  o.name = cmp.name;
+  o.verdict = ToString(cmp.verdict);
+  o.summary = std::move(summary);
+  o.elements = cmp.elements;
+  o.mismatched = cmp.mismatched;
+  o.unwritten = cmp.unwritten;
+  o.non_finite = cmp.non_finite;
+  o.max_abs_error = cmp.max_abs_error;
+  o.max_rel_error = cmp.max_rel_error;
+  o.matched_ratio = cmp.matched_ratio;
+  if (cmp.first_bad_index >= 0) {
+    OutputCheck::FirstBad f;
+    f.index = cmp.first_bad_index;
+    f.got_non_finite = !std::isfinite(cmp.first_bad_got);
+    if (!f.got_non_finite) f.got = cmp.first_bad_got;
+    f.expected = cmp.first_bad_expected;
+    o.first_bad = f;
+  }
+  return o;
+}
+
 // How the candidate's run went (its verdict so far) and the correctness layer without the
 // trials' comparison.
-json JudgeCandidateRun(const EvalContext& c, const ChildOutcome& co, const ExpectedOutputs& x,
-                       Verdict* v) {
+CorrectnessDetail JudgeCandidateRun(const EvalContext& c, const ChildOutcome& co,
+                                    const ExpectedOutputs& x, Verdict* v) {
   JudgeCandidateChild(co, c.req.options.timeout, v);
   const Tolerance& tol = c.tol;
-  json correctness = {
-      {"state", "ran"},
-      {"trials", c.req.options.trials},
-      {"seeds", x.seeds},
-      {"tolerance", {{"rule", ToString(tol.rule)}, {"atol", tol.atol}, {"rtol", tol.rtol}}},
-      {"reference", x.info},
-      {"child_exit", co.exit.Describe()},
-      {"child_log_tail", ValidUtf8(co.log_tail)}};
-  if (!co.garbage.empty()) correctness["channel_garbage_lines"] = co.garbage.size();
+  CorrectnessDetail correctness;
+  correctness.state = "ran";
+  correctness.trial_count = c.req.options.trials;
+  correctness.seeds = x.seeds;
+  correctness.tolerance = CorrectnessDetail::Tolerance{ToString(tol.rule), tol.atol, tol.rtol};
+  correctness.reference = x.info;
+  correctness.child = {co.exit.Describe(), ValidUtf8(co.log_tail)};
+  correctness.channel_garbage_lines = static_cast<long long>(co.garbage.size());
 
   // A vendor library the candidate loaded at run time (behind the screen and the link
   // check): the child compares the loaded objects before the candidate and after its calls.
   if (const json* libs = co.Last("libraries")) {
     auto found = libs->value("new_vendor_libraries", std::vector<std::string>{});
-    correctness["new_vendor_libraries"] = found;
+    for (const std::string& name : found) correctness.new_vendor_libraries.push_back(name);
     if (!found.empty() && (!v->decided || v->status == Status::kIncorrect))
       v->Set(Status::kRuleViolation, "forbidden_library",
              "the candidate loaded " + Join(found) + " at run time");
@@ -649,10 +672,10 @@ json JudgeCandidateRun(const EvalContext& c, const ChildOutcome& co, const Expec
 
 // Trial by trial, each output the candidate's child wrote against the reference's. Returns
 // the trial results (correctness.trial_results).
-json CompareStage(const EvalContext& c, const ChildOutcome& co, const ExpectedOutputs& x,
-                  EvaluationRecord* rec, Verdict* v) {
+std::vector<Trial> CompareStage(const EvalContext& c, const ChildOutcome& co,
+                                const ExpectedOutputs& x, EvaluationRecord* rec, Verdict* v) {
   auto t = Clock::now();
-  json trials = json::array();
+  std::vector<Trial> trials;
   auto family_tensors = c.family.Tensors(c.axes);
   try {
     for (const json* m : co.All("trial")) {
@@ -660,12 +683,13 @@ json CompareStage(const EvalContext& c, const ChildOutcome& co, const ExpectedOu
       size_t idx = 0;
       while (idx < x.seeds.size() && x.seeds[idx] != seed) ++idx;
       if (idx == x.seeds.size()) continue;  // not a seed we asked for: ignore, never trust
-      json tj = {{"seed", seed},
-                 {"seconds", m->value("seconds", 0.0)},
-                 {"call_seconds", m->value("call_seconds", 0.0)}};
+      Trial tj;
+      tj.seed = seed;
+      tj.seconds = m->value("seconds", 0.0);
+      tj.call_seconds = m->value("call_seconds", 0.0);
       auto before = m->at("input_checksums_before").get<std::vector<uint64_t>>();
       auto after = m->at("input_checksums_after").get<std::vector<uint64_t>>();
-      tj["inputs_unchanged"] = before == after;
+      tj.inputs_unchanged = before == after;
       if (before != x.entries[idx].input_checksums && !v->decided) {
         // Reported by the candidate's process after its load: its word, unless a
         // candidate-free probe finds the GPU unhealthy.
@@ -678,23 +702,19 @@ json CompareStage(const EvalContext& c, const ChildOutcome& co, const ExpectedOu
         v->Set(Status::kRuleViolation, "inputs_modified",
                "the candidate modified its inputs" + TrialName(*m) +
                    " (checksums before and after differ)");
-      json outputs = json::array();
       size_t k = 0;
       for (const auto& spec : family_tensors) {
         if (spec.role != TensorRole::kOutput) continue;
         OutputComparison cmp =
             CompareOutputFile(spec, x.entries[idx].output_files.at(k),
                               m->at("outputs").at(k).at("file"), co.folder, c.tol);
-        json cj = ToJson(cmp);
         long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;
-        cj["summary"] = Describe(cmp, cols);
-        outputs.push_back(cj);
+        tj.outputs.push_back(OutputCheckOf(cmp, Describe(cmp, cols)));
         if (cmp.verdict != CompareVerdict::kMatch && !v->decided)
           v->Set(Status::kIncorrect, ToString(cmp.verdict), Describe(cmp, cols) + TrialName(*m));
         ++k;
       }
-      tj["outputs"] = outputs;
-      trials.push_back(tj);
+      trials.push_back(std::move(tj));
     }
   } catch (const CandidateFileError& e) {
     if (!v->decided || v->status != Status::kRuleViolation)
@@ -820,13 +840,13 @@ void TimingStage(const EvalContext& c, const ChildRequest& candidate, const Stat
 
 // The verdict of a candidate that every layer so far found correct, in a line: its largest
 // errors, the memory check's word, its speed against the baseline.
-void DeclarePassed(const EvalContext& c, const json& trials, const EvaluationRecord& rec,
-                   Verdict* v) {
+void DeclarePassed(const EvalContext& c, const std::vector<Trial>& trials,
+                   const EvaluationRecord& rec, Verdict* v) {
   double max_abs = 0, max_rel = 0;
-  for (const auto& tr : trials)
-    for (const auto& o : tr["outputs"]) {
-      max_abs = std::max(max_abs, o["max_abs_error"].get<double>());
-      max_rel = std::max(max_rel, o["max_rel_error"].get<double>());
+  for (const Trial& tr : trials)
+    for (const OutputCheck& o : tr.outputs) {
+      max_abs = std::max(max_abs, o.max_abs_error);
+      max_rel = std::max(max_rel, o.max_rel_error);
     }
   char buf[200];
   std::snprintf(buf, sizeof buf, "correct on %d trials (max abs error %.3g, max rel error %.3g)",
@@ -982,16 +1002,16 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   }
   NoteCandidateSandbox(run.outcome, &rec);
   if (ArchUnavailable(c, run.outcome, &rec, &v)) return finish();
-  json correctness = JudgeCandidateRun(c, run.outcome, *expected, &v);
+  CorrectnessDetail correctness = JudgeCandidateRun(c, run.outcome, *expected, &v);
   // "No GPU", "this arch cannot run" after the load: the candidate's process talking.
   for (const char* claim : {"no_gpu", "arch_unavailable", "object_mismatch"})
     if (run.outcome.First(claim) && !BeforeLoading(run.outcome, claim)) {
-      correctness["candidate_claims"].push_back(claim);
+      correctness.candidate_claims.push_back(claim);
       if (!v.decided || v.status == Status::kRuntimeError) v.claimed_infra = true;
     }
-  const json trials = CompareStage(c, run.outcome, *expected, &rec, &v);
-  correctness["trial_results"] = trials;
-  rec.correctness = correctness;
+  correctness.trials = CompareStage(c, run.outcome, *expected, &rec, &v);
+  const std::vector<Trial>& trials = correctness.trials;
+  rec.correctness = ToJson(correctness);
   ConfirmCandidateFailure(req, scratch, &rec, &v);
   const ChildOutcome memcheck = MemcheckStage(c, run.request, scratch, &rec, &v);
   ConfirmCandidateFailure(req, scratch, &rec, &v);

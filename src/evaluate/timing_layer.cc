@@ -11,6 +11,7 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "measure/baseline.h"
+#include "record/layers.h"
 #include "run/protocol.h"
 #include "run/reference_cache.h"
 #include "task/device_ops.h"
@@ -260,9 +261,8 @@ void TimingLayer::Run() {
 // unpredictable inputs for every timed call: a kernel that recognises the trial inputs (the
 // default seeds are public) or caches results by content gains nothing.
 void TimingLayer::Plan() {
-  for (const auto& tr : rec_->correctness.value("trial_results", json::array()))
-    if (double s = tr.value("call_seconds", 0.0); s > 0 && (est_call_s_ == 0 || s < est_call_s_))
-      est_call_s_ = s;
+  for (const Trial& tr : CorrectnessDetailOf(*rec_).trials)
+    if (double s = tr.call_seconds; s > 0 && (est_call_s_ == 0 || s < est_call_s_)) est_call_s_ = s;
   const EvaluationOptions& o = c_.req.options;
   plan_ = PlanTimedCalls(o.warmup, o.iterations, est_call_s_, o.timing_budget_s);
   sets_ = std::max(1, std::min(o.buffer_sets, plan_.warmup + plan_.iterations));

@@ -27,6 +27,7 @@ OutputCheck OutputCheckOf(const json& o) {
   c.non_finite = IntField(o, "non_finite");
   c.max_abs_error = NumField(o, "max_abs_error").value_or(0);
   c.max_rel_error = NumField(o, "max_rel_error").value_or(0);
+  c.matched_ratio = NumField(o, "matched_ratio").value_or(0);
   const json& fb = FieldOrNull(o, "first_bad");
   if (auto index = NumField(fb, "index")) {
     OutputCheck::FirstBad f;
@@ -38,6 +39,36 @@ OutputCheck OutputCheckOf(const json& o) {
     c.first_bad = f;
   }
   return c;
+}
+
+json ToJson(const OutputCheck& c) {
+  json j = {{"name", c.name},
+            {"verdict", c.verdict},
+            {"summary", c.summary},
+            {"elements", c.elements},
+            {"mismatched", c.mismatched},
+            {"unwritten", c.unwritten},
+            {"non_finite", c.non_finite},
+            {"max_abs_error", c.max_abs_error},
+            {"max_rel_error", c.max_rel_error},
+            {"matched_ratio", c.matched_ratio}};
+  if (c.first_bad) {
+    const OutputCheck::FirstBad& f = *c.first_bad;
+    j["first_bad"] = {{"index", f.index},
+                      {"got", f.got && !f.got_non_finite ? json(*f.got) : json(nullptr)},
+                      {"expected", f.expected ? json(*f.expected) : json(nullptr)}};
+  }
+  return j;
+}
+
+json ToJson(const Trial& t) {
+  json outputs = json::array();
+  for (const OutputCheck& o : t.outputs) outputs.push_back(ToJson(o));
+  return {{"seed", t.seed},
+          {"seconds", t.seconds},
+          {"call_seconds", t.call_seconds},
+          {"inputs_unchanged", t.inputs_unchanged},
+          {"outputs", std::move(outputs)}};
 }
 
 // Each family of a {"family": value} object; with `key_inside`, the value is an object and the
@@ -144,20 +175,49 @@ CorrectnessDetail CorrectnessDetailOf(const EvaluationRecord& record) {
   const json& c = record.correctness;
   CorrectnessDetail d;
   d.state = StrField(c, "state");
+  d.trial_count = IntField(c, "trials");
+  for (const json& seed : ArrField(c, "seeds"))
+    if (seed.is_number_unsigned()) d.seeds.push_back(seed.get<uint64_t>());
   const json& tol = FieldOrNull(c, "tolerance");
   if (tol.is_object())
     d.tolerance = CorrectnessDetail::Tolerance{StrField(tol, "rule"), NumField(tol, "atol"),
                                                NumField(tol, "rtol")};
+  d.reference = FieldOrNull(c, "reference");
   for (const json& t : ArrField(c, "trial_results")) {
     Trial trial;
     trial.seed = FieldOrNull(t, "seed");
+    trial.seconds = NumField(t, "seconds").value_or(0);
+    trial.call_seconds = NumField(t, "call_seconds").value_or(0);
     trial.inputs_unchanged = BoolField(t, "inputs_unchanged").value_or(true);
     for (const json& o : ArrField(t, "outputs")) trial.outputs.push_back(OutputCheckOf(o));
     d.trials.push_back(std::move(trial));
   }
   for (const json& l : ArrField(c, "new_vendor_libraries")) d.new_vendor_libraries.push_back(l);
+  d.channel_garbage_lines = IntField(c, "channel_garbage_lines");
+  for (const json& claim : ArrField(c, "candidate_claims"))
+    if (claim.is_string()) d.candidate_claims.push_back(claim.get<std::string>());
   d.child = ChildEndOf(c);
   return d;
+}
+
+json ToJson(const CorrectnessDetail& d) {
+  json trials = json::array();
+  for (const Trial& t : d.trials) trials.push_back(ToJson(t));
+  json j = {{"state", d.state},
+            {"trials", d.trial_count},
+            {"seeds", d.seeds},
+            {"reference", d.reference},
+            {"trial_results", std::move(trials)},
+            {"child_exit", d.child.exit},
+            {"child_log_tail", d.child.log_tail}};
+  if (d.tolerance)
+    j["tolerance"] = {{"rule", d.tolerance->rule},
+                      {"atol", d.tolerance->atol ? json(*d.tolerance->atol) : json(nullptr)},
+                      {"rtol", d.tolerance->rtol ? json(*d.tolerance->rtol) : json(nullptr)}};
+  if (!d.new_vendor_libraries.empty()) j["new_vendor_libraries"] = d.new_vendor_libraries;
+  if (d.channel_garbage_lines > 0) j["channel_garbage_lines"] = d.channel_garbage_lines;
+  if (!d.candidate_claims.empty()) j["candidate_claims"] = d.candidate_claims;
+  return j;
 }
 
 MemcheckDetail MemcheckDetailOf(const EvaluationRecord& record) {

@@ -69,41 +69,57 @@ CompilerOutput CompilerOutputOf(const EvaluationRecord& record);
 struct ChildEnd {
   std::string exit;      // "exit code 0", "killed by signal 9", ...
   std::string log_tail;  // its last output
+  bool operator==(const ChildEnd&) const = default;
 };
 
-// One output of one trial (compare/compare.h writes it).
+// One output of one trial, as compared (compare/compare.h) and described.
 struct OutputCheck {
   std::string name, verdict, summary;
   long long elements = 0, mismatched = 0, unwritten = 0, non_finite = 0;
   double max_abs_error = 0, max_rel_error = 0;
+  double matched_ratio = 0;
   struct FirstBad {
     long long index = 0;
     std::optional<double> got, expected;
     bool got_non_finite = false;  // "got" written as null: the element was NaN or Inf
+    bool operator==(const FirstBad&) const = default;
   };
   std::optional<FirstBad> first_bad;
+  bool operator==(const OutputCheck&) const = default;
 };
 
 struct Trial {
-  nlohmann::json seed;  // as written (a number, or absent: null)
+  nlohmann::json seed;                   // as written (a number, or absent: null)
+  double seconds = 0, call_seconds = 0;  // the trial, and its call alone
   bool inputs_unchanged = true;
   std::vector<OutputCheck> outputs;
   // Modified its inputs, or an output that is not a match.
   bool Failed() const;
+  bool operator==(const Trial&) const = default;
 };
 
+// The correctness layer of a candidate that ran, as the evaluator writes it (ToJson) and every
+// consumer reads it (CorrectnessDetailOf); a skipped layer is SkippedLayer's.
 struct CorrectnessDetail {
   std::string state;
+  long long trial_count = 0;    // "trials": how many were asked for
+  std::vector<uint64_t> seeds;  // their seeds
   struct Tolerance {
     std::string rule;
     std::optional<double> atol, rtol;
+    bool operator==(const Tolerance&) const = default;
   };
   std::optional<Tolerance> tolerance;
-  std::vector<Trial> trials;
-  std::vector<nlohmann::json> new_vendor_libraries;  // as written
+  nlohmann::json reference;   // the reference stage's account, as it wrote it
+  std::vector<Trial> trials;  // "trial_results"
+  std::vector<nlohmann::json> new_vendor_libraries;  // as written (names)
+  long long channel_garbage_lines = 0;        // lines on the result channel that were no message
+  std::vector<std::string> candidate_claims;  // harness events its process sent after loading
   ChildEnd child;
+  bool operator==(const CorrectnessDetail&) const = default;
 };
 CorrectnessDetail CorrectnessDetailOf(const EvaluationRecord& record);
+nlohmann::json ToJson(const CorrectnessDetail& detail);
 
 // The memory check, as the evaluator writes it (ToJson) and every consumer reads it
 // (MemcheckDetailOf): one structure both ways, held to it by record_test's round trip.

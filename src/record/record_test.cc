@@ -356,5 +356,45 @@ TEST(RecordLayers, TheMemcheckLayerRoundTrips) {
   EXPECT_EQ(MemcheckDetailOf(r), clean);
 }
 
+// The correctness layer of a candidate that ran: one structure both ways, every field.
+TEST(RecordLayers, TheCorrectnessLayerRoundTrips) {
+  CorrectnessDetail written;
+  written.state = "ran";
+  written.trial_count = 2;
+  written.seeds = {20260001, 0xfedcba9876543210ull};
+  written.tolerance = CorrectnessDetail::Tolerance{"published", 1e-2, 1e-2};
+  written.reference = {{"cache", "hit"}, {"seconds", 0.5}};
+  Trial good;
+  good.seed = 20260001;
+  good.seconds = 0.25;
+  good.call_seconds = 0.001;
+  OutputCheck c;
+  c.name = "C";
+  c.verdict = "match";
+  c.summary = "C: all 12 elements within tolerance";
+  c.elements = 12;
+  c.max_abs_error = 0.004;
+  c.max_rel_error = 0.002;
+  c.matched_ratio = 1;
+  good.outputs = {c};
+  Trial bad = good;
+  bad.seed = 0xfedcba9876543210ull;
+  bad.inputs_unchanged = false;
+  bad.outputs[0].verdict = "non_finite";
+  bad.outputs[0].non_finite = 3;
+  bad.outputs[0].first_bad = OutputCheck::FirstBad{5, std::nullopt, 1.5, true};
+  written.trials = {good, bad};
+  written.new_vendor_libraries = {"libcublasLt.so.13"};
+  written.channel_garbage_lines = 4;
+  written.candidate_claims = {"no_gpu"};
+  written.child = {"exit code 0", "last words"};
+  EvaluationRecord r;
+  r.correctness = ToJson(written);
+  const CorrectnessDetail read = CorrectnessDetailOf(FromJson(r.ToJson()));
+  EXPECT_EQ(read, written) << r.correctness.dump(1);
+  EXPECT_TRUE(read.trials[1].Failed());
+  EXPECT_FALSE(read.trials[0].Failed());
+}
+
 }  // namespace
 }  // namespace ptxbench
