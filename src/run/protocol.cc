@@ -40,6 +40,20 @@ void RequireObject(const char* spec, const json& j) {
   if (!j.is_object()) throw std::invalid_argument(std::string(spec) + " spec: not a JSON object");
 }
 
+// What every spec of a child that runs a workload opens with, written and read alike.
+json WorkloadHead(const char* role, const std::string& family, const json& axes,
+                  const std::string& out_dir) {
+  return {{"role", role}, {"family", family}, {"axes", axes}, {"out_dir", out_dir}};
+}
+
+void ReadWorkloadHead(const char* spec, const json& j, std::string* family, json* axes,
+                      std::string* out_dir) {
+  RequireObject(spec, j);
+  ReadAs(spec, j, "family", family, true);
+  ReadAs(spec, j, "axes", axes, true);
+  ReadAs(spec, j, "out_dir", out_dir, true);
+}
+
 constexpr std::pair<ChildRole, const char*> kRoleNames[] = {{ChildRole::kProbe, "probe"},
                                                             {ChildRole::kLoadCheck, "load_check"},
                                                             {ChildRole::kReference, "reference"},
@@ -66,22 +80,16 @@ ChildRole ParseChildRole(const json& spec) {
 json ProbeSpecJson() { return {{"role", "probe"}}; }
 
 json ToJson(const ReferenceSpec& s) {
-  json j = {{"role", "reference"},
-            {"family", s.family},
-            {"axes", s.axes},
-            {"out_dir", s.out_dir},
-            {"seeds", s.seeds}};
+  json j = WorkloadHead("reference", s.family, s.axes, s.out_dir);
+  j["seeds"] = s.seeds;
   if (!s.set_seeds.empty()) j["set_seeds"] = s.set_seeds;
   return j;
 }
 
 ReferenceSpec ParseReferenceSpec(const json& j) {
   const char* what = "reference";
-  RequireObject(what, j);
   ReferenceSpec s;
-  ReadAs(what, j, "family", &s.family, true);
-  ReadAs(what, j, "axes", &s.axes, true);
-  ReadAs(what, j, "out_dir", &s.out_dir, true);
+  ReadWorkloadHead(what, j, &s.family, &s.axes, &s.out_dir);
   ReadAs(what, j, "seeds", &s.seeds, true);
   ReadAs(what, j, "set_seeds", &s.set_seeds, false);
   CheckAs(what, s.axes.is_object(), "`axes` is not an object");
@@ -92,27 +100,21 @@ ReferenceSpec ParseReferenceSpec(const json& j) {
 }
 
 json ToJson(const CandidateRunSpec& s) {
-  json j = {{"role", "candidate"},
-            {"family", s.family},
-            {"axes", s.axes},
-            {"out_dir", s.out_dir},
-            {"seeds", s.seeds},
+  json j = WorkloadHead("candidate", s.family, s.axes, s.out_dir);
+  j.update({{"seeds", s.seeds},
             {"shared_object", s.shared_object},
             {"abi", s.abi},
             {"kernels", s.kernels},
             {"write_outputs", s.write_outputs},
-            {"guard_pages", s.guard_pages}};
+            {"guard_pages", s.guard_pages}});
   if (!s.arch.empty()) j["arch"] = s.arch;
   return j;
 }
 
 CandidateRunSpec ParseCandidateRunSpec(const json& j) {
   const char* what = "candidate";
-  RequireObject(what, j);
   CandidateRunSpec s;
-  ReadAs(what, j, "family", &s.family, true);
-  ReadAs(what, j, "axes", &s.axes, true);
-  ReadAs(what, j, "out_dir", &s.out_dir, true);
+  ReadWorkloadHead(what, j, &s.family, &s.axes, &s.out_dir);
   ReadAs(what, j, "seeds", &s.seeds, true);
   ReadAs(what, j, "shared_object", &s.shared_object, true);
   ReadAs(what, j, "abi", &s.abi, false);
@@ -126,16 +128,13 @@ CandidateRunSpec ParseCandidateRunSpec(const json& j) {
 }
 
 json ToJson(const TimingSpec& s) {
-  json j = {{"role", "timing"},
-            {"family", s.family},
-            {"axes", s.axes},
-            {"out_dir", s.out_dir},
-            {"warmup", s.warmup},
+  json j = WorkloadHead("timing", s.family, s.axes, s.out_dir);
+  j.update({{"warmup", s.warmup},
             {"iterations", s.iterations},
             {"buffer_sets", s.buffer_sets},
             {"seed_base", s.seed_base},
             {"set_seed_base", s.set_seed_base},
-            {"pci_bus_id", s.pci_bus_id}};
+            {"pci_bus_id", s.pci_bus_id}});
   if (s.baseline_only) {
     j["baseline_only"] = true;
     j["baseline_phase"] = s.baseline_phase;
@@ -153,11 +152,8 @@ json ToJson(const TimingSpec& s) {
 }
 
 TimingSpec ParseTimingSpec(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument("timing spec: not a JSON object");
   TimingSpec s;
-  Read(j, "family", &s.family, true);
-  Read(j, "axes", &s.axes, true);
-  Read(j, "out_dir", &s.out_dir, true);
+  ReadWorkloadHead("timing", j, &s.family, &s.axes, &s.out_dir);
   Read(j, "seed_base", &s.seed_base, true);
   Read(j, "warmup", &s.warmup, false);
   Read(j, "iterations", &s.iterations, false);
