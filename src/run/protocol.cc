@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/json_fields.h"
+
 namespace ptxbench {
 namespace {
 
@@ -41,9 +43,11 @@ void RequireObject(const char* spec, const json& j) {
 }
 
 // What every spec of a child that runs a workload opens with, written and read alike.
-json WorkloadHead(const char* role, const std::string& family, const json& axes,
-                  const std::string& out_dir) {
-  return {{"role", role}, {"family", family}, {"axes", axes}, {"out_dir", out_dir}};
+template <typename Spec>
+json WorkloadHead(const char* role, const Spec& s) {
+  json j = {{"role", role}};
+  PTXBENCH_JSON_SET_FIELDS(j, s, family, axes, out_dir);
+  return j;
 }
 
 void ReadWorkloadHead(const char* spec, const json& j, std::string* family, json* axes,
@@ -80,7 +84,7 @@ ChildRole ParseChildRole(const json& spec) {
 json ProbeSpecJson() { return {{"role", "probe"}}; }
 
 json ToJson(const ReferenceSpec& s) {
-  json j = WorkloadHead("reference", s.family, s.axes, s.out_dir);
+  json j = WorkloadHead("reference", s);
   j["seeds"] = s.seeds;
   if (!s.set_seeds.empty()) j["set_seeds"] = s.set_seeds;
   return j;
@@ -100,13 +104,8 @@ ReferenceSpec ParseReferenceSpec(const json& j) {
 }
 
 json ToJson(const CandidateRunSpec& s) {
-  json j = WorkloadHead("candidate", s.family, s.axes, s.out_dir);
-  j.update({{"seeds", s.seeds},
-            {"shared_object", s.shared_object},
-            {"abi", s.abi},
-            {"kernels", s.kernels},
-            {"write_outputs", s.write_outputs},
-            {"guard_pages", s.guard_pages}});
+  json j = WorkloadHead("candidate", s);
+  PTXBENCH_JSON_SET_FIELDS(j, s, seeds, shared_object, abi, kernels, write_outputs, guard_pages);
   if (!s.arch.empty()) j["arch"] = s.arch;
   return j;
 }
@@ -128,26 +127,14 @@ CandidateRunSpec ParseCandidateRunSpec(const json& j) {
 }
 
 json ToJson(const TimingSpec& s) {
-  json j = WorkloadHead("timing", s.family, s.axes, s.out_dir);
-  j.update({{"warmup", s.warmup},
-            {"iterations", s.iterations},
-            {"buffer_sets", s.buffer_sets},
-            {"seed_base", s.seed_base},
-            {"set_seed_base", s.set_seed_base},
-            {"pci_bus_id", s.pci_bus_id}});
-  if (s.baseline_only) {
-    j["baseline_only"] = true;
-    j["baseline_phase"] = s.baseline_phase;
-    j["baseline_seed_offset"] = s.baseline_seed_offset;
-    j["peak_n"] = s.peak_n;
-    j["baseline_options"] = s.baseline_options;
-  } else {
-    j["shared_object"] = s.shared_object;
-    j["abi"] = s.abi;
-    j["kept_outputs"] = s.kept_outputs;
-    j["witness_calls"] = s.witness_calls;
-    j["digest_key"] = s.digest_key;
-  }
+  json j = WorkloadHead("timing", s);
+  PTXBENCH_JSON_SET_FIELDS(j, s, warmup, iterations, buffer_sets, seed_base, set_seed_base,
+                           pci_bus_id);
+  if (s.baseline_only)
+    PTXBENCH_JSON_SET_FIELDS(j, s, baseline_only, baseline_phase, baseline_seed_offset, peak_n,
+                             baseline_options);
+  else
+    PTXBENCH_JSON_SET_FIELDS(j, s, shared_object, abi, kept_outputs, witness_calls, digest_key);
   return j;
 }
 
