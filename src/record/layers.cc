@@ -16,28 +16,28 @@ TimeDistribution TimeDistributionOf(const json& j) {
   return {NumField(j, "median"), NumField(j, "p10"), NumField(j, "p90"), NumField(j, "count")};
 }
 
+// An output's first bad element, where the check names one (by its index).
+std::optional<OutputCheck::FirstBad> FirstBadOf(const json& fb) {
+  auto index = NumField(fb, "index");
+  if (!index) return std::nullopt;
+  const json* got = FindField(fb, "got");
+  return OutputCheck::FirstBad{.index = static_cast<long long>(*index),
+                               .got = NumField(fb, "got"),
+                               .expected = NumField(fb, "expected"),
+                               .got_non_finite = got && got->is_null()};
+}
+
 OutputCheck OutputCheckOf(const json& o) {
-  OutputCheck c;
-  c.name = StrField(o, "name");
-  c.verdict = StrField(o, "verdict");
-  c.summary = StrField(o, "summary");
-  c.elements = IntField(o, "elements");
-  c.mismatched = IntField(o, "mismatched");
-  c.unwritten = IntField(o, "unwritten");
-  c.non_finite = IntField(o, "non_finite");
-  c.max_abs_error = NumField(o, "max_abs_error").value_or(0);
-  c.max_rel_error = NumField(o, "max_rel_error").value_or(0);
-  const json& fb = FieldOrNull(o, "first_bad");
-  if (auto index = NumField(fb, "index")) {
-    OutputCheck::FirstBad f;
-    f.index = static_cast<long long>(*index);
-    f.got = NumField(fb, "got");
-    const json* got = FindField(fb, "got");
-    f.got_non_finite = got && got->is_null();
-    f.expected = NumField(fb, "expected");
-    c.first_bad = f;
-  }
-  return c;
+  return {.name = StrField(o, "name"),
+          .verdict = StrField(o, "verdict"),
+          .summary = StrField(o, "summary"),
+          .elements = IntField(o, "elements"),
+          .mismatched = IntField(o, "mismatched"),
+          .unwritten = IntField(o, "unwritten"),
+          .non_finite = IntField(o, "non_finite"),
+          .max_abs_error = NumField(o, "max_abs_error").value_or(0),
+          .max_rel_error = NumField(o, "max_rel_error").value_or(0),
+          .first_bad = FirstBadOf(FieldOrNull(o, "first_bad"))};
 }
 
 // Each family of a {"family": value} object; with `key_inside`, the value is an object and the

@@ -26,29 +26,27 @@ TurnRecord TurnFromJson(const json& j, const std::string& where) {
   const json* outcome = FindField(j, "outcome");
   if (!outcome || !outcome->is_string())
     throw InputError(where + ": \"outcome\" is missing or not a string");
-  TurnRecord t;
-  t.turn = n->get<int>();
-  t.outcome = outcome->get<std::string>();
-  t.status = StrField(j, "status");
-  t.reason = StrField(j, "reason");
-  t.summary = StrField(j, "summary");
-  t.kernel_file = StrField(j, "kernel_file");
-  t.evaluation_file = StrField(j, "evaluation_file");
-  t.evaluation_id = StrField(j, "evaluation_id");
   const json& usage = ObjField(j, "usage");
-  t.usage.prompt_tokens = IntField(usage, "prompt_tokens");
-  t.usage.completion_tokens = IntField(usage, "completion_tokens");
-  t.usage.reasoning_tokens = IntField(usage, "reasoning_tokens");
-  t.attempts = static_cast<int>(IntField(j, "attempts"));
-  t.model_seconds = NumField(j, "model_seconds").value_or(0);
-  t.evaluation_seconds = NumField(j, "evaluation_seconds").value_or(0);
-  t.overhead_seconds = NumField(j, "overhead_seconds").value_or(0);
-  t.speedup = NumField(j, "speedup");
-  t.tflops = NumField(j, "tflops");
-  t.verified = BoolField(j, "verified").value_or(false);
-  t.spent = BoolField(j, "spent").value_or(true);
-  t.error = StrField(j, "error");
-  return t;
+  return {.turn = n->get<int>(),
+          .outcome = outcome->get<std::string>(),
+          .status = StrField(j, "status"),
+          .reason = StrField(j, "reason"),
+          .summary = StrField(j, "summary"),
+          .kernel_file = StrField(j, "kernel_file"),
+          .evaluation_file = StrField(j, "evaluation_file"),
+          .evaluation_id = StrField(j, "evaluation_id"),
+          .usage = {.prompt_tokens = IntField(usage, "prompt_tokens"),
+                    .completion_tokens = IntField(usage, "completion_tokens"),
+                    .reasoning_tokens = IntField(usage, "reasoning_tokens")},
+          .attempts = static_cast<int>(IntField(j, "attempts")),
+          .model_seconds = NumField(j, "model_seconds").value_or(0),
+          .evaluation_seconds = NumField(j, "evaluation_seconds").value_or(0),
+          .overhead_seconds = NumField(j, "overhead_seconds").value_or(0),
+          .speedup = NumField(j, "speedup"),
+          .tflops = NumField(j, "tflops"),
+          .verified = BoolField(j, "verified").value_or(false),
+          .spent = BoolField(j, "spent").value_or(true),
+          .error = StrField(j, "error")};
 }
 
 bool TrajectoryExitFinished(std::string_view exit_status) {
