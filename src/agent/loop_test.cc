@@ -141,6 +141,10 @@ class AgentLoop : public ::testing::Test {
                 s.max_overhead_s * 1e3, s.mean_overhead_s * 1e3);
     return s;
   }
+  RunSummary RunSixtyFourAtOnce() {
+    ScriptedEvaluator ev;
+    return RunSixtyFourAtOnce(ev);
+  }
   Catalog catalog_;
   const Definition* def_ = nullptr;
   ScratchDir dir_{"agent-loop-test"};
@@ -251,8 +255,7 @@ TEST_F(AgentLoop, SixtyFourTrajectoriesShareOneEvaluationQueueWithLittleOverhead
 // (label perf), whose result scripts/test.sh reports without failing on it.
 class AgentLoopPerf : public AgentLoop {};
 TEST_F(AgentLoopPerf, SixtyFourTrajectoriesShareOneEvaluationQueueWithLittleOverhead) {
-  ScriptedEvaluator ev;
-  RunSummary s = RunSixtyFourAtOnce(ev);
+  RunSummary s = RunSixtyFourAtOnce();
   ASSERT_EQ(s.finished, 64);
   // The budget is 50 ms a turn. The mean is held to it; the max only loosely, because a CI
   // machine running other tests alongside can deschedule one of 64 threads for a while.
