@@ -380,20 +380,24 @@ void Memcheck(const EvaluationRecord& record, std::string* out) {
   *out += "\n## Memory check (compute-sanitizer)\n" + section;
 }
 
-// What each verification short of the credit means; a value not listed keeps the record's text.
-constexpr EnumName<Verification> kVerificationShortfalls[] = {
-    {Verification::kSassAbsent, "not verified: a required family is absent from the SASS"},
-    {Verification::kDynamicNotExecuted,
-     "not verified: a required family is in the SASS but never executed"},
-    {Verification::kProfileError, "not verified: the profiler failed (a harness problem)"},
-    {Verification::kNotRequested, "not requested"},
-    {Verification::kNotCorrect, "not attempted: the kernel is not correct"},
-};
-
 std::string VerificationText(const InstructionsView& ins, const std::string& credit) {
-  if (ins.verification == Verification::kDynamicPresent)
-    return "verified: " + credit + " is earned";
-  return NameOf<Verification>(kVerificationShortfalls, ins.verification, ins.verification_text);
+  using enum Verification;
+  switch (ins.verification) {
+    case kDynamicPresent:
+      return "verified: " + credit + " is earned";
+    case kSassAbsent:
+      return "not verified: a required family is absent from the SASS";
+    case kDynamicNotExecuted:
+      return "not verified: a required family is in the SASS but never executed";
+    case kProfileError:
+      return "not verified: the profiler failed (a harness problem)";
+    case kNotRequested:
+      return "not requested";
+    case kNotCorrect:
+      return "not attempted: the kernel is not correct";
+    default:
+      return ins.verification_text;
+  }
 }
 
 void Instructions(const EvaluationRecord& record, std::string* out) {
