@@ -28,16 +28,13 @@ std::optional<OutputCheck::FirstBad> FirstBadOf(const json& fb) {
 }
 
 OutputCheck OutputCheckOf(const json& o) {
-  return {.name = StrField(o, "name"),
-          .verdict = StrField(o, "verdict"),
-          .summary = StrField(o, "summary"),
-          .elements = IntField(o, "elements"),
-          .mismatched = IntField(o, "mismatched"),
-          .unwritten = IntField(o, "unwritten"),
-          .non_finite = IntField(o, "non_finite"),
-          .max_abs_error = NumField(o, "max_abs_error").value_or(0),
-          .max_rel_error = NumField(o, "max_rel_error").value_or(0),
-          .first_bad = FirstBadOf(FieldOrNull(o, "first_bad"))};
+  OutputCheck c;
+  PTXBENCH_JSON_GET_FIELDS(StrField, o, c, name, verdict, summary);
+  PTXBENCH_JSON_GET_FIELDS(IntField, o, c, elements, mismatched, unwritten, non_finite);
+  auto error = [](const json& j, const char* key) { return NumField(j, key).value_or(0); };
+  PTXBENCH_JSON_GET_FIELDS(error, o, c, max_abs_error, max_rel_error);
+  c.first_bad = FirstBadOf(FieldOrNull(o, "first_bad"));
+  return c;
 }
 
 // Each family of a {"family": value} object; with `key_inside`, the value is an object and the

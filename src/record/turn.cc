@@ -26,27 +26,20 @@ TurnRecord TurnFromJson(const json& j, const std::string& where) {
   const json* outcome = FindField(j, "outcome");
   if (!outcome || !outcome->is_string())
     throw InputError(where + ": \"outcome\" is missing or not a string");
-  const json& usage = ObjField(j, "usage");
-  return {.turn = n->get<int>(),
-          .outcome = outcome->get<std::string>(),
-          .status = StrField(j, "status"),
-          .reason = StrField(j, "reason"),
-          .summary = StrField(j, "summary"),
-          .kernel_file = StrField(j, "kernel_file"),
-          .evaluation_file = StrField(j, "evaluation_file"),
-          .evaluation_id = StrField(j, "evaluation_id"),
-          .usage = {.prompt_tokens = IntField(usage, "prompt_tokens"),
-                    .completion_tokens = IntField(usage, "completion_tokens"),
-                    .reasoning_tokens = IntField(usage, "reasoning_tokens")},
-          .attempts = static_cast<int>(IntField(j, "attempts")),
-          .model_seconds = NumField(j, "model_seconds").value_or(0),
-          .evaluation_seconds = NumField(j, "evaluation_seconds").value_or(0),
-          .overhead_seconds = NumField(j, "overhead_seconds").value_or(0),
-          .speedup = NumField(j, "speedup"),
-          .tflops = NumField(j, "tflops"),
-          .verified = BoolField(j, "verified").value_or(false),
-          .spent = BoolField(j, "spent").value_or(true),
-          .error = StrField(j, "error")};
+  TurnRecord t;
+  t.turn = n->get<int>();
+  t.outcome = outcome->get<std::string>();
+  PTXBENCH_JSON_GET_FIELDS(StrField, j, t, status, reason, summary, kernel_file, evaluation_file,
+                           evaluation_id, error);
+  PTXBENCH_JSON_GET_FIELDS(IntField, ObjField(j, "usage"), t.usage, prompt_tokens,
+                           completion_tokens, reasoning_tokens);
+  t.attempts = static_cast<int>(IntField(j, "attempts"));
+  auto seconds = [](const json& o, const char* key) { return NumField(o, key).value_or(0); };
+  PTXBENCH_JSON_GET_FIELDS(seconds, j, t, model_seconds, evaluation_seconds, overhead_seconds);
+  PTXBENCH_JSON_GET_FIELDS(NumField, j, t, speedup, tflops);
+  t.verified = BoolField(j, "verified").value_or(false);
+  t.spent = BoolField(j, "spent").value_or(true);
+  return t;
 }
 
 bool TrajectoryExitFinished(std::string_view exit_status) {
