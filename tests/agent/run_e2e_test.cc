@@ -111,9 +111,22 @@ class TurnScript {
   std::map<int, int> requests_;
 };
 
-// `ptxbench run` for `turns` turns of kTask against the scripted server, started as a child in
-// a process group of its own (as a terminal's job), returned once the model has been asked for
-// `turn` (the caller checks that it was).
+// Sets `server` to answer from `script` and writes the models file that points at it.
+std::string ServeScript(const ScratchDir& dir, ScriptedModelServer& server, TurnScript& script,
+                        ScriptedWire wire, bool stream, double timeout_s,
+                        const std::string& key_env = "") {
+  server.SetResponder(script.Responder());
+  return ModelsFile(dir, server, wire, stream, timeout_s, key_env);
+}
+
+// Two turns: a reply without code (`first`), then the cuBLAS control.
+TurnScript ThinkThenCublas(const std::string& first) {
+  return TurnScript({
+      {1, {ScriptStep::Reply(first)}},
+      {2, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
+  });
+}
+
 // A session of `ptxbench run` in the background, to be interrupted and then resumed.
 struct BackgroundRun {
   std::string run;                // its --out folder
@@ -122,12 +135,13 @@ struct BackgroundRun {
   Child child;
 };
 
-// Starts a session against `script` (Anthropic's wire, whole replies) and returns once the
-// script has been asked for `turn` (or after two minutes).
+// `ptxbench run` for `turns` turns of kTask against `script` (Anthropic's wire, whole replies),
+// started as a child in a process group of its own (as a terminal's job), returned once the
+// model has been asked for `turn` (the caller checks that it was).
 BackgroundRun StartRunUntilAsked(const ScratchDir& dir, ScriptedModelServer& server,
                                  const char* turns, TurnScript& script, int turn) {
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kAnthropic, /*stream=*/false, 300);
+  std::string models =
+      ServeScript(dir, server, script, ScriptedWire::kAnthropic, /*stream=*/false, 300);
   std::string run = dir.File("run");
   std::vector<std::string> args = {Bin(),    "run",    "--model", "scripted", "--models",
                                    models,   "--task", kTask,     "--turns",  turns,
@@ -170,8 +184,7 @@ TEST(RunEndToEnd, EveryFaultInATurnThenAnInfraStopAndTheResumeThatRetriesIt) {
       {5, {ScriptStep::Malformed(), ScriptStep::Hang(30), ScriptStep::Reply("Still no code.")}},
       {6, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
   });
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kOpenAi, /*stream=*/true, 4);
+  std::string models = ServeScript(dir, server, script, ScriptedWire::kOpenAi, /*stream=*/true, 4);
   std::string run = dir.File("run");
   std::vector<std::string> args = {"--model", "scripted", "--models", models, "--task", kTask,
                                    "--turns", "6",        "--pack",   "none", "--out",  run};
@@ -349,9 +362,8 @@ TEST(RunEndToEnd, TheApiKeyReachesNoFileAndNoOutput) {
       // An endpoint that echoes the key back in an error.
       {3, {ScriptStep::Status(400, "", "your key " + key + " is not allowed this model")}},
   });
-  server.SetResponder(script.Responder());
-  std::string models =
-      ModelsFile(dir, server, ScriptedWire::kGemini, /*stream=*/true, 30, "PTXBENCH_E2E_KEY");
+  std::string models = ServeScript(dir, server, script, ScriptedWire::kGemini, /*stream=*/true, 30,
+                                   "PTXBENCH_E2E_KEY");
   std::string run = dir.File("run");
   auto env = kFastRetries;
   env.push_back({"PTXBENCH_E2E_KEY", key});
@@ -379,12 +391,9 @@ TEST(RunEndToEnd, TheApiKeyReachesNoFileAndNoOutput) {
 void SixtyFourConcurrentTrajectories(bool budgets) {
   ScratchDir dir("run-e2e-64");
   ScriptedModelServer server;
-  TurnScript script({
-      {1, {ScriptStep::Reply("Planning the kernel.")}},
-      {2, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
-  });
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kOpenAi, /*stream=*/false, 60);
+  TurnScript script = ThinkThenCublas("Planning the kernel.");
+  std::string models =
+      ServeScript(dir, server, script, ScriptedWire::kOpenAi, /*stream=*/false, 60);
   std::string run = dir.File("run");
   auto t0 = std::chrono::steady_clock::now();
   CommandResult r = RunPtxbench({"--model", "scripted", "--models", models, "--task", kTask,
@@ -434,12 +443,9 @@ TEST(RunEndToEnd, TurnsLandInTheStoreAndTheReportReadsThem) {
 #endif
   ScratchDir dir("run-e2e-store");
   ScriptedModelServer server;
-  TurnScript script({
-      {1, {ScriptStep::Reply("No code this time.")}},
-      {2, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
-  });
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kOpenAi, /*stream=*/false, 60);
+  TurnScript script = ThinkThenCublas("No code this time.");
+  std::string models =
+      ServeScript(dir, server, script, ScriptedWire::kOpenAi, /*stream=*/false, 60);
   std::string run = dir.File("run"), db = dir.File("store.db");
   CommandResult r =
       RunPtxbench({"--model", "scripted", "--models", models, "--task", kTask, "--turns", "2",
