@@ -43,19 +43,17 @@ void RequireObject(const char* spec, const json& j) {
 }
 
 // What every spec of a child that runs a workload opens with, written and read alike.
-template <typename Spec>
-json WorkloadHead(const char* role, const Spec& s) {
+json WorkloadHead(const char* role, const WorkloadSpec& s) {
   json j = {{"role", role}};
   PTXBENCH_JSON_SET_FIELDS(j, s, family, axes, out_dir);
   return j;
 }
 
-void ReadWorkloadHead(const char* spec, const json& j, std::string* family, json* axes,
-                      std::string* out_dir) {
+void ReadWorkloadHead(const char* spec, const json& j, WorkloadSpec* s) {
   RequireObject(spec, j);
-  ReadAs(spec, j, "family", family, true);
-  ReadAs(spec, j, "axes", axes, true);
-  ReadAs(spec, j, "out_dir", out_dir, true);
+  ReadAs(spec, j, "family", &s->family, true);
+  ReadAs(spec, j, "axes", &s->axes, true);
+  ReadAs(spec, j, "out_dir", &s->out_dir, true);
 }
 
 constexpr std::pair<ChildRole, const char*> kRoleNames[] = {{ChildRole::kProbe, "probe"},
@@ -93,7 +91,7 @@ json ToJson(const ReferenceSpec& s) {
 ReferenceSpec ParseReferenceSpec(const json& j) {
   const char* what = "reference";
   ReferenceSpec s;
-  ReadWorkloadHead(what, j, &s.family, &s.axes, &s.out_dir);
+  ReadWorkloadHead(what, j, &s);
   ReadAs(what, j, "seeds", &s.seeds, true);
   ReadAs(what, j, "set_seeds", &s.set_seeds, false);
   CheckAs(what, s.axes.is_object(), "`axes` is not an object");
@@ -113,7 +111,7 @@ json ToJson(const CandidateRunSpec& s) {
 CandidateRunSpec ParseCandidateRunSpec(const json& j) {
   const char* what = "candidate";
   CandidateRunSpec s;
-  ReadWorkloadHead(what, j, &s.family, &s.axes, &s.out_dir);
+  ReadWorkloadHead(what, j, &s);
   ReadAs(what, j, "seeds", &s.seeds, true);
   ReadAs(what, j, "shared_object", &s.shared_object, true);
   ReadAs(what, j, "abi", &s.abi, false);
@@ -140,7 +138,7 @@ json ToJson(const TimingSpec& s) {
 
 TimingSpec ParseTimingSpec(const json& j) {
   TimingSpec s;
-  ReadWorkloadHead("timing", j, &s.family, &s.axes, &s.out_dir);
+  ReadWorkloadHead("timing", j, &s);
   Read(j, "seed_base", &s.seed_base, true);
   Read(j, "warmup", &s.warmup, false);
   Read(j, "iterations", &s.iterations, false);
