@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 #include "record/layers.h"
 #include "record/record.h"
@@ -125,25 +126,23 @@ int TurnOf(const EvaluationRecord& record) {
 }
 
 // What a status means, in a sentence addressed to the model.
-std::string Meaning(Status status) {
-  using enum Status;
-  if (status == kPassed) return "Your kernel is correct.";
-  if (status == kRejected)
-    return "Your source was rejected before compilation (a forbidden header, library or "
-           "construct).";
-  if (status == kCompileError)
-    return "Your file did not build (it is compiled by nvcc as candidate.cu; line numbers below "
-           "refer to your code block).";
-  if (status == kRuntimeError) return "Your code failed while running.";
-  if (status == kTimeout)
-    return "Your code did not finish in time (a hang, a deadlock or a far too slow kernel).";
-  if (status == kMemoryError) return "compute-sanitizer found invalid memory accesses.";
-  if (status == kIncorrect) return "Your kernel ran, but its outputs are wrong.";
-  if (status == kRuleViolation) return "Your kernel broke a rule of the benchmark.";
-  if (status == kInfraError)
-    return "The harness could not judge this kernel; this is not counted against you.";
-  return "";
-}
+constexpr EnumName<Status> kMeanings[] = {
+    {Status::kPassed, "Your kernel is correct."},
+    {Status::kRejected,
+     "Your source was rejected before compilation (a forbidden header, library or construct)."},
+    {Status::kCompileError,
+     "Your file did not build (it is compiled by nvcc as candidate.cu; line numbers below refer "
+     "to your code block)."},
+    {Status::kRuntimeError, "Your code failed while running."},
+    {Status::kTimeout,
+     "Your code did not finish in time (a hang, a deadlock or a far too slow kernel)."},
+    {Status::kMemoryError, "compute-sanitizer found invalid memory accesses."},
+    {Status::kIncorrect, "Your kernel ran, but its outputs are wrong."},
+    {Status::kRuleViolation, "Your kernel broke a rule of the benchmark."},
+    {Status::kInfraError,
+     "The harness could not judge this kernel; this is not counted against you."},
+};
+std::string Meaning(Status status) { return NameOf<Status>(kMeanings, status, ""); }
 
 // --- the sections ---
 
@@ -383,15 +382,22 @@ void Memcheck(const EvaluationRecord& record, std::string* out) {
 
 std::string VerificationText(const InstructionsView& ins, const std::string& credit) {
   using enum Verification;
-  const Verification v = ins.verification;
-  if (v == kDynamicPresent) return "verified: " + credit + " is earned";
-  if (v == kSassAbsent) return "not verified: a required family is absent from the SASS";
-  if (v == kDynamicNotExecuted)
-    return "not verified: a required family is in the SASS but never executed";
-  if (v == kProfileError) return "not verified: the profiler failed (a harness problem)";
-  if (v == kNotRequested) return "not requested";
-  if (v == kNotCorrect) return "not attempted: the kernel is not correct";
-  return ins.verification_text;
+  switch (ins.verification) {
+    case kDynamicPresent:
+      return "verified: " + credit + " is earned";
+    case kSassAbsent:
+      return "not verified: a required family is absent from the SASS";
+    case kDynamicNotExecuted:
+      return "not verified: a required family is in the SASS but never executed";
+    case kProfileError:
+      return "not verified: the profiler failed (a harness problem)";
+    case kNotRequested:
+      return "not requested";
+    case kNotCorrect:
+      return "not attempted: the kernel is not correct";
+    default:
+      return ins.verification_text;
+  }
 }
 
 void Instructions(const EvaluationRecord& record, std::string* out) {

@@ -238,8 +238,7 @@ class OpenAiFormat : public WireFormat {
  public:
   HttpRequest Build(const ModelConfig& c, const std::string& key,
                     const std::vector<ChatMessage>& messages, bool stream) const override {
-    json body = json::object();
-    body["model"] = c.model;
+    json body = {{"model", c.model}};
     json msgs = json::array();
     for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
     body["messages"] = std::move(msgs);
@@ -328,8 +327,7 @@ class AnthropicFormat : public WireFormat {
  public:
   HttpRequest Build(const ModelConfig& c, const std::string& key,
                     const std::vector<ChatMessage>& messages, bool stream) const override {
-    json body = json::object();
-    body["model"] = c.model;
+    json body = {{"model", c.model}};
     int64_t max_tokens = kDefaultAnthropicMaxTokens;
     if (c.sampling.contains("max_tokens") && c.sampling["max_tokens"].is_number_integer())
       max_tokens = c.sampling["max_tokens"].get<int64_t>();
@@ -838,21 +836,23 @@ class HttpProvider : public ChatProvider {
     return FromParsed(wire_->FinishStream(t.state), std::move(a));
   }
 
-  static Attempt FromParsed(Parsed p, Attempt a) {
-    switch (p.kind) {
+  // Whose failure a parsed reply is: a malformed one is the infrastructure's.
+  static Attempt::Kind AttemptKindOf(Parsed::Kind k) {
+    switch (k) {
       case Parsed::kOk:
-        a.kind = Attempt::kOk;
-        break;
+        return Attempt::kOk;
       case Parsed::kMalformed:
-        a.kind = Attempt::kInfra;
-        break;
+        return Attempt::kInfra;
       case Parsed::kModelError:
-        a.kind = Attempt::kModel;
-        break;
+        return Attempt::kModel;
       case Parsed::kRetryable:
-        a.kind = Attempt::kRetry;
-        break;
+        return Attempt::kRetry;
     }
+    return Attempt::kInfra;
+  }
+
+  static Attempt FromParsed(Parsed p, Attempt a) {
+    a.kind = AttemptKindOf(p.kind);
     a.error = p.error;
     a.reply = std::move(p);
     return a;

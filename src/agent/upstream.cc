@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "agent/content_text.h"
 #include "agent/replay.h"
 #include "common/bounded_json.h"
 #include "common/error.h"
@@ -33,16 +34,9 @@ void Strings(const json& j, std::vector<std::string>* out) {
   }
 }
 
+// Content as a string, or as a list of parts, as some providers return it.
 std::string TextOf(const json& message) {
-  const json& c = message.contains("content") ? message["content"] : json();
-  if (c.is_string()) return c.get<std::string>();
-  // Content as a list of parts ({"type": "text", "text": ...}), as some providers return it.
-  std::string text;
-  if (c.is_array())
-    for (const auto& part : c)
-      if (part.is_object() && part.contains("text") && part["text"].is_string())
-        text += part["text"].get<std::string>();
-  return text;
+  return message.contains("content") ? ContentText(message["content"]) : "";
 }
 
 // The task: an exact definition name among info's strings, else the longest name in the

@@ -62,13 +62,26 @@ inline const nlohmann::json& ArrField(const nlohmann::json& j, const char* key) 
 }  // namespace ptxbench
 
 // Writes `value.f` under the key "f" for each field named: a writer whose keys are the
-// struct's own field names says each name once. Only a writer: readers stay hand-written,
-// because each checks its fields and names the bad one. (nlohmann 3.12 has this as
-// NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_ONLY_SERIALIZE; Debian 12 and Ubuntu 24.04 ship 3.11, so
-// it is spelled with the per-field macro that both define.)
+// struct's own field names says each name once. Readers that check their fields stay
+// hand-written, because each names the bad one; lenient ones use PTXBENCH_JSON_GET_FIELDS.
+// (nlohmann 3.12 has this as NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_ONLY_SERIALIZE; Debian 12 and
+// Ubuntu 24.04 ship 3.11, so it is spelled with the per-field macro that both define.)
 #define PTXBENCH_JSON_SET_FIELDS(json_object, value, ...)                    \
   do {                                                                       \
     nlohmann::json& nlohmann_json_j = (json_object);                         \
     const auto& nlohmann_json_t = (value);                                   \
     NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__)) \
+  } while (0)
+
+// The lenient reader's twin of PTXBENCH_JSON_SET_FIELDS: `value.f = read(json_object, "f")` for
+// each field named, `read` being one of the readers above (StrField, IntField, ...) or a
+// callable of the same form.
+#define PTXBENCH_JSON_GET_FIELD(field) \
+  ptxbench_json_value.field = ptxbench_json_read(ptxbench_json_object, #field);
+#define PTXBENCH_JSON_GET_FIELDS(read, json_object, value, ...)                     \
+  do {                                                                              \
+    auto&& ptxbench_json_read = (read);                                             \
+    const nlohmann::json& ptxbench_json_object = (json_object);                     \
+    auto& ptxbench_json_value = (value);                                            \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(PTXBENCH_JSON_GET_FIELD, __VA_ARGS__)) \
   } while (0)

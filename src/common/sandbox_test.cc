@@ -18,6 +18,7 @@
 
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "common/test_process.h"
 
 namespace ptxbench {
 namespace {
@@ -106,12 +107,10 @@ TEST(Sandbox, SeccompRefusesExecAndForkButAllowsThreads) {
     if (::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) < 0) ::_exit(17);  // other prctl calls pass
     ::_exit(0);
   }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 filter refused, 11 thread, 12 fork, 13 exec, "
-                                       "14 inet socket, 15 unix socket, 16 made dumpable, "
-                                       "17 prctl refused";
+  testing::ExpectChildExitedZero(pid,
+                                 "10 filter refused, 11 thread, 12 fork, 13 exec, "
+                                 "14 inet socket, 15 unix socket, 16 made dumpable, "
+                                 "17 prctl refused");
 }
 
 // The layer a child adds before it maps a candidate: writes only beneath the paths given, so
@@ -136,12 +135,10 @@ TEST(Sandbox, RestrictWritesClosesProcSelfMem) {
     if (mine < 0) ::_exit(14);
     ::_exit(0);
   }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "9 no /proc/self/mem to start with, 10 layer refused, "
-                                       "11 /proc/self/mem writable, 12 the task's mem writable, "
-                                       "13 /proc/self/mem unreadable, 14 own folder unwritable";
+  testing::ExpectChildExitedZero(pid,
+                                 "9 no /proc/self/mem to start with, 10 layer refused, "
+                                 "11 /proc/self/mem writable, 12 the task's mem writable, "
+                                 "13 /proc/self/mem unreadable, 14 own folder unwritable");
 }
 
 TEST(Sandbox, LandlockConfinesReadsAndWrites) {

@@ -106,12 +106,10 @@ TEST(Subprocess, ASubreaperEndsTheProcessGroupsADeadChildLeftBehind) {
     ::waitpid(kept, &st, 0);
     ::_exit(0);
   }
-  int st = 0;
-  ASSERT_EQ(::waitpid(supervisor, &st, 0), supervisor);
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_EQ(WEXITSTATUS(st), 0) << "10: no subreaper; 11/12: pipe; 13: compiler or helper "
-                                   "gone too early; 2x: x orphans ended, not 1; 14: helper "
-                                   "still alive; 15: the kept child was ended";
+  testing::ExpectChildExitedZero(supervisor,
+                                 "10: no subreaper; 11/12: pipe; 13: compiler or helper "
+                                 "gone too early; 2x: x orphans ended, not 1; 14: helper "
+                                 "still alive; 15: the kept child was ended");
 }
 
 TEST(Subprocess, ExitedParentWithLingeringGrandchildIsNotATimeout) {

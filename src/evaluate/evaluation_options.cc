@@ -46,9 +46,10 @@ void CheckValue(const EvaluationOptionRow& row, const json& v) {
       if (!v.is_boolean()) throw InputError(name + " must be true or false");
       return;
     case OptionKind::kWord:
-      if (!v.is_string() ||
-          std::find(row.words.begin(), row.words.end(), v.get<std::string>()) == row.words.end())
-        throw InputError(name + " must be " + WordList(row.words));
+      if (!v.is_string()) throw InputError(name + " must be " + WordList(row.words));
+      if (std::find(row.words.begin(), row.words.end(), v.get<std::string>()) == row.words.end())
+        throw InputError(name + " must be " + WordList(row.words) + ", not \"" +
+                         ValidUtf8(Truncate(v.get<std::string>(), 64)) + "\"");
       return;
     case OptionKind::kSeed:
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))

@@ -73,9 +73,10 @@ TEST(EvaluationOptions, EachBadValueIsRefusedByName) {
   EXPECT_EQ(ErrorOf({{"seed", -1}}), "options.seed must be a non-negative integer");
   EXPECT_EQ(ErrorOf({{"sanitize", 1}}), "options.sanitize must be always, on-failure or never");
   EXPECT_EQ(ErrorOf({{"sanitize", "sometimes"}}),
-            "options.sanitize must be always, on-failure or never");
+            "options.sanitize must be always, on-failure or never, not \"sometimes\"");
   EXPECT_EQ(ErrorOf({{"tolerance", true}}), "options.tolerance must be published or allclose");
-  EXPECT_EQ(ErrorOf({{"baseline", "cublas"}}), "options.baseline must be flashinfer or cudnn");
+  EXPECT_EQ(ErrorOf({{"baseline", "cublas"}}),
+            "options.baseline must be flashinfer or cudnn, not \"cublas\"");
   EXPECT_EQ(ErrorOf({{"timing", 1}}), "options.timing must be true or false");
   EXPECT_EQ(ErrorOf({{"timing_budget", -1}}),
             "options.timing_budget must be a number of seconds between 0 and 3600");

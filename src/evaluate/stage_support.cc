@@ -189,13 +189,9 @@ ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, con
                                const ScratchDir& scratch, const std::string& name,
                                const std::vector<uint64_t>& set_seeds) {
   ChildRequest cr = HarnessChild(req, scratch, name, req.reference_timeout);
-  ReferenceSpec spec;
-  spec.family = family.Name();
-  spec.axes = axes;
-  spec.seeds = seeds;
-  spec.out_dir = out_dir;
-  spec.set_seeds = set_seeds;
-  cr.spec = ToJson(spec);
+  cr.spec = ToJson(ReferenceSpec{{.family = family.Name(), .axes = axes, .out_dir = out_dir},
+                                 /*seeds=*/seeds,
+                                 /*set_seeds=*/set_seeds});
   return RunChild(cr);
 }
 

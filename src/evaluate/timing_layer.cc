@@ -196,6 +196,12 @@ std::vector<json> CandidateMessagesForTheJudge(const ChildOutcome& o, size_t* dr
   return out;
 }
 
+// Whether the parent asked for call `k` and this is the first output the child handed over
+// for it: anything else (a call never asked for, or a second copy) is ignored, never trusted.
+bool AskedForAndFirst(const std::vector<int>& asked, int k, std::set<int>* seen) {
+  return std::find(asked.begin(), asked.end(), k) != asked.end() && seen->insert(k).second;
+}
+
 }  // namespace
 
 std::vector<int> TimingConversation::Draw(int among, int count) {
@@ -463,10 +469,7 @@ std::vector<DrawnCheck> TimingLayer::DrawnChecks() {
   std::set<int> timed_seen;
   for (const json* m : timed_.All("timed_output")) {
     int k = m->value("kept", -1);
-    if (std::find(talk_.timed_checks.begin(), talk_.timed_checks.end(), k) ==
-            talk_.timed_checks.end() ||
-        !timed_seen.insert(k).second)
-      continue;  // not a call we asked for, or asked for once: ignore, never trust
+    if (!AskedForAndFirst(talk_.timed_checks, k, &timed_seen)) continue;
     int index = plan_.warmup + k;
     checks.push_back({"timed call " + std::to_string(index) + " (buffer set " +
                           std::to_string(index % sets_) + ", fresh inputs)",
@@ -480,10 +483,7 @@ std::vector<DrawnCheck> TimingLayer::DrawnChecks() {
   std::set<int> witness_seen;
   for (const json* m : timed_.All("witness_output")) {
     int jx = m->value("index", -1);
-    if (std::find(talk_.witness_checks.begin(), talk_.witness_checks.end(), jx) ==
-            talk_.witness_checks.end() ||
-        !witness_seen.insert(jx).second)
-      continue;
+    if (!AskedForAndFirst(talk_.witness_checks, jx, &witness_seen)) continue;
     json committed =
         talk_.witness_digests.is_array() && jx < static_cast<int>(talk_.witness_digests.size())
             ? talk_.witness_digests[jx]

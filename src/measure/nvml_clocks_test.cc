@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <thread>
+#include <tuple>
 
 namespace ptxbench {
 namespace {
@@ -48,12 +49,14 @@ TEST(SummarizeClocks, ExtremesAndUnionOfReasons) {
   ClockSummary s = SummarizeClocks(samples);
   EXPECT_EQ(s.samples, 3u);
   EXPECT_EQ(s.failed_samples, 0u);
-  EXPECT_DOUBLE_EQ(s.sm_mhz_min, 1755);
-  EXPECT_DOUBLE_EQ(s.sm_mhz_max, 1980);
-  EXPECT_DOUBLE_EQ(s.mem_mhz_min, 2619);
-  EXPECT_DOUBLE_EQ(s.mem_mhz_max, 2619);
-  EXPECT_DOUBLE_EQ(s.temperature_c_max, 57);
-  EXPECT_DOUBLE_EQ(s.power_w_max, 690.25);
+  const std::tuple<const char*, double ClockSummary::*, double> extremes[] = {
+      {"sm_mhz_min", &ClockSummary::sm_mhz_min, 1755},
+      {"sm_mhz_max", &ClockSummary::sm_mhz_max, 1980},
+      {"mem_mhz_min", &ClockSummary::mem_mhz_min, 2619},
+      {"mem_mhz_max", &ClockSummary::mem_mhz_max, 2619},
+      {"temperature_c_max", &ClockSummary::temperature_c_max, 57},
+      {"power_w_max", &ClockSummary::power_w_max, 690.25}};
+  for (const auto& [name, extreme, want] : extremes) EXPECT_DOUBLE_EQ(s.*extreme, want) << name;
   EXPECT_EQ(s.reasons, clock_reason::kGpuIdle | clock_reason::kSwPowerCap);
   EXPECT_TRUE(s.reasons_known);
 

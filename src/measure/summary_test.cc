@@ -2,18 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 namespace ptxbench {
 namespace {
 
+constexpr std::pair<const char*, double Summary::*> kStatistics[] = {
+    {"median", &Summary::median}, {"p10", &Summary::p10}, {"p90", &Summary::p90},
+    {"min", &Summary::min},       {"max", &Summary::max}, {"mean", &Summary::mean}};
+
+// The count exactly, each statistic to within 4 ULPs (EXPECT_DOUBLE_EQ), named when it differs.
+void ExpectSummary(const Summary& got, const Summary& want) {
+  EXPECT_EQ(got.count, want.count);
+  for (const auto& [name, statistic] : kStatistics)
+    EXPECT_DOUBLE_EQ(got.*statistic, want.*statistic) << name;
+}
+
 TEST(Summary, InterpolatesPercentiles) {
-  Summary s = Summarize({5, 1, 4, 2, 3});
-  EXPECT_EQ(s.count, 5u);
-  EXPECT_DOUBLE_EQ(s.median, 3);
-  EXPECT_DOUBLE_EQ(s.p10, 1.4);
-  EXPECT_DOUBLE_EQ(s.p90, 4.6);
-  EXPECT_DOUBLE_EQ(s.min, 1);
-  EXPECT_DOUBLE_EQ(s.max, 5);
-  EXPECT_DOUBLE_EQ(s.mean, 3);
+  ExpectSummary(Summarize({5, 1, 4, 2, 3}),
+                {.count = 5, .median = 3, .p10 = 1.4, .p90 = 4.6, .min = 1, .max = 5, .mean = 3});
   EXPECT_DOUBLE_EQ(Summarize({1, 2, 3, 4}).median, 2.5);
 }
 

@@ -16,28 +16,24 @@ TimeDistribution TimeDistributionOf(const json& j) {
   return {NumField(j, "median"), NumField(j, "p10"), NumField(j, "p90"), NumField(j, "count")};
 }
 
+// An output's first bad element, where the check names one (by its index).
+std::optional<OutputCheck::FirstBad> FirstBadOf(const json& fb) {
+  auto index = NumField(fb, "index");
+  if (!index) return std::nullopt;
+  const json* got = FindField(fb, "got");
+  return OutputCheck::FirstBad{.index = static_cast<long long>(*index),
+                               .got = NumField(fb, "got"),
+                               .expected = NumField(fb, "expected"),
+                               .got_non_finite = got && got->is_null()};
+}
+
 OutputCheck OutputCheckOf(const json& o) {
   OutputCheck c;
-  c.name = StrField(o, "name");
-  c.verdict = StrField(o, "verdict");
-  c.summary = StrField(o, "summary");
-  c.elements = IntField(o, "elements");
-  c.mismatched = IntField(o, "mismatched");
-  c.unwritten = IntField(o, "unwritten");
-  c.non_finite = IntField(o, "non_finite");
-  c.max_abs_error = NumField(o, "max_abs_error").value_or(0);
-  c.max_rel_error = NumField(o, "max_rel_error").value_or(0);
-  c.matched_ratio = NumField(o, "matched_ratio").value_or(0);
-  const json& fb = FieldOrNull(o, "first_bad");
-  if (auto index = NumField(fb, "index")) {
-    OutputCheck::FirstBad f;
-    f.index = static_cast<long long>(*index);
-    f.got = NumField(fb, "got");
-    const json* got = FindField(fb, "got");
-    f.got_non_finite = got && got->is_null();
-    f.expected = NumField(fb, "expected");
-    c.first_bad = f;
-  }
+  PTXBENCH_JSON_GET_FIELDS(StrField, o, c, name, verdict, summary);
+  PTXBENCH_JSON_GET_FIELDS(IntField, o, c, elements, mismatched, unwritten, non_finite);
+  auto number = [](const json& j, const char* key) { return NumField(j, key).value_or(0); };
+  PTXBENCH_JSON_GET_FIELDS(number, o, c, max_abs_error, max_rel_error, matched_ratio);
+  c.first_bad = FirstBadOf(FieldOrNull(o, "first_bad"));
   return c;
 }
 

@@ -29,25 +29,16 @@ TurnRecord TurnFromJson(const json& j, const std::string& where) {
   TurnRecord t;
   t.turn = n->get<int>();
   t.outcome = outcome->get<std::string>();
-  t.status = StrField(j, "status");
-  t.reason = StrField(j, "reason");
-  t.summary = StrField(j, "summary");
-  t.kernel_file = StrField(j, "kernel_file");
-  t.evaluation_file = StrField(j, "evaluation_file");
-  t.evaluation_id = StrField(j, "evaluation_id");
-  const json& usage = ObjField(j, "usage");
-  t.usage.prompt_tokens = IntField(usage, "prompt_tokens");
-  t.usage.completion_tokens = IntField(usage, "completion_tokens");
-  t.usage.reasoning_tokens = IntField(usage, "reasoning_tokens");
+  PTXBENCH_JSON_GET_FIELDS(StrField, j, t, status, reason, summary, kernel_file, evaluation_file,
+                           evaluation_id, error);
+  PTXBENCH_JSON_GET_FIELDS(IntField, ObjField(j, "usage"), t.usage, prompt_tokens,
+                           completion_tokens, reasoning_tokens);
   t.attempts = static_cast<int>(IntField(j, "attempts"));
-  t.model_seconds = NumField(j, "model_seconds").value_or(0);
-  t.evaluation_seconds = NumField(j, "evaluation_seconds").value_or(0);
-  t.overhead_seconds = NumField(j, "overhead_seconds").value_or(0);
-  t.speedup = NumField(j, "speedup");
-  t.tflops = NumField(j, "tflops");
+  auto seconds = [](const json& o, const char* key) { return NumField(o, key).value_or(0); };
+  PTXBENCH_JSON_GET_FIELDS(seconds, j, t, model_seconds, evaluation_seconds, overhead_seconds);
+  PTXBENCH_JSON_GET_FIELDS(NumField, j, t, speedup, tflops);
   t.verified = BoolField(j, "verified").value_or(false);
   t.spent = BoolField(j, "spent").value_or(true);
-  t.error = StrField(j, "error");
   return t;
 }
 

@@ -20,13 +20,31 @@ using nlohmann::json;
 
 namespace {
 
+// A trajectory's row, but for its turns, from its file's "info" and its run's run.json.
+TrajectoryRow TrajectoryRowOf(const fs::path& run, const json& info, const json& ti) {
+  const json model = info.value("model", json::object());
+  const json pack_info = info.value("pack_info", json::object());
+  return {.run_id = run.filename().string(),
+          .id = StrField(ti, "id"),
+          .model = StrField(model, "name"),
+          .provider = StrField(model, "provider"),
+          .task = StrField(ti, "task"),
+          .workload = StrField(ti, "workload"),
+          .arch = StrField(info, "arch"),
+          .pack = StrField(info, "pack"),
+          .pack_hardware_verified = BoolField(pack_info, "hardware_verified"),
+          .index = ti.value("index", 0),
+          .exit_status = StrField(ti, "exit_status"),
+          .run_dir = run.string(),
+          .turns = {}};  // the caller's, from the file's turns
+}
+
 void LoadRun(const fs::path& run, RunFolderLoad* out) {
   json info = ParseBoundedJsonOrDiscarded(ReadFile((run / "run.json").string()));
   if (info.is_discarded() || !info.is_object()) {
     out->skipped.push_back((run / "run.json").string() + ": not JSON");
     return;
   }
-  const json model = info.value("model", json::object());
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(run / "trajectories", ec))
@@ -39,20 +57,7 @@ void LoadRun(const fs::path& run, RunFolderLoad* out) {
       continue;
     }
     const json& ti = t["info"];
-    TrajectoryRow row;
-    row.run_id = run.filename().string();
-    row.run_dir = run.string();
-    row.id = StrField(ti, "id");
-    row.model = StrField(model, "name");
-    row.provider = StrField(model, "provider");
-    row.task = StrField(ti, "task");
-    row.workload = StrField(ti, "workload");
-    row.arch = StrField(info, "arch");
-    row.pack = StrField(info, "pack");
-    const json pack_info = info.value("pack_info", json::object());
-    row.pack_hardware_verified = BoolField(pack_info, "hardware_verified");
-    row.index = ti.value("index", 0);
-    row.exit_status = StrField(ti, "exit_status");
+    TrajectoryRow row = TrajectoryRowOf(run, info, ti);
     std::vector<TurnRecord> turns;
     try {
       for (const json& u : ArrField(ti, "turns"))

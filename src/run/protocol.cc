@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/json_fields.h"
+
 namespace ptxbench {
 namespace {
 
@@ -40,6 +42,20 @@ void RequireObject(const char* spec, const json& j) {
   if (!j.is_object()) throw std::invalid_argument(std::string(spec) + " spec: not a JSON object");
 }
 
+// What every spec of a child that runs a workload opens with, written and read alike.
+json WorkloadHead(const char* role, const WorkloadSpec& s) {
+  json j = {{"role", role}};
+  PTXBENCH_JSON_SET_FIELDS(j, s, family, axes, out_dir);
+  return j;
+}
+
+void ReadWorkloadHead(const char* spec, const json& j, WorkloadSpec* s) {
+  RequireObject(spec, j);
+  ReadAs(spec, j, "family", &s->family, true);
+  ReadAs(spec, j, "axes", &s->axes, true);
+  ReadAs(spec, j, "out_dir", &s->out_dir, true);
+}
+
 constexpr std::pair<ChildRole, const char*> kRoleNames[] = {{ChildRole::kProbe, "probe"},
                                                             {ChildRole::kLoadCheck, "load_check"},
                                                             {ChildRole::kReference, "reference"},
@@ -66,22 +82,16 @@ ChildRole ParseChildRole(const json& spec) {
 json ProbeSpecJson() { return {{"role", "probe"}}; }
 
 json ToJson(const ReferenceSpec& s) {
-  json j = {{"role", "reference"},
-            {"family", s.family},
-            {"axes", s.axes},
-            {"out_dir", s.out_dir},
-            {"seeds", s.seeds}};
+  json j = WorkloadHead("reference", s);
+  j["seeds"] = s.seeds;
   if (!s.set_seeds.empty()) j["set_seeds"] = s.set_seeds;
   return j;
 }
 
 ReferenceSpec ParseReferenceSpec(const json& j) {
   const char* what = "reference";
-  RequireObject(what, j);
   ReferenceSpec s;
-  ReadAs(what, j, "family", &s.family, true);
-  ReadAs(what, j, "axes", &s.axes, true);
-  ReadAs(what, j, "out_dir", &s.out_dir, true);
+  ReadWorkloadHead(what, j, &s);
   ReadAs(what, j, "seeds", &s.seeds, true);
   ReadAs(what, j, "set_seeds", &s.set_seeds, false);
   CheckAs(what, s.axes.is_object(), "`axes` is not an object");
@@ -92,27 +102,16 @@ ReferenceSpec ParseReferenceSpec(const json& j) {
 }
 
 json ToJson(const CandidateRunSpec& s) {
-  json j = {{"role", "candidate"},
-            {"family", s.family},
-            {"axes", s.axes},
-            {"out_dir", s.out_dir},
-            {"seeds", s.seeds},
-            {"shared_object", s.shared_object},
-            {"abi", s.abi},
-            {"kernels", s.kernels},
-            {"write_outputs", s.write_outputs},
-            {"guard_pages", s.guard_pages}};
+  json j = WorkloadHead("candidate", s);
+  PTXBENCH_JSON_SET_FIELDS(j, s, seeds, shared_object, abi, kernels, write_outputs, guard_pages);
   if (!s.arch.empty()) j["arch"] = s.arch;
   return j;
 }
 
 CandidateRunSpec ParseCandidateRunSpec(const json& j) {
   const char* what = "candidate";
-  RequireObject(what, j);
   CandidateRunSpec s;
-  ReadAs(what, j, "family", &s.family, true);
-  ReadAs(what, j, "axes", &s.axes, true);
-  ReadAs(what, j, "out_dir", &s.out_dir, true);
+  ReadWorkloadHead(what, j, &s);
   ReadAs(what, j, "seeds", &s.seeds, true);
   ReadAs(what, j, "shared_object", &s.shared_object, true);
   ReadAs(what, j, "abi", &s.abi, false);
@@ -126,38 +125,20 @@ CandidateRunSpec ParseCandidateRunSpec(const json& j) {
 }
 
 json ToJson(const TimingSpec& s) {
-  json j = {{"role", "timing"},
-            {"family", s.family},
-            {"axes", s.axes},
-            {"out_dir", s.out_dir},
-            {"warmup", s.warmup},
-            {"iterations", s.iterations},
-            {"buffer_sets", s.buffer_sets},
-            {"seed_base", s.seed_base},
-            {"set_seed_base", s.set_seed_base},
-            {"pci_bus_id", s.pci_bus_id}};
-  if (s.baseline_only) {
-    j["baseline_only"] = true;
-    j["baseline_phase"] = s.baseline_phase;
-    j["baseline_seed_offset"] = s.baseline_seed_offset;
-    j["peak_n"] = s.peak_n;
-    j["baseline_options"] = s.baseline_options;
-  } else {
-    j["shared_object"] = s.shared_object;
-    j["abi"] = s.abi;
-    j["kept_outputs"] = s.kept_outputs;
-    j["witness_calls"] = s.witness_calls;
-    j["digest_key"] = s.digest_key;
-  }
+  json j = WorkloadHead("timing", s);
+  PTXBENCH_JSON_SET_FIELDS(j, s, warmup, iterations, buffer_sets, seed_base, set_seed_base,
+                           pci_bus_id);
+  if (s.baseline_only)
+    PTXBENCH_JSON_SET_FIELDS(j, s, baseline_only, baseline_phase, baseline_seed_offset, peak_n,
+                             baseline_options);
+  else
+    PTXBENCH_JSON_SET_FIELDS(j, s, shared_object, abi, kept_outputs, witness_calls, digest_key);
   return j;
 }
 
 TimingSpec ParseTimingSpec(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument("timing spec: not a JSON object");
   TimingSpec s;
-  Read(j, "family", &s.family, true);
-  Read(j, "axes", &s.axes, true);
-  Read(j, "out_dir", &s.out_dir, true);
+  ReadWorkloadHead("timing", j, &s);
   Read(j, "seed_base", &s.seed_base, true);
   Read(j, "warmup", &s.warmup, false);
   Read(j, "iterations", &s.iterations, false);

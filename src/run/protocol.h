@@ -25,13 +25,18 @@ ChildRole ParseChildRole(const nlohmann::json& spec);
 // evidence about the GPU's health.
 nlohmann::json ProbeSpecJson();
 
-// A reference child (role "reference"): the trusted reference on `seeds`, its expected outputs
-// written to `out_dir`. With `set_seeds` (one per seed), the inputs are the family's timed
-// inputs derived from that buffer set's base, as the timing layer's re-checked calls had them.
-struct ReferenceSpec {
+// What every spec of a child that runs a workload starts with: the family, its axes, and the
+// folder the child writes its outputs to.
+struct WorkloadSpec {
   std::string family;
   nlohmann::json axes = nlohmann::json::object();
   std::string out_dir;
+};
+
+// A reference child (role "reference"): the trusted reference on `seeds`, its expected outputs
+// written to `out_dir`. With `set_seeds` (one per seed), the inputs are the family's timed
+// inputs derived from that buffer set's base, as the timing layer's re-checked calls had them.
+struct ReferenceSpec : WorkloadSpec {
   std::vector<uint64_t> seeds;
   std::vector<uint64_t> set_seeds;
 };
@@ -42,10 +47,7 @@ ReferenceSpec ParseReferenceSpec(const nlohmann::json& j);
 // outputs written out for the parent to compare. Also the memory-checked and profiled calls.
 // The loader's own fields (`confine`, `preload`, `shared_object_sha256`) are added by
 // run/children.cc and read by the loader, not here.
-struct CandidateRunSpec {
-  std::string family;
-  nlohmann::json axes = nlohmann::json::object();
-  std::string out_dir;
+struct CandidateRunSpec : WorkloadSpec {
   std::vector<uint64_t> seeds;  // at least one
   std::string shared_object, abi = "native";
   std::string arch;      // empty: no architecture check before loading
@@ -58,10 +60,7 @@ CandidateRunSpec ParseCandidateRunSpec(const nlohmann::json& j);
 
 // The spec of a timing child (role "timing"): a candidate's, or a baseline's alone
 // (`baseline_only`), in a process no candidate ever enters.
-struct TimingSpec {
-  std::string family;
-  nlohmann::json axes = nlohmann::json::object();
-  std::string out_dir;
+struct TimingSpec : WorkloadSpec {
   int warmup = 10, iterations = 50;
   int buffer_sets = 3;  // exactly this many; a set that cannot be allocated is an error
   uint64_t seed_base = 0, set_seed_base = 0;

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "record/record.h"
 #include "serve/job_queue.h"
+#include "serve/queue_backend.h"
 #include "store/storage_error.h"
 
 namespace ptxbench {
@@ -170,10 +171,9 @@ class PgJobQueue final : public JobQueue {
   std::optional<StorageError> ProbeWrite(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::timed_mutex> lock(mu_, timeout);
     if (!lock)
-      return StorageError(StorageFailure::kBusy,
-                          "the queue database is busy: a write has waited on it for over " +
-                              std::to_string(timeout.count()) + " ms (locked by another process?)");
-    try {
+      return queue_backend::Busy(std::to_string(timeout.count()) +
+                                 " ms (locked by another process?)");
+    return queue_backend::ProblemOf([&] {
       Transaction txn(*this);
       std::string ms = std::to_string(std::max<int64_t>(1, timeout.count()));
       Run("SET LOCAL statement_timeout = " + ms);
@@ -184,12 +184,7 @@ class PgJobQueue final : public JobQueue {
                       "DO NOTHING"));
       Run("DELETE FROM ptxbench_workers WHERE id='~health-probe'");
       txn.Commit();
-    } catch (const StorageError& e) {
-      return e;
-    } catch (const std::exception& e) {
-      return StorageError(StorageFailure::kOther, e.what());
-    }
-    return std::nullopt;
+    });
   }
 
   int ExpireLeases() override {
@@ -250,35 +245,20 @@ class PgJobQueue final : public JobQueue {
   }
 
   QueueHealth Health(std::chrono::seconds alive_within) override {
-    // Behind a write stuck on the database's lock, health says so instead of waiting with it.
-    std::unique_lock<std::timed_mutex> lock(mu_, std::chrono::seconds(1));
-    if (!lock)
-      throw StorageError(StorageFailure::kBusy,
-                         "the queue database is busy: a write has waited on it for over 1 s");
+    std::unique_lock<std::timed_mutex> lock = queue_backend::LockForHealth(mu_);
     QueueHealth h;
     ResultPtr c = Run("SELECT state, gpu, count(*) FROM ptxbench_jobs GROUP BY state, gpu");
-    for (int i = 0; i < PQntuples(c.get()); ++i) {
-      std::string state = PQgetvalue(c.get(), i, 0);
-      int64_t n = std::stoll(PQgetvalue(c.get(), i, 2));
-      if (state == "queued") h.queued += n;
-      if (state == "done") h.done += n;
-      if (state == "failed") h.failed += n;
-      if (state == "running") {
-        h.running += n;
-        h.running_by_gpu[PQgetvalue(c.get(), i, 1)] += n;
-      }
-    }
+    for (int i = 0; i < PQntuples(c.get()); ++i)
+      queue_backend::AddJobCount(PQgetvalue(c.get(), i, 0), PQgetvalue(c.get(), i, 1),
+                                 std::stoll(PQgetvalue(c.get(), i, 2)), &h);
     ResultPtr w = Run(std::string("SELECT id, host, pid, gpu, ") + kNow +
                       " - heartbeat_at FROM ptxbench_workers WHERE heartbeat_at > " + kNow +
                       " - 3600 ORDER BY id");
-    for (int i = 0; i < PQntuples(w.get()); ++i) {
-      WorkerStatus ws;
-      ws.identity = {PQgetvalue(w.get(), i, 0), PQgetvalue(w.get(), i, 1),
-                     std::stoll(PQgetvalue(w.get(), i, 2)), PQgetvalue(w.get(), i, 3)};
-      ws.heartbeat_age_s = std::stod(PQgetvalue(w.get(), i, 4));
-      ws.alive = ws.heartbeat_age_s <= static_cast<double>(alive_within.count());
-      h.workers.push_back(ws);
-    }
+    for (int i = 0; i < PQntuples(w.get()); ++i)
+      h.workers.push_back(queue_backend::StatusOf(
+          {PQgetvalue(w.get(), i, 0), PQgetvalue(w.get(), i, 1),
+           std::stoll(PQgetvalue(w.get(), i, 2)), PQgetvalue(w.get(), i, 3)},
+          std::stod(PQgetvalue(w.get(), i, 4)), alive_within));
     return h;
   }
 
@@ -387,12 +367,7 @@ class PgJobQueue final : public JobQueue {
     int n = PQntuples(r.get());
     for (int i = 0; i < n; ++i) {
       Job j = ReadJob(r.get(), i);
-      j.history.push_back({{"attempt", j.attempts},
-                           {"worker", j.worker},
-                           {"gpu", j.gpu},
-                           {"claimed_at", j.claimed_at},
-                           {"lease_expired_at", j.lease_until}});
-      bool give_up = j.attempts >= kMaxJobAttempts;
+      bool give_up = queue_backend::NoteLostLease(&j);
       Run(std::string("UPDATE ptxbench_jobs SET state=$2, worker='', lease_token='', "
                       "lease_until=NULL, history_json=$3") +
               (give_up ? std::string(", finished_at=") + kNow : "") + " WHERE id=$1",

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "serve/job_queue.h"
+#include "serve/queue_backend.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
 
@@ -122,23 +123,17 @@ class SqliteJobQueue final : public JobQueue {
   std::optional<StorageError> ProbeWrite(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::timed_mutex> lock(mu_, timeout);
     if (!lock)
-      return StorageError(StorageFailure::kBusy,
-                          "the queue database is busy: a write has waited on it for over " +
-                              std::to_string(timeout.count()) + " ms (locked by another process?)");
+      return queue_backend::Busy(std::to_string(timeout.count()) +
+                                 " ms (locked by another process?)");
     sqlite3_busy_timeout(db_, static_cast<int>(timeout.count()));
-    std::optional<StorageError> problem;
-    try {
+    std::optional<StorageError> problem = queue_backend::ProblemOf([&] {
       Transaction txn(db_, path_);
       Exec(db_, path_,
            "INSERT OR REPLACE INTO workers (id, host, pid, gpu, started_at, heartbeat_at) "
            "VALUES ('~health-probe', '', 0, '', 0, 0)");
       Exec(db_, path_, "DELETE FROM workers WHERE id='~health-probe'");
       txn.Commit();
-    } catch (const StorageError& e) {
-      problem = e;
-    } catch (const std::exception& e) {
-      problem = StorageError(StorageFailure::kOther, e.what());
-    }
+    });
     sqlite3_busy_timeout(db_, busy_timeout_ms_);
     return problem;
   }
@@ -289,25 +284,11 @@ class SqliteJobQueue final : public JobQueue {
   }
 
   QueueHealth Health(std::chrono::seconds alive_within) override {
-    // Behind a write stuck on the database's lock, health says so instead of waiting with it.
-    std::unique_lock<std::timed_mutex> lock(mu_, std::chrono::seconds(1));
-    if (!lock)
-      throw StorageError(StorageFailure::kBusy,
-                         "the queue database is busy: a write has waited on it for over 1 s");
+    std::unique_lock<std::timed_mutex> lock = queue_backend::LockForHealth(mu_);
     QueueHealth h;
     {
       Stmt s(db_, path_, "SELECT state, gpu, count(*) FROM jobs GROUP BY state, gpu");
-      while (s.Step()) {
-        std::string state = s.ColText(0);
-        int64_t n = s.ColInt(2);
-        if (state == "queued") h.queued += n;
-        if (state == "done") h.done += n;
-        if (state == "failed") h.failed += n;
-        if (state == "running") {
-          h.running += n;
-          h.running_by_gpu[s.ColText(1)] += n;
-        }
-      }
+      while (s.Step()) queue_backend::AddJobCount(s.ColText(0), s.ColText(1), s.ColInt(2), &h);
     }
     double now = UnixNow();
     Stmt w(db_, path_,
@@ -315,13 +296,10 @@ class SqliteJobQueue final : public JobQueue {
            "ORDER BY id");
     // Workers not seen for an hour are history, not health.
     w.Real(1, now - 3600);
-    while (w.Step()) {
-      WorkerStatus ws;
-      ws.identity = {w.ColText(0), w.ColText(1), w.ColInt(2), w.ColText(3)};
-      ws.heartbeat_age_s = now - w.ColReal(4);
-      ws.alive = ws.heartbeat_age_s <= static_cast<double>(alive_within.count());
-      h.workers.push_back(ws);
-    }
+    while (w.Step())
+      h.workers.push_back(
+          queue_backend::StatusOf({w.ColText(0), w.ColText(1), w.ColInt(2), w.ColText(3)},
+                                  now - w.ColReal(4), alive_within));
     return h;
   }
 
@@ -346,12 +324,7 @@ class SqliteJobQueue final : public JobQueue {
     }
     std::vector<json> failed;
     for (Job& j : expired) {
-      j.history.push_back({{"attempt", j.attempts},
-                           {"worker", j.worker},
-                           {"gpu", j.gpu},
-                           {"claimed_at", j.claimed_at},
-                           {"lease_expired_at", j.lease_until}});
-      bool give_up = j.attempts >= kMaxJobAttempts;
+      bool give_up = queue_backend::NoteLostLease(&j);
       json record = give_up ? WorkerLostRecord(j) : json();
       Stmt u(db_, path_,
              "UPDATE jobs SET state=?1, worker='', lease_token='', lease_until=NULL, "

@@ -764,20 +764,29 @@ Dataset ResultsStore::Load(const StoreFilter& f) const {
   return d;
 }
 
-std::optional<json> ResultsStore::GetEvaluation(const std::string& evaluation_id) const {
-  Reader reader(*this);
-  Stmt s(reader.db(), path_, "SELECT record_json FROM evaluations WHERE evaluation_id=?1");
-  s.Text(1, evaluation_id);
+namespace {
+
+// The JSON document in the first column of the row `sql` selects by its one key (?1), if any.
+std::optional<json> QueryJsonByKey(sqlite3* db, const std::string& path, const char* sql,
+                                   const std::string& key) {
+  Stmt s(db, path, sql);
+  s.Text(1, key);
   if (!s.Step()) return std::nullopt;
   return json::parse(s.ColText(0));
 }
 
+}  // namespace
+
+std::optional<json> ResultsStore::GetEvaluation(const std::string& evaluation_id) const {
+  Reader reader(*this);
+  return QueryJsonByKey(reader.db(), path_,
+                        "SELECT record_json FROM evaluations WHERE evaluation_id=?1",
+                        evaluation_id);
+}
+
 std::optional<json> ResultsStore::GetRun(const std::string& run_id) const {
   Reader reader(*this);
-  Stmt s(reader.db(), path_, "SELECT run_json FROM runs WHERE id=?1");
-  s.Text(1, run_id);
-  if (!s.Step()) return std::nullopt;
-  return json::parse(s.ColText(0));
+  return QueryJsonByKey(reader.db(), path_, "SELECT run_json FROM runs WHERE id=?1", run_id);
 }
 
 StoreCounts ResultsStore::Counts() const {

@@ -24,13 +24,12 @@
 namespace ptxbench {
 namespace {
 
+namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::RecordedRequest;
 using testing::ScriptedModelServer;
-using testing::ScriptedWire;
 using testing::ScriptStep;
-namespace fs = std::filesystem;
 
 constexpr const char* kTask = "gemm_n128_k2048";
 constexpr const char* kSecret = "sk-fixit-test-secret-4242";

@@ -20,6 +20,7 @@
 #include "agent/provider.h"
 #include "agent/scripted_model_server.h"
 #include "common/error.h"
+#include "common/test_threads.h"
 
 namespace ptxbench {
 namespace {
@@ -410,15 +411,10 @@ TEST(ProviderMisc, ConcurrentClients) {
     auto provider = MakeHttpProvider(server.Config(w, /*stream=*/w != ScriptedWire::kGemini));
     constexpr int kThreads = 64;
     std::vector<ChatReply> replies(kThreads);
-    std::vector<std::thread> threads;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kThreads; ++i)
-      threads.emplace_back([&, i] {
-        std::vector<ChatMessage> m = {{"system", "s"}, {"user", "request " + std::to_string(i)}};
-        replies[i] = provider->Complete(m);
-      });
-    for (auto& t : threads) t.join();
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double wall = testing::RunOnThreads(kThreads, [&](int i) {
+      std::vector<ChatMessage> m = {{"system", "s"}, {"user", "request " + std::to_string(i)}};
+      replies[i] = provider->Complete(m);
+    });
     for (int i = 0; i < kThreads; ++i) {
       ASSERT_EQ(replies[i].outcome, ChatOutcome::kOk) << i << ": " << replies[i].error;
       EXPECT_EQ(replies[i].text, "echo: request " + std::to_string(i));

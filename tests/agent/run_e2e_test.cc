@@ -111,23 +111,57 @@ class TurnScript {
   std::map<int, int> requests_;
 };
 
-// `ptxbench run` for `turns` turns of kTask against the scripted server, started as a child in
-// a process group of its own (as a terminal's job), returned once the model has been asked for
-// `turn` (the caller checks that it was).
-Child StartRunUntilAsked(const ScratchDir& dir, const std::string& models, const char* turns,
-                         const std::string& run, TurnScript& script, int turn,
-                         std::vector<std::string>* args, std::string* log) {
-  *args = {Bin(), "run",     "--model", "scripted", "--models", models,  "--task",
-           kTask, "--turns", turns,     "--pack",   "none",     "--out", run};
+// Sets `server` to answer from `script` and writes the models file that points at it.
+std::string ServeScript(const ScratchDir& dir, ScriptedModelServer& server, TurnScript& script,
+                        ScriptedWire wire, bool stream, double timeout_s,
+                        const std::string& key_env = "") {
+  server.SetResponder(script.Responder());
+  return ModelsFile(dir, server, wire, stream, timeout_s, key_env);
+}
+
+// Two turns: a reply without code (`first`), then the cuBLAS control.
+TurnScript ThinkThenCublas(const std::string& first) {
+  return TurnScript({
+      {1, {ScriptStep::Reply(first)}},
+      {2, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
+  });
+}
+
+// A session of `ptxbench run` in the background, to be interrupted and then resumed.
+struct BackgroundRun {
+  std::string run;                // its --out folder
+  std::vector<std::string> args;  // its command line
+  std::string log_path;
+  Child child;
+};
+
+// `ptxbench run` for `turns` turns of kTask against `script` (Anthropic's wire, whole replies),
+// started as a child in a process group of its own (as a terminal's job), returned once the
+// model has been asked for `turn` (the caller checks that it was).
+BackgroundRun StartRunUntilAsked(const ScratchDir& dir, ScriptedModelServer& server,
+                                 const char* turns, TurnScript& script, int turn) {
+  std::string models =
+      ServeScript(dir, server, script, ScriptedWire::kAnthropic, /*stream=*/false, 300);
+  std::string run = dir.File("run");
+  std::vector<std::string> args = {Bin(),    "run",    "--model", "scripted", "--models",
+                                   models,   "--task", kTask,     "--turns",  turns,
+                                   "--pack", "none",   "--out",   run};
   ProcessSpec spec;
-  spec.argv = *args;
+  spec.argv = args;
   spec.set_env = kFastRetries;
-  spec.log_path = *log = dir.File("session1.log");
-  Child child = Child::Start(spec);
+  spec.log_path = dir.File("session1.log");
+  BackgroundRun b{run, args, spec.log_path, Child::Start(spec)};
   auto give_up = std::chrono::steady_clock::now() + 120s;
   while (script.requests(turn) == 0 && std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(20ms);
-  return child;
+  return b;
+}
+
+// The interrupted session's command line again, with --resume.
+CommandResult Resume(const BackgroundRun& b) {
+  std::vector<std::string> args = b.args;
+  args.push_back("--resume");
+  return RunCommand(args, 300s, kFastRetries);
 }
 
 const std::string kDoesNotCompile =
@@ -150,8 +184,7 @@ TEST(RunEndToEnd, EveryFaultInATurnThenAnInfraStopAndTheResumeThatRetriesIt) {
       {5, {ScriptStep::Malformed(), ScriptStep::Hang(30), ScriptStep::Reply("Still no code.")}},
       {6, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
   });
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kOpenAi, /*stream=*/true, 4);
+  std::string models = ServeScript(dir, server, script, ScriptedWire::kOpenAi, /*stream=*/true, 4);
   std::string run = dir.File("run");
   std::vector<std::string> args = {"--model", "scripted", "--models", models, "--task", kTask,
                                    "--turns", "6",        "--pack",   "none", "--out",  run};
@@ -246,24 +279,18 @@ TEST(RunEndToEnd, AKilledRunResumesWithoutRepeatingFinishedTurns) {
       {3, {ScriptStep::Hang(120), ScriptStep::Reply(Fenced(kDoesNotCompile))}},
       {4, {ScriptStep::Reply("Done thinking.")}},
   });
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kAnthropic, /*stream=*/false, 300);
-  std::string run = dir.File("run");
-  std::vector<std::string> args;
-  std::string log_path;
-  Child child = StartRunUntilAsked(dir, models, "4", run, script, 3, &args, &log_path);
-  ASSERT_EQ(script.requests(3), 1) << ReadFile(log_path);
-  ::kill(-child.pid(), SIGKILL);  // the whole group, as a lost machine would
-  ExitInfo e = child.Wait(std::chrono::steady_clock::now() + 30s);
+  BackgroundRun b = StartRunUntilAsked(dir, server, "4", script, 3);
+  ASSERT_EQ(script.requests(3), 1) << ReadFile(b.log_path);
+  ::kill(-b.child.pid(), SIGKILL);  // the whole group, as a lost machine would
+  ExitInfo e = b.child.Wait(std::chrono::steady_clock::now() + 30s);
   EXPECT_EQ(e.kind, ExitKind::kSignaled);
-  json t1 = Trajectory(run);
+  json t1 = Trajectory(b.run);
   EXPECT_EQ(t1["info"]["turns"].size(), 2u);  // persisted as they happened
   EXPECT_EQ(t1["info"]["exit_status"], "running");
 
-  args.push_back("--resume");
-  CommandResult r = RunCommand(args, 300s, kFastRetries);
+  CommandResult r = Resume(b);
   EXPECT_EQ(r.exit.code, 0) << r.output;
-  json t2 = Trajectory(run);
+  json t2 = Trajectory(b.run);
   ASSERT_EQ(t2["info"]["turns"].size(), 4u);
   EXPECT_EQ(t2["info"]["turns"][2]["outcome"], "compile");
   EXPECT_EQ(t2["info"]["exit_status"], "turn_limit");
@@ -289,16 +316,12 @@ TEST(RunEndToEnd, CtrlCFinishesTheTurnInFlightAndSaysHowToResume) {
       {2, {ScriptStep::Hang(2, Fenced(kDoesNotCompile))}},
       {3, {ScriptStep::Reply("Done thinking.")}},
   });
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kAnthropic, /*stream=*/false, 300);
-  std::string run = dir.File("run");
-  std::vector<std::string> args;
-  std::string log_path;
-  Child child = StartRunUntilAsked(dir, models, "3", run, script, 2, &args, &log_path);
-  ASSERT_EQ(script.requests(2), 1) << ReadFile(log_path);
-  ::kill(-child.pid(), SIGINT);  // what the terminal sends: the run's process group
-  ExitInfo e = child.Wait(std::chrono::steady_clock::now() + 60s);
-  const std::string log = ReadFile(log_path);
+  BackgroundRun b = StartRunUntilAsked(dir, server, "3", script, 2);
+  const std::string& run = b.run;
+  ASSERT_EQ(script.requests(2), 1) << ReadFile(b.log_path);
+  ::kill(-b.child.pid(), SIGINT);  // what the terminal sends: the run's process group
+  ExitInfo e = b.child.Wait(std::chrono::steady_clock::now() + 60s);
+  const std::string log = ReadFile(b.log_path);
   EXPECT_EQ(e.kind, ExitKind::kExited) << log;
   EXPECT_EQ(e.code, 130) << log;
   EXPECT_TRUE(Contains(log, "retrying in")) << log;  // turn 1's 429, on the terminal
@@ -311,8 +334,7 @@ TEST(RunEndToEnd, CtrlCFinishesTheTurnInFlightAndSaysHowToResume) {
   EXPECT_EQ(t1["info"]["exit_status"], "running");
   EXPECT_EQ(script.requests(3), 0);
 
-  args.push_back("--resume");
-  CommandResult r = RunCommand(args, 300s, kFastRetries);
+  CommandResult r = Resume(b);
   EXPECT_EQ(r.exit.code, 0) << r.output;
   json t2 = Trajectory(run);
   EXPECT_EQ(t2["info"]["turns"].size(), 3u);
@@ -340,9 +362,8 @@ TEST(RunEndToEnd, TheApiKeyReachesNoFileAndNoOutput) {
       // An endpoint that echoes the key back in an error.
       {3, {ScriptStep::Status(400, "", "your key " + key + " is not allowed this model")}},
   });
-  server.SetResponder(script.Responder());
-  std::string models =
-      ModelsFile(dir, server, ScriptedWire::kGemini, /*stream=*/true, 30, "PTXBENCH_E2E_KEY");
+  std::string models = ServeScript(dir, server, script, ScriptedWire::kGemini, /*stream=*/true, 30,
+                                   "PTXBENCH_E2E_KEY");
   std::string run = dir.File("run");
   auto env = kFastRetries;
   env.push_back({"PTXBENCH_E2E_KEY", key});
@@ -370,12 +391,9 @@ TEST(RunEndToEnd, TheApiKeyReachesNoFileAndNoOutput) {
 void SixtyFourConcurrentTrajectories(bool budgets) {
   ScratchDir dir("run-e2e-64");
   ScriptedModelServer server;
-  TurnScript script({
-      {1, {ScriptStep::Reply("Planning the kernel.")}},
-      {2, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
-  });
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kOpenAi, /*stream=*/false, 60);
+  TurnScript script = ThinkThenCublas("Planning the kernel.");
+  std::string models =
+      ServeScript(dir, server, script, ScriptedWire::kOpenAi, /*stream=*/false, 60);
   std::string run = dir.File("run");
   auto t0 = std::chrono::steady_clock::now();
   CommandResult r = RunPtxbench({"--model", "scripted", "--models", models, "--task", kTask,
@@ -425,12 +443,9 @@ TEST(RunEndToEnd, TurnsLandInTheStoreAndTheReportReadsThem) {
 #endif
   ScratchDir dir("run-e2e-store");
   ScriptedModelServer server;
-  TurnScript script({
-      {1, {ScriptStep::Reply("No code this time.")}},
-      {2, {ScriptStep::Reply(Fenced(Control("includes_cublas")))}},
-  });
-  server.SetResponder(script.Responder());
-  std::string models = ModelsFile(dir, server, ScriptedWire::kOpenAi, /*stream=*/false, 60);
+  TurnScript script = ThinkThenCublas("No code this time.");
+  std::string models =
+      ServeScript(dir, server, script, ScriptedWire::kOpenAi, /*stream=*/false, 60);
   std::string run = dir.File("run"), db = dir.File("store.db");
   CommandResult r =
       RunPtxbench({"--model", "scripted", "--models", models, "--task", kTask, "--turns", "2",

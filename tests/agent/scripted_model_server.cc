@@ -7,6 +7,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "agent/content_text.h"
+
 namespace ptxbench::testing {
 
 namespace {
@@ -19,15 +21,13 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// Text of a content value: a string, or a list of {"type": "text", "text"} / {"text"} parts.
-std::string TextOf(const json& content) {
-  if (content.is_string()) return content.get<std::string>();
-  std::string s;
-  if (content.is_array())
-    for (const auto& part : content)
-      if (part.is_object() && part.contains("text") && part["text"].is_string())
-        s += part["text"].get<std::string>();
-  return s;
+// The "messages" array of OpenAI's and Anthropic's requests: {"role", "content"} objects.
+void AddRoleContentMessages(const json& j, std::vector<ChatMessage>* out) {
+  if (j.contains("messages") && j["messages"].is_array())
+    for (const auto& m : j["messages"])
+      if (m.is_object())
+        out->push_back(
+            {m.value("role", ""), m.contains("content") ? ContentText(m["content"]) : ""});
 }
 
 std::vector<ChatMessage> NormalizedMessages(ScriptedWire wire, const json& j) {
@@ -35,26 +35,20 @@ std::vector<ChatMessage> NormalizedMessages(ScriptedWire wire, const json& j) {
   if (!j.is_object()) return out;
   switch (wire) {
     case ScriptedWire::kOpenAi:
-      if (j.contains("messages") && j["messages"].is_array())
-        for (const auto& m : j["messages"])
-          if (m.is_object())
-            out.push_back({m.value("role", ""), m.contains("content") ? TextOf(m["content"]) : ""});
+      AddRoleContentMessages(j, &out);
       break;
     case ScriptedWire::kAnthropic:
-      if (j.contains("system")) out.push_back({"system", TextOf(j["system"])});
-      if (j.contains("messages") && j["messages"].is_array())
-        for (const auto& m : j["messages"])
-          if (m.is_object())
-            out.push_back({m.value("role", ""), m.contains("content") ? TextOf(m["content"]) : ""});
+      if (j.contains("system")) out.push_back({"system", ContentText(j["system"])});
+      AddRoleContentMessages(j, &out);
       break;
     case ScriptedWire::kGemini:
       if (j.contains("systemInstruction") && j["systemInstruction"].contains("parts"))
-        out.push_back({"system", TextOf(j["systemInstruction"]["parts"])});
+        out.push_back({"system", ContentText(j["systemInstruction"]["parts"])});
       if (j.contains("contents") && j["contents"].is_array())
         for (const auto& c : j["contents"]) {
           if (!c.is_object()) continue;
           std::string role = c.value("role", "user") == "model" ? "assistant" : "user";
-          out.push_back({role, c.contains("parts") ? TextOf(c["parts"]) : ""});
+          out.push_back({role, c.contains("parts") ? ContentText(c["parts"]) : ""});
         }
       break;
   }
@@ -74,16 +68,27 @@ std::string Frame(const json& data, const std::string& event = "") {
   return s + "data: " + data.dump() + "\n\n";
 }
 
+// The words each wire has for itself and for a reply that ended normally.
+struct WireWords {
+  ScriptedWire wire;
+  const char* provider;  // its ModelConfig provider
+  const char* finish;    // its finish reason of a reply that ended normally
+};
+constexpr WireWords kWireWords[] = {
+    {ScriptedWire::kOpenAi, "openai", "stop"},
+    {ScriptedWire::kAnthropic, "anthropic", "end_turn"},
+    {ScriptedWire::kGemini, "gemini", "STOP"},
+};
+
+const WireWords* WordsOf(ScriptedWire w) {
+  for (const WireWords& words : kWireWords)
+    if (words.wire == w) return &words;
+  return nullptr;
+}
+
 std::string DefaultFinish(ScriptedWire w) {
-  switch (w) {
-    case ScriptedWire::kOpenAi:
-      return "stop";
-    case ScriptedWire::kAnthropic:
-      return "end_turn";
-    case ScriptedWire::kGemini:
-      return "STOP";
-  }
-  return "stop";
+  const WireWords* words = WordsOf(w);
+  return words ? words->finish : "stop";
 }
 
 json ErrorBody(ScriptedWire w, int status, const std::string& message) {
@@ -252,15 +257,8 @@ std::vector<std::string> StreamFrames(ScriptedWire w, const ScriptStep& s, const
 }  // namespace
 
 std::string ProviderName(ScriptedWire w) {
-  switch (w) {
-    case ScriptedWire::kOpenAi:
-      return "openai";
-    case ScriptedWire::kAnthropic:
-      return "anthropic";
-    case ScriptedWire::kGemini:
-      return "gemini";
-  }
-  return "";
+  const WireWords* words = WordsOf(w);
+  return words ? words->provider : "";
 }
 
 // --- ScriptStep -----------------------------------------------------------------------------
@@ -280,9 +278,8 @@ ScriptStep ScriptStep::Status(int status, std::string retry_after, std::string m
 }
 
 ScriptStep ScriptStep::Hang(double seconds, std::string text) {
-  ScriptStep s;
+  ScriptStep s = Reply(std::move(text));
   s.hang_s = seconds;
-  s.text = std::move(text);
   return s;
 }
 
@@ -293,15 +290,13 @@ ScriptStep ScriptStep::Malformed() {
 }
 
 ScriptStep ScriptStep::Cut(std::string text) {
-  ScriptStep s;
+  ScriptStep s = Reply(std::move(text));
   s.cut = true;
-  s.text = std::move(text);
   return s;
 }
 
 ScriptStep ScriptStep::Raw(int status, std::string body) {
-  ScriptStep s;
-  s.status = status;
+  ScriptStep s = Status(status);
   s.raw_body = std::move(body);
   return s;
 }

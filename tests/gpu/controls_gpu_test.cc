@@ -15,6 +15,7 @@
 #include "common/sandbox.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "common/test_threads.h"
 #include "gpu/gpu_presence.h"
 
 namespace ptxbench {
@@ -34,6 +35,17 @@ bool Selected(const std::string& file) {
     if (!part.empty() && file.find(part) != std::string::npos) return true;
     at = comma + 1;
   }
+  return false;
+}
+
+// Whether the record's `key` (status, reason) is the verdict the control expects, or another
+// one a fair judge could give as well (its `also` list: where two defenses can fire and either
+// may come first).
+bool FairVerdict(const json& record, const json& control, const char* key, const char* also) {
+  json got = record.value(key, json());
+  if (got == control.value(key, json())) return true;
+  for (const auto& alt : control.value(also, json::array()))
+    if (got == alt) return true;
   return false;
 }
 
@@ -89,20 +101,11 @@ class Controls : public ::testing::Test {
       ASSERT_TRUE(e.record.is_object()) << file << ": no record\n" << e.output;
       std::cout << file << ": " << e.record["status"].get<std::string>() << " — "
                 << e.record["message"].get<std::string>() << "\n";
-      // Another verdict a fair judge could give as well (status_also_fair, reason_also_fair),
-      // where two defenses can fire and either may come first.
-      auto fair = [&](const char* key, const char* also) {
-        json got = e.record.value(key, json());
-        if (got == v.value(key, json())) return true;
-        for (const auto& alt : v.value(also, json::array()))
-          if (got == alt) return true;
-        return false;
-      };
-      EXPECT_TRUE(fair("status", "status_also_fair"))
+      EXPECT_TRUE(FairVerdict(e.record, v, "status", "status_also_fair"))
           << file << ": " << e.record.value("status", json()) << "\n"
           << e.output;
       if (!v["reason"].is_null())
-        EXPECT_TRUE(fair("reason", "reason_also_fair"))
+        EXPECT_TRUE(FairVerdict(e.record, v, "reason", "reason_also_fair"))
             << file << ": reason " << e.record.value("reason", json());
       if (v.contains("message_contains"))
         EXPECT_NE(
@@ -221,18 +224,11 @@ TEST_F(Controls, AdversarialControlsGetTheirVerdicts) {
       WriteFileAtomic(std::string(a) + "/adversarial-verdicts.json", summary.dump(1) + "\n");
     // A control may name other verdicts a fair judge could give as well (status_also_fair,
     // reason_also_fair); anything else fails.
-    auto fair = [&](const char* key, const char* also) {
-      json got = e.record.value(key, json());
-      if (got == v.value(key, json())) return true;
-      for (const auto& alt : v.value(also, json::array()))
-        if (got == alt) return true;
-      return false;
-    };
-    EXPECT_TRUE(fair("status", "status_also_fair"))
+    EXPECT_TRUE(FairVerdict(e.record, v, "status", "status_also_fair"))
         << file << ": " << e.record.value("status", json()) << "\n"
         << e.output;
     if (!v.value("reason", json()).is_null())
-      EXPECT_TRUE(fair("reason", "reason_also_fair"))
+      EXPECT_TRUE(FairVerdict(e.record, v, "reason", "reason_also_fair"))
           << file << ": reason " << e.record.value("reason", json());
     if (v.contains("arch_tag")) EXPECT_EQ(ins.value("arch_tag", json()), v["arch_tag"]) << file;
     if (v.contains("upstream_arch_tag"))
@@ -285,17 +281,10 @@ TEST_F(Controls, ConcurrentHonestEvaluationsKeepTheirVerdicts) {
   }
   const int n = 8;
   std::vector<Eval> got(n);
-  std::vector<std::thread> threads;
-  auto started = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i)
-    threads.emplace_back([&, i] {
-      got[i] =
-          Run(kernels[i % kernels.size()], args, {}, "concurrent" + std::to_string(i) + ".json");
-    });
-  for (auto& t : threads) t.join();
-  std::cout << n << " concurrent evaluations: "
-            << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
-            << " s wall\n";
+  double wall = testing::RunOnThreads(n, [&](int i) {
+    got[i] = Run(kernels[i % kernels.size()], args, {}, "concurrent" + std::to_string(i) + ".json");
+  });
+  std::cout << n << " concurrent evaluations: " << wall << " s wall\n";
   for (int i = 0; i < n; ++i) {
     const std::string& k = kernels[i % kernels.size()];
     const json& r = got[i].record;
