@@ -36,17 +36,23 @@ class EvaluateTest : public ::testing::Test {
     kernel_ = dir_.File("kernel.cu");
     WriteFileAtomic(kernel_, kTrivialKernel);
   }
-  EvaluationRecord Eval(const std::string& mode, const std::string& source = "") {
-    if (!source.empty()) WriteFileAtomic(kernel_, source);
+  // The request every test starts from: the kernel file on gemm_n128_k2048 M=93 through the
+  // fake child in `mode`, a 3 s deadline, the test's own caches.
+  EvalRequest Request(const std::string& mode) {
     ::setenv("PTXBENCH_FAKE_MODE", mode.c_str(), 1);
     EvalRequest r;
     r.kernel_path = kernel_;
     r.definition = &catalog_.Find("gemm_n128_k2048");
     r.workload = &r.definition->FindWorkload("M=93");
-    r.options.sanitize = SanitizeMode::kNever;
     r.options.timeout = std::chrono::seconds(3);
     r.cache_root = dir_.File("cache");
     r.executable = FAKE_CHILD_PATH;
+    return r;
+  }
+  EvaluationRecord Eval(const std::string& mode, const std::string& source = "") {
+    if (!source.empty()) WriteFileAtomic(kernel_, source);
+    EvalRequest r = Request(mode);
+    r.options.sanitize = SanitizeMode::kNever;
     r.options.warmup = 2;
     r.options.iterations = 5;
     r.options.timing_timeout = std::chrono::seconds(3);
@@ -101,17 +107,10 @@ TEST_F(EvaluateTest, AMissingMemoryCheckReportIsTheCandidatesUnlessTheGpuIsUnhea
   const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
   ::setenv("PATH", (bin + ":" + old_path).c_str(), 1);
   auto eval = [&](const std::string& mode) {
-    ::setenv("PTXBENCH_FAKE_MODE", mode.c_str(), 1);
-    EvalRequest r;
-    r.kernel_path = kernel_;
-    r.definition = &catalog_.Find("gemm_n128_k2048");
-    r.workload = &r.definition->FindWorkload("M=93");
+    EvalRequest r = Request(mode);
     r.options.sanitize = SanitizeMode::kAlways;
-    r.options.timeout = std::chrono::seconds(3);
     r.options.memcheck_timeout = std::chrono::seconds(10);
     r.options.timing = false;
-    r.cache_root = dir_.File("cache");
-    r.executable = FAKE_CHILD_PATH;
     return Evaluate(r);
   };
   EvaluationRecord healthy = eval("correct");

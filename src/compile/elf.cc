@@ -252,12 +252,18 @@ class ElfParser {
     return StringTable(file_, Contents(link, 0), SectionName(link));
   }
 
+  // The entries of a table section (.dynamic, .dynsym), decoded.
+  template <typename T>
+  std::vector<T> Entries(size_t index) const {
+    const std::vector<uint8_t> contents = Contents(index, sizeof(T));
+    std::vector<T> out(contents.size() / sizeof(T));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = Entry<T>(contents, i);
+    return out;
+  }
+
   void ReadDynamic(size_t index, ElfInfo& info) const {
-    std::vector<uint8_t> contents = Contents(index, sizeof(Elf64_Dyn));
-    StringTable strings = LinkedStrings(index);
-    const size_t count = contents.size() / sizeof(Elf64_Dyn);
-    for (size_t i = 0; i < count; ++i) {
-      Elf64_Dyn dyn = Entry<Elf64_Dyn>(contents, i);
+    const StringTable strings = LinkedStrings(index);
+    for (const Elf64_Dyn& dyn : Entries<Elf64_Dyn>(index)) {
       // DT_NULL ends the array; the linker often leaves spare slots after it.
       if (dyn.d_tag == DT_NULL) break;
       if (dyn.d_tag == DT_NEEDED) info.needed.push_back(strings.Get(dyn.d_un.d_val));
@@ -266,12 +272,11 @@ class ElfParser {
   }
 
   void ReadDynamicSymbols(size_t index, ElfInfo& info) const {
-    std::vector<uint8_t> contents = Contents(index, sizeof(Elf64_Sym));
-    StringTable strings = LinkedStrings(index);
-    const size_t count = contents.size() / sizeof(Elf64_Sym);
+    const StringTable strings = LinkedStrings(index);
+    const std::vector<Elf64_Sym> symbols = Entries<Elf64_Sym>(index);
     // Entry 0 is the reserved undefined symbol that every symbol table starts with.
-    for (size_t i = 1; i < count; ++i) {
-      Elf64_Sym sym = Entry<Elf64_Sym>(contents, i);
+    for (size_t i = 1; i < symbols.size(); ++i) {
+      const Elf64_Sym& sym = symbols[i];
       const unsigned bind = ELF64_ST_BIND(sym.st_info);
       const unsigned type = ELF64_ST_TYPE(sym.st_info);
       const unsigned visibility = ELF64_ST_VISIBILITY(sym.st_other);

@@ -58,103 +58,78 @@ void CheckValue(const EvaluationOptionRow& row, const json& v) {
   }
 }
 
+using Getter = std::function<json(const EvaluationOptions&)>;
+using Setter = std::function<void(const json&, EvaluationOptions*)>;
+
+EvaluationOptionRow Row(std::string key, std::string flag, OptionKind kind, std::string help,
+                        Getter get, Setter set, double minimum = 0, double maximum = 0,
+                        std::vector<std::string> words = {}) {
+  return {std::move(key),   std::move(flag), kind,           minimum,       maximum,
+          std::move(words), std::move(help), std::move(get), std::move(set)};
+}
+
 std::vector<EvaluationOptionRow> MakeTable() {
   using O = EvaluationOptions;
-  std::vector<EvaluationOptionRow> rows;
-  auto integer = [&rows](std::string key, std::string flag, double lo, double hi, std::string help,
-                         auto member) {
-    rows.push_back(
-        {std::move(key),
-         std::move(flag),
-         OptionKind::kInteger,
-         lo,
-         hi,
-         {},
-         std::move(help),
-         [member](const O& o) { return json(o.*member); },
-         [member](const json& v, O* o) { o->*member = static_cast<int>(v.get<int64_t>()); }});
+  auto integer = [](std::string key, std::string flag, double lo, double hi, std::string help,
+                    int O::*member) {
+    return Row(
+        std::move(key), std::move(flag), OptionKind::kInteger, std::move(help),
+        [member](const O& o) { return json(o.*member); },
+        [member](const json& v, O* o) { o->*member = static_cast<int>(v.get<int64_t>()); }, lo, hi);
   };
-  auto boolean = [&rows](std::string key, std::string flag, std::string help, bool O::*member) {
-    rows.push_back({std::move(key),
-                    std::move(flag),
-                    OptionKind::kBoolean,
-                    0,
-                    0,
-                    {},
-                    std::move(help),
-                    [member](const O& o) { return json(o.*member); },
-                    [member](const json& v, O* o) { o->*member = v.get<bool>(); }});
+  auto boolean = [](std::string key, std::string flag, std::string help, bool O::*member) {
+    return Row(
+        std::move(key), std::move(flag), OptionKind::kBoolean, std::move(help),
+        [member](const O& o) { return json(o.*member); },
+        [member](const json& v, O* o) { o->*member = v.get<bool>(); });
   };
-  integer("trials", "--trials", 1, 100, "Correctness trials, each on fresh inputs", &O::trials);
-  rows.push_back({"seed",
-                  "--seed",
-                  OptionKind::kSeed,
-                  0,
-                  0,
-                  {},
-                  "First seed (trial i uses seed+i), or `random` for a fresh one",
-                  [](const O& o) { return json(o.seed); },
-                  [](const json& v, O* o) { o->seed = v.get<uint64_t>(); }});
-  rows.push_back(
-      {"tolerance",
-       "--tolerance",
-       OptionKind::kWord,
-       0,
-       0,
-       {"published", "allclose"},
-       "Tolerance rule: published (the upstream rule) or allclose (default: the task's)",
-       [](const O& o) { return o.tolerance_rule ? json(ToString(*o.tolerance_rule)) : json(); },
-       [](const json& v, O* o) { o->tolerance_rule = ParseToleranceRule(v.get<std::string>()); }});
-  rows.push_back(
-      {"sanitize",
-       "--sanitize",
-       OptionKind::kWord,
-       0,
-       0,
-       {"always", "on-failure", "never"},
-       "Memory check: always, on-failure or never",
-       [](const O& o) { return json(ToString(o.sanitize)); },
-       [](const json& v, O* o) { o->sanitize = ParseSanitizeMode(v.get<std::string>()); }});
-  rows.push_back(
-      {"timeout",
-       "--timeout",
-       OptionKind::kInteger,
-       1,
-       3600,
-       {},
-       "Seconds for the candidate's run (all trials)",
-       [](const O& o) { return json(o.timeout.count()); },
-       [](const json& v, O* o) { o->timeout = std::chrono::seconds(v.get<int64_t>()); }});
-  boolean("verify", "--no-verify", "Skip the instruction layer (static and dynamic)", &O::verify);
-  boolean("timing", "--no-timing", "Skip the timing layer", &O::timing);
-  integer("warmup", "--warmup", 0, 10000, "Timing: untimed calls before the timed ones",
-          &O::warmup);
-  integer("iterations", "--iterations", 1, 100000, "Timing: timed calls (median, p10, p90)",
-          &O::iterations);
-  rows.push_back({"timing_budget",
-                  "--timing-budget",
-                  OptionKind::kNumber,
-                  0,
-                  3600,
-                  {},
-                  "Timing: seconds of candidate calls; a slow kernel gets fewer calls (at least "
-                  "2 + 10), 0 for no limit",
-                  [](const O& o) { return json(o.timing_budget_s); },
-                  [](const json& v, O* o) { o->timing_budget_s = v.get<double>(); }});
-  rows.push_back(
-      {"baseline",
-       "--baseline",
-       OptionKind::kWord,
-       0,
-       0,
-       {"flashinfer", "cudnn"},
-       "Attention-forward baseline: flashinfer (FlashInfer's sm90 prefill, the paper's) or cudnn "
-       "(cuDNN's fused SDPA); the backward's is always cuDNN, GEMM's cuBLASLt",
-       [](const O& o) { return json(ToString(o.attention_baseline)); },
-       [](const json& v, O* o) {
-         o->attention_baseline = *ParseAttentionBaseline(v.get<std::string>());
-       }});
-  return rows;
+  return {
+      integer("trials", "--trials", 1, 100, "Correctness trials, each on fresh inputs", &O::trials),
+      Row(
+          "seed", "--seed", OptionKind::kSeed,
+          "First seed (trial i uses seed+i), or `random` for a fresh one",
+          [](const O& o) { return json(o.seed); },
+          [](const json& v, O* o) { o->seed = v.get<uint64_t>(); }),
+      Row(
+          "tolerance", "--tolerance", OptionKind::kWord,
+          "Tolerance rule: published (the upstream rule) or allclose (default: the task's)",
+          [](const O& o) { return o.tolerance_rule ? json(ToString(*o.tolerance_rule)) : json(); },
+          [](const json& v, O* o) { o->tolerance_rule = ParseToleranceRule(v.get<std::string>()); },
+          0, 0, {"published", "allclose"}),
+      Row(
+          "sanitize", "--sanitize", OptionKind::kWord, "Memory check: always, on-failure or never",
+          [](const O& o) { return json(ToString(o.sanitize)); },
+          [](const json& v, O* o) { o->sanitize = ParseSanitizeMode(v.get<std::string>()); }, 0, 0,
+          {"always", "on-failure", "never"}),
+      Row(
+          "timeout", "--timeout", OptionKind::kInteger,
+          "Seconds for the candidate's run (all trials)",
+          [](const O& o) { return json(o.timeout.count()); },
+          [](const json& v, O* o) { o->timeout = std::chrono::seconds(v.get<int64_t>()); }, 1,
+          3600),
+      boolean("verify", "--no-verify", "Skip the instruction layer (static and dynamic)",
+              &O::verify),
+      boolean("timing", "--no-timing", "Skip the timing layer", &O::timing),
+      integer("warmup", "--warmup", 0, 10000, "Timing: untimed calls before the timed ones",
+              &O::warmup),
+      integer("iterations", "--iterations", 1, 100000, "Timing: timed calls (median, p10, p90)",
+              &O::iterations),
+      Row(
+          "timing_budget", "--timing-budget", OptionKind::kNumber,
+          "Timing: seconds of candidate calls; a slow kernel gets fewer calls (at least 2 + 10), "
+          "0 for no limit",
+          [](const O& o) { return json(o.timing_budget_s); },
+          [](const json& v, O* o) { o->timing_budget_s = v.get<double>(); }, 0, 3600),
+      Row(
+          "baseline", "--baseline", OptionKind::kWord,
+          "Attention-forward baseline: flashinfer (FlashInfer's sm90 prefill, the paper's) or "
+          "cudnn (cuDNN's fused SDPA); the backward's is always cuDNN, GEMM's cuBLASLt",
+          [](const O& o) { return json(ToString(o.attention_baseline)); },
+          [](const json& v, O* o) {
+            o->attention_baseline = *ParseAttentionBaseline(v.get<std::string>());
+          },
+          0, 0, {"flashinfer", "cudnn"}),
+  };
 }
 
 }  // namespace

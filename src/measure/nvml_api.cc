@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <span>
 
 #include "common/dynamic_library.h"
 
@@ -46,47 +47,45 @@ void BindFunction(std::function<R(A...)>& fn, const DynamicLibrary& library, con
   if (auto* function = library.Find<R(A...)>(symbol)) fn = function;
 }
 
-// The functions, their symbols and who needs them: for binding and for naming a missing one.
+// A function of the table and its symbol: for binding and for naming a missing one.
 struct Symbol {
   const char* name;
-  std::initializer_list<NvmlUse> needed_by;
   bool (*present)(const NvmlApi&);
   void (*bind)(NvmlApi&, const DynamicLibrary&);
 };
-constexpr auto kBoth = {NvmlUse::kClocks, NvmlUse::kGpm};
-constexpr auto kClocksOnly = {NvmlUse::kClocks};
-constexpr auto kGpmOnly = {NvmlUse::kGpm};
-#define PTXBENCH_NVML_SYMBOL(field, symbol, users)                                                \
+#define PTXBENCH_NVML_SYMBOL(field, symbol)                                                       \
   Symbol {                                                                                        \
-    symbol, users, [](const NvmlApi& a) { return static_cast<bool>(a.field); },                   \
+    symbol, [](const NvmlApi& a) { return static_cast<bool>(a.field); },                          \
         [](NvmlApi& a, const DynamicLibrary& library) { BindFunction(a.field, library, symbol); } \
   }
-const Symbol kSymbols[] = {
-    PTXBENCH_NVML_SYMBOL(init, "nvmlInit_v2", kBoth),
-    PTXBENCH_NVML_SYMBOL(shutdown, "nvmlShutdown", kBoth),
-    PTXBENCH_NVML_SYMBOL(error_string, "nvmlErrorString", kBoth),
-    PTXBENCH_NVML_SYMBOL(handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2", kBoth),
-    PTXBENCH_NVML_SYMBOL(handle_by_index, "nvmlDeviceGetHandleByIndex_v2", kGpmOnly),
-    PTXBENCH_NVML_SYMBOL(clock_info, "nvmlDeviceGetClockInfo", kClocksOnly),
-    PTXBENCH_NVML_SYMBOL(temperature, "nvmlDeviceGetTemperature", kClocksOnly),
-    PTXBENCH_NVML_SYMBOL(power_usage, "nvmlDeviceGetPowerUsage", kClocksOnly),
-    PTXBENCH_NVML_SYMBOL(query_device_support, "nvmlGpmQueryDeviceSupport", kGpmOnly),
-    PTXBENCH_NVML_SYMBOL(sample_alloc, "nvmlGpmSampleAlloc", kGpmOnly),
-    PTXBENCH_NVML_SYMBOL(sample_free, "nvmlGpmSampleFree", kGpmOnly),
-    PTXBENCH_NVML_SYMBOL(sample_get, "nvmlGpmSampleGet", kGpmOnly),
-    PTXBENCH_NVML_SYMBOL(metrics_get, "nvmlGpmMetricsGet", kGpmOnly),
+// What every user needs: the library's life and a device.
+const Symbol kShared[] = {
+    PTXBENCH_NVML_SYMBOL(init, "nvmlInit_v2"),
+    PTXBENCH_NVML_SYMBOL(shutdown, "nvmlShutdown"),
+    PTXBENCH_NVML_SYMBOL(error_string, "nvmlErrorString"),
+    PTXBENCH_NVML_SYMBOL(handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2"),
+};
+// The clocks' readings (the reasons' call, renamed across releases, is bound apart).
+const Symbol kClockCalls[] = {
+    PTXBENCH_NVML_SYMBOL(clock_info, "nvmlDeviceGetClockInfo"),
+    PTXBENCH_NVML_SYMBOL(temperature, "nvmlDeviceGetTemperature"),
+    PTXBENCH_NVML_SYMBOL(power_usage, "nvmlDeviceGetPowerUsage"),
+};
+// GPM's samples and metrics; it may also open device 0 by index.
+const Symbol kGpmCalls[] = {
+    PTXBENCH_NVML_SYMBOL(handle_by_index, "nvmlDeviceGetHandleByIndex_v2"),
+    PTXBENCH_NVML_SYMBOL(query_device_support, "nvmlGpmQueryDeviceSupport"),
+    PTXBENCH_NVML_SYMBOL(sample_alloc, "nvmlGpmSampleAlloc"),
+    PTXBENCH_NVML_SYMBOL(sample_free, "nvmlGpmSampleFree"),
+    PTXBENCH_NVML_SYMBOL(sample_get, "nvmlGpmSampleGet"),
+    PTXBENCH_NVML_SYMBOL(metrics_get, "nvmlGpmMetricsGet"),
 };
 #undef PTXBENCH_NVML_SYMBOL
+using Symbols = std::span<const Symbol>;
 
 // The clock reasons' call, under its name since R535 or its former one.
 constexpr const char* kClockReasonNames[] = {"nvmlDeviceGetCurrentClocksEventReasons",
                                              "nvmlDeviceGetCurrentClocksThrottleReasons"};
-
-bool Needs(const Symbol& s, NvmlUse use) {
-  for (NvmlUse u : s.needed_by)
-    if (u == use) return true;
-  return false;
-}
 
 }  // namespace
 
@@ -100,7 +99,8 @@ std::optional<NvmlApi> LoadNvmlApi(const std::string& library, std::string* why)
     return std::nullopt;
   }
   NvmlApi api;
-  for (const Symbol& symbol : kSymbols) symbol.bind(api, *lib);
+  for (Symbols group : {Symbols(kShared), Symbols(kClockCalls), Symbols(kGpmCalls)})
+    for (const Symbol& symbol : group) symbol.bind(api, *lib);
   for (const char* name : kClockReasonNames) {
     BindFunction(api.clock_reasons, *lib, name);
     if (api.clock_reasons) {
@@ -117,8 +117,10 @@ std::string MissingNvmlSymbols(const NvmlApi& api, NvmlUse use) {
   auto add = [&missing](const std::string& name) {
     missing += (missing.empty() ? "" : ", ") + name;
   };
-  for (const Symbol& s : kSymbols)
-    if (Needs(s, use) && !s.present(api)) add(s.name);
+  const Symbols own = use == NvmlUse::kClocks ? Symbols(kClockCalls) : Symbols(kGpmCalls);
+  for (Symbols group : {Symbols(kShared), own})
+    for (const Symbol& s : group)
+      if (!s.present(api)) add(s.name);
   if (use == NvmlUse::kClocks && !api.clock_reasons) add(kClockReasonNames[0]);
   return missing;
 }

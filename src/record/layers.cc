@@ -38,16 +38,9 @@ OutputCheck OutputCheckOf(const json& o) {
 }
 
 json ToJson(const OutputCheck& c) {
-  json j = {{"name", c.name},
-            {"verdict", c.verdict},
-            {"summary", c.summary},
-            {"elements", c.elements},
-            {"mismatched", c.mismatched},
-            {"unwritten", c.unwritten},
-            {"non_finite", c.non_finite},
-            {"max_abs_error", c.max_abs_error},
-            {"max_rel_error", c.max_rel_error},
-            {"matched_ratio", c.matched_ratio}};
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, c, name, verdict, summary, elements, mismatched, unwritten,
+                           non_finite, max_abs_error, max_rel_error, matched_ratio);
   if (c.first_bad) {
     const OutputCheck::FirstBad& f = *c.first_bad;
     j["first_bad"] = {{"index", f.index},
@@ -58,13 +51,11 @@ json ToJson(const OutputCheck& c) {
 }
 
 json ToJson(const Trial& t) {
-  json outputs = json::array();
-  for (const OutputCheck& o : t.outputs) outputs.push_back(ToJson(o));
-  return {{"seed", t.seed},
-          {"seconds", t.seconds},
-          {"call_seconds", t.call_seconds},
-          {"inputs_unchanged", t.inputs_unchanged},
-          {"outputs", std::move(outputs)}};
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, t, seed, seconds, call_seconds, inputs_unchanged);
+  j["outputs"] = json::array();
+  for (const OutputCheck& o : t.outputs) j["outputs"].push_back(ToJson(o));
+  return j;
 }
 
 // Each family of a {"family": value} object; with `key_inside`, the value is an object and the
@@ -171,7 +162,7 @@ CorrectnessDetail CorrectnessDetailOf(const EvaluationRecord& record) {
   const json& c = record.correctness;
   CorrectnessDetail d;
   d.state = StrField(c, "state");
-  d.trial_count = IntField(c, "trials");
+  d.trial_count = IntField(c, "trials");  // the count; the list is trial_results
   for (const json& seed : ArrField(c, "seeds"))
     if (seed.is_number_unsigned()) d.seeds.push_back(seed.get<uint64_t>());
   const json& tol = FieldOrNull(c, "tolerance");
@@ -182,8 +173,8 @@ CorrectnessDetail CorrectnessDetailOf(const EvaluationRecord& record) {
   for (const json& t : ArrField(c, "trial_results")) {
     Trial trial;
     trial.seed = FieldOrNull(t, "seed");
-    trial.seconds = NumField(t, "seconds").value_or(0);
-    trial.call_seconds = NumField(t, "call_seconds").value_or(0);
+    auto number = [](const json& j, const char* key) { return NumField(j, key).value_or(0); };
+    PTXBENCH_JSON_GET_FIELDS(number, t, trial, seconds, call_seconds);
     trial.inputs_unchanged = BoolField(t, "inputs_unchanged").value_or(true);
     for (const json& o : ArrField(t, "outputs")) trial.outputs.push_back(OutputCheckOf(o));
     d.trials.push_back(std::move(trial));
@@ -197,19 +188,19 @@ CorrectnessDetail CorrectnessDetailOf(const EvaluationRecord& record) {
 }
 
 json ToJson(const CorrectnessDetail& d) {
-  json trials = json::array();
-  for (const Trial& t : d.trials) trials.push_back(ToJson(t));
-  json j = {{"state", d.state},
-            {"trials", d.trial_count},
-            {"seeds", d.seeds},
-            {"reference", d.reference},
-            {"trial_results", std::move(trials)},
-            {"child_exit", d.child.exit},
-            {"child_log_tail", d.child.log_tail}};
-  if (d.tolerance)
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, d, state, seeds, reference);
+  j["trials"] = d.trial_count;
+  j["trial_results"] = json::array();
+  for (const Trial& t : d.trials) j["trial_results"].push_back(ToJson(t));
+  j["child_exit"] = d.child.exit;
+  j["child_log_tail"] = d.child.log_tail;
+  if (d.tolerance) {
+    auto number = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
     j["tolerance"] = {{"rule", d.tolerance->rule},
-                      {"atol", d.tolerance->atol ? json(*d.tolerance->atol) : json(nullptr)},
-                      {"rtol", d.tolerance->rtol ? json(*d.tolerance->rtol) : json(nullptr)}};
+                      {"atol", number(d.tolerance->atol)},
+                      {"rtol", number(d.tolerance->rtol)}};
+  }
   if (!d.new_vendor_libraries.empty()) j["new_vendor_libraries"] = d.new_vendor_libraries;
   if (d.channel_garbage_lines > 0) j["channel_garbage_lines"] = d.channel_garbage_lines;
   if (!d.candidate_claims.empty()) j["candidate_claims"] = d.candidate_claims;
@@ -219,38 +210,28 @@ json ToJson(const CorrectnessDetail& d) {
 MemcheckDetail MemcheckDetailOf(const EvaluationRecord& record) {
   const json& m = record.memcheck;
   MemcheckDetail d;
-  d.state = StrField(m, "state");
-  d.exit = StrField(m, "exit");
+  PTXBENCH_JSON_GET_FIELDS(StrField, m, d, state, exit, mode, first_error, log_tail);
   d.error_count = IntField(m, "error_count");
-  d.summary_seen = BoolField(m, "summary_seen").value_or(false);
-  d.mode = StrField(m, "mode");
+  auto flag = [](const json& j, const char* key) { return BoolField(j, key).value_or(false); };
+  PTXBENCH_JSON_GET_FIELDS(flag, m, d, summary_seen, call_completed);
   if (const json* seed = FindField(m, "seed"); seed && seed->is_number_unsigned())
     d.seed = seed->get<uint64_t>();
   for (const json& e : ArrField(m, "errors"))
     d.errors.push_back({StrField(e, "summary"), StrField(e, "kind"), StrField(e, "location"),
                         StrField(e, "thread"), StrField(e, "address")});
-  d.first_error = StrField(m, "first_error");
-  d.log_tail = StrField(m, "log_tail");
-  d.call_completed = BoolField(m, "call_completed").value_or(false);
   return d;
 }
 
 json ToJson(const MemcheckDetail& d) {
-  json errors = json::array();
-  for (const MemcheckDetail::Error& e : d.errors)
-    errors.push_back({{"kind", e.kind},
-                      {"location", e.location},
-                      {"thread", e.thread},
-                      {"address", e.address},
-                      {"summary", e.summary}});
-  json j = {{"state", d.state},
-            {"exit", d.exit},
-            {"error_count", d.error_count},
-            {"summary_seen", d.summary_seen},
-            {"mode", d.mode},
-            {"seed", d.seed},
-            {"errors", std::move(errors)},
-            {"call_completed", d.call_completed}};
+  json j;
+  PTXBENCH_JSON_SET_FIELDS(j, d, state, exit, error_count, summary_seen, mode, seed,
+                           call_completed);
+  j["errors"] = json::array();
+  for (const MemcheckDetail::Error& e : d.errors) {
+    json error;
+    PTXBENCH_JSON_SET_FIELDS(error, e, kind, location, thread, address, summary);
+    j["errors"].push_back(std::move(error));
+  }
   if (!d.first_error.empty()) j["first_error"] = d.first_error;
   if (!d.log_tail.empty()) j["log_tail"] = d.log_tail;
   return j;
