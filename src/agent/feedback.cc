@@ -584,7 +584,11 @@ std::string Fit(const std::string& head, const std::string& tail, size_t max_cha
 
 std::string RenderFeedback(const json& record, const std::optional<BestSoFar>& best,
                            const FeedbackOptions& options) {
-  const EvaluationRecord r = FromJson(record);
+  return RenderFeedback(FromJson(record), best, options);
+}
+
+std::string RenderFeedback(const EvaluationRecord& r, const std::optional<BestSoFar>& best,
+                           const FeedbackOptions& options) {
   std::string out;
   Header(r, &out);
   switch (r.status) {
@@ -655,8 +659,11 @@ std::string IncorrectDetail(const EvaluationRecord& record) {
 
 }  // namespace
 
-std::string SummarizeTurn(int turn, const json& json_record) {
-  const EvaluationRecord record = FromJson(json_record);
+std::string SummarizeTurn(int turn, const json& record) {
+  return SummarizeTurn(turn, FromJson(record));
+}
+
+std::string SummarizeTurn(int turn, const EvaluationRecord& record) {
   std::string s = "turn " + std::to_string(turn) + ": " + ToString(record.status);
   std::string detail = record.status == Status::kPassed      ? PassedDetail(record)
                        : record.status == Status::kIncorrect ? IncorrectDetail(record)

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
+
 namespace ptxbench {
 
 struct BestSoFar {
@@ -26,11 +28,15 @@ struct FeedbackOptions {
 // report); the instruction evidence (families in the SASS, executed at run time, the
 // tensor-core work fraction, what is missing for the credit); the time, the baseline's time,
 // speedup and TFLOP/s; the best correct kernel so far.
+std::string RenderFeedback(const EvaluationRecord& record, const std::optional<BestSoFar>& best,
+                           const FeedbackOptions& options = {});
+// The same for a record as its file holds it (read with FromJson).
 std::string RenderFeedback(const nlohmann::json& record, const std::optional<BestSoFar>& best,
                            const FeedbackOptions& options = {});
 
 // A one-line summary of a turn, for condensed histories and the progress display:
 // "turn 3: INCORRECT (O: 12 of 4096 outside tolerance)".
+std::string SummarizeTurn(int turn, const EvaluationRecord& record);
 std::string SummarizeTurn(int turn, const nlohmann::json& record);
 
 }  // namespace ptxbench

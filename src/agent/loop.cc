@@ -32,8 +32,9 @@ using Clock = std::chrono::steady_clock;
 class EvaluationSlots {
  public:
   explicit EvaluationSlots(int slots) : free_(std::max(1, slots)) {}
-  json Evaluate(const Evaluator& evaluate, const std::string& path, const Definition& def,
-                const Workload& wl, const EvaluationTag& tag, RunProgress* progress) {
+  EvaluationRecord Evaluate(const Evaluator& evaluate, const std::string& path,
+                            const Definition& def, const Workload& wl, const EvaluationTag& tag,
+                            RunProgress* progress) {
     progress->EvaluationWaiting();
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -224,26 +225,29 @@ class Runner {
 
   // The reply's kernel written into the run, evaluated (a throwing evaluator is the harness's
   // INFRA_ERROR) and judged into `turn`; returns the evaluation record.
-  json EvaluateKernel(const RunTask& task, const Trajectory& t, const std::string& code,
-                      const std::string& kernel_dir, const std::string& eval_dir,
-                      TurnRecord& turn) {
+  EvaluationRecord EvaluateKernel(const RunTask& task, const Trajectory& t, const std::string& code,
+                                  const std::string& kernel_dir, const std::string& eval_dir,
+                                  TurnRecord& turn) {
     turn.kernel_file = kernel_dir + "/turn" + std::to_string(turn.turn) + ".cu";
     std::string kernel_path = o_.run_dir + "/" + turn.kernel_file;
     WriteFileAtomic(kernel_path, code);
     auto te = Clock::now();
-    json record;
+    EvaluationRecord record;
     try {
       record = slots_.Evaluate(evaluate_, kernel_path, *task.definition, *task.workload,
                                TagFor(t, turn.turn), &*progress_);
     } catch (const std::exception& e) {
-      record = {{"status", "INFRA_ERROR"}, {"message", std::string("evaluator: ") + e.what()}};
+      record = EvaluationRecord{};
+      record.status = Status::kInfraError;
+      record.message = std::string("evaluator: ") + e.what();
+      record.created_at = NowUtcIso8601();
     }
     turn.evaluation_seconds = SecondsSince(te);
     turn.evaluation_file = eval_dir + "/turn" + std::to_string(turn.turn) + ".json";
     turn.evaluation_id = t.id + "/turn" + std::to_string(turn.turn);
-    record["evaluation_id"] = turn.evaluation_id;
+    record.evaluation_id = turn.evaluation_id;
     WriteFileAtomic(o_.run_dir + "/" + turn.evaluation_file,
-                    record.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+                    record.ToJson().dump(1, ' ', false, json::error_handler_t::replace) + "\n");
     JudgeTurnRecord(record, o_.arch, &turn);
     turn.summary = SummarizeTurn(turn.turn, record);
     return record;
@@ -269,7 +273,7 @@ class Runner {
     }
     std::string feedback;
     Extraction ex = ExtractKernel(reply.text);
-    json record;
+    std::optional<EvaluationRecord> record;
     if (!ex.found) {
       turn.outcome = "extraction";
       turn.summary = "no kernel in the reply";
@@ -281,12 +285,12 @@ class Runner {
         turn.spent = false;
         t.turns.push_back(turn);
         t.exit_status = "infra_error";
-        Save(t, record);
+        Save(t, record->ToJson());
         Progress(t, "turn " + std::to_string(turn.turn) + ": the harness could not judge (" +
                         turn.error + "); --resume retries it");
         return false;
       }
-      feedback = RenderFeedback(record, Best(t, turn));
+      feedback = RenderFeedback(*record, Best(t, turn));
     }
     t.messages.push_back({"assistant", reply.text});
     t.messages.push_back({"user", feedback});
@@ -296,12 +300,12 @@ class Runner {
     bool reached =
         (o_.target_speedup && (turn.outcome == "correct" || turn.outcome == "verified") &&
          turn.speedup && *turn.speedup >= *o_.target_speedup) ||
-        (o_.stop_when && record.is_object() && o_.stop_when(record));
+        (o_.stop_when && record && o_.stop_when(*record));
     if (reached)
       t.exit_status = "target_reached";
     else if (t.SpentTurns() >= limit)
       t.exit_status = "turn_limit";
-    Save(t, record);
+    Save(t, record ? record->ToJson() : json());
     NoteOverhead(turn.overhead_seconds);
     progress_->TurnDone();
     Progress(t,

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
+
 #include "agent/chat.h"
 #include "agent/trajectory.h"
 #include "task/definition.h"
@@ -36,11 +38,12 @@ struct EvaluationTag {
   nlohmann::json ToJson() const;
 };
 
-// Evaluates one kernel file on a task's workload; returns the record's JSON. Must not throw
-// for a bad kernel (the record says what is wrong); a throw counts as infra.
+// Evaluates one kernel file on a task's workload; returns its record (typed: a remote service's
+// JSON is read once, where it arrives). Must not throw for a bad kernel (the record says what is
+// wrong); a throw counts as infra.
 using Evaluator =
-    std::function<nlohmann::json(const std::string& kernel_path, const Definition& def,
-                                 const Workload& wl, const EvaluationTag& tag)>;
+    std::function<EvaluationRecord(const std::string& kernel_path, const Definition& def,
+                                   const Workload& wl, const EvaluationTag& tag)>;
 
 struct RunTask {
   const Definition* definition = nullptr;
@@ -64,7 +67,7 @@ struct AgentOptions {
   std::optional<double> target_speedup;  // stop a trajectory at a correct kernel this fast
   // Also stop a trajectory after a turn whose evaluation record this accepts (fixit repair:
   // the first repair that would be kept). Thread-safe; must not throw.
-  std::function<bool(const nlohmann::json& record)> stop_when;
+  std::function<bool(const EvaluationRecord& record)> stop_when;
   std::string arch = "sm_90a";
   std::string pack_text;  // rendered into the system message
   std::string prompts_dir;

@@ -106,7 +106,7 @@ struct ScriptedEvaluator {
         }
       }
       --in_flight;
-      return r;
+      return FromJson(r);  // as a service's record arrives
     };
   }
 };

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/prompt.h"
-#include "compile/nvcc.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "compile/nvcc.h"
 
 namespace ptxbench {
 namespace {

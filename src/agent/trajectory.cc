@@ -8,8 +8,7 @@ namespace ptxbench {
 
 using nlohmann::json;
 
-void JudgeTurnRecord(const json& record, const std::string& arch, TurnRecord* turn) {
-  const EvaluationRecord r = FromJson(record);
+void JudgeTurnRecord(const EvaluationRecord& r, const std::string& arch, TurnRecord* turn) {
   const TurnVerdict verdict = JudgeTurn(r, arch);
   turn->outcome = ToString(verdict.outcome);
   turn->status = r.status == Status::kUnknown ? "" : ToString(r.status);

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
+
 #include "agent/chat.h"
 #include "record/turn.h"
 
@@ -39,7 +41,7 @@ struct Trajectory {
 // one credit rule (record/outcome.h: PASSED, dynamic_present and the tag of `arch`, the
 // architecture the turn was for), status, reason, speedup, tflops, verified, and for an infra
 // turn (a record that cannot be read too: never the model's fault) the message as its error.
-void JudgeTurnRecord(const nlohmann::json& record, const std::string& arch, TurnRecord* turn);
+void JudgeTurnRecord(const EvaluationRecord& record, const std::string& arch, TurnRecord* turn);
 
 nlohmann::json ToJson(const Trajectory& t);
 Trajectory TrajectoryFromJson(const nlohmann::json& j);  // throws InputError when malformed

@@ -119,7 +119,8 @@ TEST_F(UpstreamFolder, ReadsTrajectoriesTurnsTasksAndLeavesTheBrokenOnesOutWithA
   EXPECT_EQ(b.turns[0].reply, "One.");
 
   ASSERT_EQ(e.problems.size(), 3u);
-  EXPECT_NE(e.problems[0].message.find("not valid JSON"), std::string::npos) << e.problems[0].message;
+  EXPECT_NE(e.problems[0].message.find("not valid JSON"), std::string::npos)
+      << e.problems[0].message;
   EXPECT_NE(e.problems[1].message.find("names no task"), std::string::npos);
   EXPECT_NE(e.problems[2].message.find("no kernels folder"), std::string::npos);
 
@@ -171,7 +172,7 @@ TEST_F(UpstreamFolder, EveryUpstreamTurnIsJudgedAgainThroughTheLoop) {
     }
     std::lock_guard<std::mutex> lock(mu);
     judged.push_back(tag.evaluation_id);
-    return r;
+    return FromJson(r);
   };
   AgentOptions o;
   Catalog& c = catalog_;

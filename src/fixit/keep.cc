@@ -15,9 +15,13 @@ std::string RequiredArchTag(const std::string& arch) {
   return tag;
 }
 
-RepairJudgement JudgeRepair(const json& json_record, const std::string& arch,
+RepairJudgement JudgeRepair(const json& record, const std::string& arch,
                             std::optional<double> min_speedup) {
-  const EvaluationRecord record = FromJson(json_record);
+  return JudgeRepair(FromJson(record), arch, min_speedup);
+}
+
+RepairJudgement JudgeRepair(const EvaluationRecord& record, const std::string& arch,
+                            std::optional<double> min_speedup) {
   const InstructionsView ins = record.Instructions();
   const PerformanceView perf = record.Performance();
   RepairJudgement j;

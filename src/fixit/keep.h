@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/record.h"
+
 namespace ptxbench {
 
 struct RepairJudgement {
@@ -26,6 +28,8 @@ struct RepairJudgement {
 std::string RequiredArchTag(const std::string& arch);
 
 RepairJudgement JudgeRepair(const nlohmann::json& record, const std::string& arch,
+                            std::optional<double> min_speedup);
+RepairJudgement JudgeRepair(const EvaluationRecord& record, const std::string& arch,
                             std::optional<double> min_speedup);
 
 // Each layer of a record and its state ("ran", "skipped: no GPU ...", "absent"): screening,

@@ -90,7 +90,7 @@ AgentOptions RepairAgentOptions(const RepairStageOptions& a, const Manifest& m,
   o.resume = a.resume;
   o.progress = !a.quiet;
   std::optional<double> min_speedup = MinSpeedup(a);
-  o.stop_when = [arch, min_speedup](const json& record) {
+  o.stop_when = [arch, min_speedup](const EvaluationRecord& record) {
     return JudgeRepair(record, arch, min_speedup).kept;
   };
   o.run_info = RepairRunInfo(a, m, arch, teacher, tasks);

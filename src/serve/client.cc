@@ -166,7 +166,7 @@ Evaluator MakeRemoteEvaluator(const RemoteOptions& options) {
   return [client](const std::string& kernel_path, const Definition& def, const Workload& wl,
                   const EvaluationTag& tag) {
     std::string id = client->Submit(def.name, wl.id, ReadFile(kernel_path), tag.ToJson());
-    return client->Wait(id);
+    return FromJson(client->Wait(id));
   };
 }
 

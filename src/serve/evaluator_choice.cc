@@ -21,7 +21,7 @@ Evaluator MakeEvaluator(const EvaluatorSettings& s) {
     req.workload = &wl;
     req.arch = s.arch;
     req.options = s.options;
-    return Evaluate(req).ToJson();
+    return Evaluate(req);
   };
 }
 
