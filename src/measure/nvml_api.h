@@ -31,14 +31,16 @@ inline constexpr int kClockSm = 1;         // NVML_CLOCK_SM
 inline constexpr int kClockMem = 2;        // NVML_CLOCK_MEM
 inline constexpr int kTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
 
-// nvmlGpmMetricId_t values used here.
-inline constexpr unsigned kGraphicsUtil = 1;    // NVML_GPM_METRIC_GRAPHICS_UTIL
-inline constexpr unsigned kSmUtil = 2;          // NVML_GPM_METRIC_SM_UTIL
-inline constexpr unsigned kSmOccupancy = 3;     // NVML_GPM_METRIC_SM_OCCUPANCY
-inline constexpr unsigned kAnyTensorUtil = 5;   // NVML_GPM_METRIC_ANY_TENSOR_UTIL
-inline constexpr unsigned kHmmaTensorUtil = 7;  // NVML_GPM_METRIC_HMMA_TENSOR_UTIL
-inline constexpr unsigned kDramBwUtil = 10;     // NVML_GPM_METRIC_DRAM_BW_UTIL
-inline constexpr unsigned kFp32Util = 12;       // NVML_GPM_METRIC_FP32_UTIL
+// nvmlGpmMetricId_t values used here (an unscoped enum: they pass as the unsigned NVML reads).
+enum GpmMetricId : unsigned {
+  kGraphicsUtil = 1,    // NVML_GPM_METRIC_GRAPHICS_UTIL
+  kSmUtil = 2,          // NVML_GPM_METRIC_SM_UTIL
+  kSmOccupancy = 3,     // NVML_GPM_METRIC_SM_OCCUPANCY
+  kAnyTensorUtil = 5,   // NVML_GPM_METRIC_ANY_TENSOR_UTIL
+  kHmmaTensorUtil = 7,  // NVML_GPM_METRIC_HMMA_TENSOR_UTIL
+  kDramBwUtil = 10,     // NVML_GPM_METRIC_DRAM_BW_UTIL
+  kFp32Util = 12,       // NVML_GPM_METRIC_FP32_UTIL
+};
 
 inline constexpr unsigned kSupportVersion = 1;     // NVML_GPM_SUPPORT_VERSION
 inline constexpr unsigned kMetricsGetVersion = 1;  // NVML_GPM_METRICS_GET_VERSION
