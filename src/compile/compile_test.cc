@@ -281,6 +281,16 @@ TEST_F(BuildTest, DeviceCodeTheSourcePlacedItselfIsForeign) {
     EXPECT_EQ(again.foreign_device_code, r.foreign_device_code);
     EXPECT_EQ(ToJson(again).value("foreign_device_code", ""), r.foreign_device_code);
   }
+  // A wrapper of its own in nvcc's wrapper table is foreign too.
+  BuildResult wrapper = BuildCandidate(
+      placed +
+          "__attribute__((used, PASTE(sec, tion)(\".nvFatBinSegment\"))) static const unsigned "
+          "long long w[3] = {0x466243b1ull, 0, 0};\n" +
+          kKernel,
+      options_);
+  ASSERT_EQ(wrapper.outcome, BuildOutcome::kBuilt) << wrapper.log;
+  EXPECT_NE(wrapper.foreign_device_code.find(".nvFatBinSegment"), std::string::npos)
+      << wrapper.foreign_device_code;
   // A section named like a fatbin that nvcc does not make is foreign too.
   BuildResult other = BuildCandidate(
       placed + "__attribute__((used, section(\".fatbin_more\"))) static const int x = 1;\n" +

@@ -16,6 +16,8 @@ namespace {
 // of what follows the header (the CUDA toolkit's fatbinary layout, little-endian).
 constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr size_t kFatbinHeaderBytes = 16;
+// A wrapper in .nvFatBinSegment: magic, version, the fatbin's address, a spare pointer.
+constexpr size_t kWrapperBytes = 24;
 
 uint64_t LittleEndian(const std::string& bytes, size_t at, size_t width) {
   uint64_t value = 0;
@@ -40,7 +42,8 @@ std::string Hex(uint64_t v) {
 std::string FatbinOriginProblem(const std::string& object,
                                 const std::vector<std::string>& kept_fatbins) {
   bool has_fatbin = false;
-  for (const std::string& name : ReadElfSectionNames(object)) {
+  const std::vector<std::string> names = ReadElfSectionNames(object);
+  for (const std::string& name : names) {
     has_fatbin |= name == ".nv_fatbin";
     const std::string lower = Lower(name);
     if (lower.find("fatbin") != std::string::npos && name != ".nv_fatbin" &&
@@ -52,6 +55,15 @@ std::string FatbinOriginProblem(const std::string& object,
     for (const std::string& kept : kept_fatbins)
       if (!kept.empty()) return "the object has no .nv_fatbin, but nvcc made device code";
     return "";
+  }
+  // nvcc's wrapper table (what the runtime registers) holds one 24-byte wrapper for the
+  // translation unit (68 of 68 controls); an entry of the source's own could point a reader at
+  // device code outside .nv_fatbin.
+  if (std::find(names.begin(), names.end(), ".nvFatBinSegment") != names.end()) {
+    const size_t wrappers = ReadElfSection(object, ".nvFatBinSegment").size();
+    if (wrappers != kWrapperBytes)
+      return "the object's .nvFatBinSegment is " + std::to_string(wrappers) +
+             " bytes, not the one " + std::to_string(kWrapperBytes) + "-byte wrapper nvcc makes";
   }
   const std::string section = ReadElfSection(object, ".nv_fatbin");
   std::vector<bool> used(kept_fatbins.size(), false);

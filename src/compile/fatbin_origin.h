@@ -14,9 +14,9 @@ namespace ptxbench {
 
 // "" when the .nv_fatbin section of `object` is made only of the fatbin containers in
 // `kept_fatbins` (the files' contents), each of them once, with only zero bytes between them
-// (alignment), and no other section is named like a fatbin (.nvFatBinSegment, nvcc's wrapper,
-// aside). Otherwise a line that says what differs. Throws Error (kInput) when the object is not a
-// readable ELF file.
+// (alignment), nvcc's wrapper table (.nvFatBinSegment) holds its one wrapper, and no other
+// section is named like a fatbin. Otherwise a line that says what differs. Throws Error (kInput)
+// when the object is not a readable ELF file.
 std::string FatbinOriginProblem(const std::string& object,
                                 const std::vector<std::string>& kept_fatbins);
 
