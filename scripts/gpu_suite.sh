@@ -210,7 +210,7 @@ if [[ "${1:-}" == "adversarial" ]]; then
   # Only that build: a bare `wait` would also wait for the log's tee, which never ends.
   [[ -n $before_pid ]] && wait "$before_pid"
   echo "== built ($(( $(date +%s) - suite_t0 )) s since start)"
-  "$bin" doctor 2>&1 | grep -iE "sandbox|landlock|seccomp|namespace|gpm|witness" || true
+  "$bin" doctor 2>&1 | grep -iE "sandbox|landlock|seccomp|namespace|gpm|witness|nvml|clock" || true
   # One honest kernel, fully confined, with Landlock's denials logged to the kernel log: the
   # record's sandbox field and every denial the driver met, if any.
   python3 scripts/probes/audit_on.py; dmesg -C 2>/dev/null
@@ -245,7 +245,8 @@ if [[ "${1:-}" == "adversarial" ]]; then
       echo "cost $which $i: $(python3 -c "print(round($(date +%s.%N) - $s0, 2))") s wall; $(python3 -c "
 import json; r = json.load(open('$out/cost-$which-$i.json')); p = r['performance']
 print(r['status'], 'speedup', round(p.get('speedup', 0), 3), 'stages', {k: round(v, 2) for k, v in r['stage_seconds'].items()},
-      'witness', (p.get('witness') or {}).get('state'), 'busy/timed', (p.get('witness') or {}).get('busy_over_timed'), (p.get('witness') or {}).get('message', '')[:160])")"
+      'witness', (p.get('witness') or {}).get('state'), 'busy/timed', (p.get('witness') or {}).get('busy_over_timed'), (p.get('witness') or {}).get('message', '')[:160])
+print('  tag', (r.get('instructions') or {}).get('arch_tag'), 'verification', (r.get('instructions') or {}).get('verification'), 'clocks', json.dumps(p.get('clocks'))[:300])")"
     done
   done
   rm -rf "$out"/cost-cache-*
