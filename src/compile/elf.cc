@@ -169,13 +169,22 @@ class ElfParser {
 
   // The bytes of the first section named `name`.
   std::string SectionBytes(const std::string& name) {
-    const std::vector<std::string> names = SectionNames();
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] != name) continue;
-      std::vector<uint8_t> bytes = Contents(i, 0);
-      return std::string(bytes.begin(), bytes.end());
+    ElfSections s = Sections({name});
+    if (s.contents.empty()) throw InputError(file_.path() + " has no section " + name);
+    return std::move(s.contents.front().second);
+  }
+
+  // Every name, and the bytes of the first section of each wanted name.
+  ElfSections Sections(const std::vector<std::string>& wanted) {
+    ElfSections out;
+    out.names = SectionNames();
+    for (const std::string& name : wanted) {
+      const auto it = std::find(out.names.begin(), out.names.end(), name);
+      if (it == out.names.end()) continue;
+      std::vector<uint8_t> bytes = Contents(static_cast<size_t>(it - out.names.begin()), 0);
+      out.contents.emplace_back(name, std::string(bytes.begin(), bytes.end()));
     }
-    throw InputError(file_.path() + " has no section " + name);
+    return out;
   }
 
  private:
@@ -326,6 +335,17 @@ std::string ReadElfSection(const std::string& path, const std::string& name) {
 std::vector<std::string> ReadElfSectionNames(const std::string& path) {
   FileReader file(path);
   return ElfParser(file).SectionNames();
+}
+
+ElfSections ReadElfSections(const std::string& path, const std::vector<std::string>& wanted) {
+  FileReader file(path);
+  return ElfParser(file).Sections(wanted);
+}
+
+const std::string* ElfSections::Bytes(const std::string& name) const {
+  for (const auto& [n, bytes] : contents)
+    if (n == name) return &bytes;
+  return nullptr;
 }
 
 bool IsAllowedDependency(std::string_view soname) {

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ptxbench {
@@ -36,6 +37,14 @@ ElfInfo ReadElfInfo(const std::string& path);
 std::string ReadElfSection(const std::string& path, const std::string& name);
 // The names of all sections, in the file's order; throws InputError when it is malformed.
 std::vector<std::string> ReadElfSectionNames(const std::string& path);
+// Every section's name in the file's order, and the bytes of those named in `wanted` that the
+// file has (the first of each name): one read of the file for a check that needs several.
+struct ElfSections {
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::string>> contents;  // name, bytes
+  const std::string* Bytes(const std::string& name) const;    // nullptr when not read
+};
+ElfSections ReadElfSections(const std::string& path, const std::vector<std::string>& wanted);
 
 // The library policy: a candidate may depend only on the CUDA runtime/driver
 // and the C/C++ runtime: libcudart.so*, libcuda.so*, libstdc++.so*, libm.so*,

@@ -151,6 +151,26 @@ TEST(ReadElfInfoTest, GxxSharedObjectExportingRun) {
   EXPECT_FALSE(ExportsFunction(info, "no_such_function"));
 }
 
+// One read gives every name and the bytes of the sections asked for, as the one-section
+// reader gives them; a name the object lacks is simply not among the contents.
+TEST(ReadElfSectionsTest, NamesAndTheWantedSectionsInOneRead) {
+  TempDir dir;
+  const std::string lib = BuildSharedObject(
+      dir, "sections",
+      std::string(kRunSource) +
+          "__attribute__((used, section(\".probe_a\"))) static const char a[] = \"first\";\n"
+          "__attribute__((used, section(\".probe_b\"))) static const char b[] = \"second!\";\n");
+  ASSERT_FALSE(lib.empty());
+  const ElfSections s = ReadElfSections(lib, {".probe_b", ".absent", ".probe_a"});
+  EXPECT_EQ(s.names, ReadElfSectionNames(lib));
+  ASSERT_NE(s.Bytes(".probe_a"), nullptr);
+  ASSERT_NE(s.Bytes(".probe_b"), nullptr);
+  EXPECT_EQ(*s.Bytes(".probe_a"), std::string("first", 6));
+  EXPECT_EQ(*s.Bytes(".probe_b"), ReadElfSection(lib, ".probe_b"));
+  EXPECT_EQ(s.Bytes(".absent"), nullptr);
+  EXPECT_EQ(s.contents.size(), 2u);
+}
+
 TEST(ReadElfInfoTest, NoSonameIsEmpty) {
   TempDir dir;
   const std::string lib = BuildSharedObject(dir, "candidate", kRunSource);

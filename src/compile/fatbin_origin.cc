@@ -1,6 +1,5 @@
 #include "compile/fatbin_origin.h"
 
-#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -41,16 +40,15 @@ std::string Hex(uint64_t v) {
 
 std::string FatbinOriginProblem(const std::string& object,
                                 const std::vector<std::string>& kept_fatbins) {
-  bool has_fatbin = false;
-  const std::vector<std::string> names = ReadElfSectionNames(object);
-  for (const std::string& name : names) {
-    has_fatbin |= name == ".nv_fatbin";
-    const std::string lower = Lower(name);
-    if (lower.find("fatbin") != std::string::npos && name != ".nv_fatbin" &&
+  // One read of the object: every section name, and the two sections nvcc's device code uses.
+  const ElfSections elf = ReadElfSections(object, {".nv_fatbin", ".nvFatBinSegment"});
+  for (const std::string& name : elf.names) {
+    if (Lower(name).find("fatbin") != std::string::npos && name != ".nv_fatbin" &&
         name != ".nvFatBinSegment")
       return "the object has a section " + name + " that nvcc does not make";
   }
-  if (!has_fatbin) {
+  const std::string* fatbin = elf.Bytes(".nv_fatbin");
+  if (fatbin == nullptr) {
     // No device code at all: honest only when nvcc made none either.
     for (const std::string& kept : kept_fatbins)
       if (!kept.empty()) return "the object has no .nv_fatbin, but nvcc made device code";
@@ -59,13 +57,11 @@ std::string FatbinOriginProblem(const std::string& object,
   // nvcc's wrapper table (what the runtime registers) holds one 24-byte wrapper for the
   // translation unit (68 of 68 controls); an entry of the source's own could point a reader at
   // device code outside .nv_fatbin.
-  if (std::find(names.begin(), names.end(), ".nvFatBinSegment") != names.end()) {
-    const size_t wrappers = ReadElfSection(object, ".nvFatBinSegment").size();
-    if (wrappers != kWrapperBytes)
-      return "the object's .nvFatBinSegment is " + std::to_string(wrappers) +
-             " bytes, not the one " + std::to_string(kWrapperBytes) + "-byte wrapper nvcc makes";
-  }
-  const std::string section = ReadElfSection(object, ".nv_fatbin");
+  if (const std::string* wrappers = elf.Bytes(".nvFatBinSegment");
+      wrappers != nullptr && wrappers->size() != kWrapperBytes)
+    return "the object's .nvFatBinSegment is " + std::to_string(wrappers->size()) +
+           " bytes, not the one " + std::to_string(kWrapperBytes) + "-byte wrapper nvcc makes";
+  const std::string& section = *fatbin;
   std::vector<bool> used(kept_fatbins.size(), false);
   size_t at = 0;
   while (at < section.size()) {
