@@ -22,11 +22,14 @@ std::string WordList(const std::vector<std::string>& words) {
   return out;
 }
 
-std::string Bound(double v) {
-  json j = v;
-  if (v == static_cast<double>(static_cast<long long>(v))) j = static_cast<long long>(v);
-  return j.dump();
+// A range's end as JSON: a whole number as an integer (3600, not 3600.0), for the schema and
+// the refusal's words alike.
+json BoundJson(double v) {
+  if (v == static_cast<double>(static_cast<long long>(v))) return static_cast<long long>(v);
+  return v;
 }
+
+std::string Bound(double v) { return BoundJson(v).dump(); }
 
 // Throws InputError, naming the option and what it takes, unless `v` fits `row`.
 void CheckValue(const EvaluationOptionRow& row, const json& v) {
@@ -185,8 +188,8 @@ json EvaluationOptionsSchema() {
   for (const EvaluationOptionRow& row : EvaluationOptionTable()) {
     json p = {{"type", kTypes[static_cast<int>(row.kind)]}};
     if (row.kind == OptionKind::kInteger || row.kind == OptionKind::kNumber) {
-      p["minimum"] = json::parse(Bound(row.minimum));
-      p["maximum"] = json::parse(Bound(row.maximum));
+      p["minimum"] = BoundJson(row.minimum);
+      p["maximum"] = BoundJson(row.maximum);
     }
     if (row.kind == OptionKind::kSeed) p["minimum"] = 0;
     if (row.kind == OptionKind::kWord) p["enum"] = row.words;
