@@ -34,6 +34,10 @@
 #   scripts/gpu_suite.sh formats    issue 22: upstream (TVM-FFI) kernels judged unchanged, a
 #                                   FlashInfer-Bench solution and its trace, the upstream CSV;
 #                                   the headline GEMM's wall time with SHA-256 via libcrypto
+#   scripts/gpu_suite.sh throughput issue 37: evaluations per GPU-hour at the headline GEMM, N
+#                                   distinct kernels through a pool of `eval`s and through the
+#                                   service's workers (scripts/throughput.py; N, POOL, WORKERS,
+#                                   MODES); the service needs .carry/deps (scripts/gpu_deps.sh)
 #   scripts/gpu_suite.sh serve      the evaluation service: an agent run through `serve` with
 #                                   one worker, its overhead against direct `eval`, then two
 #                                   workers sharing the GPU (no two GPU stages overlap)
@@ -319,6 +323,14 @@ PY
   find "$out/upstream-run" -name '*.json' | head -20
   rm -rf "$out/cache" "$out/replay-run"
   exit 0
+fi
+
+if [[ "${1:-}" == "throughput" ]]; then
+  build_or_exit
+  echo "== built ($(( $(date +%s) - suite_t0 )) s since start)"
+  python3 scripts/throughput.py --bin "$bin" --n "${N:-12}" --pool "${POOL:-4}" \
+    --workers "${WORKERS:-2}" --modes "${MODES:-cli,serve}" --out "$out/throughput"
+  exit $?
 fi
 
 if [[ "${1:-}" == "serve" ]]; then

@@ -126,6 +126,13 @@ fi
 build_dir=${PTXBENCH_BUILD_DIR:-build}
 # PTXBENCH_CMAKE_ARGS: extra configure arguments, e.g. where a machine without SQLite's
 # headers finds a copy of sqlite3.h (-DSQLite3_INCLUDE_DIR=… -DSQLite3_LIBRARY=…).
+# A machine without libmicrohttpd or SQLite headers (the GPU image) uses the static copies that
+# scripts/gpu_deps.sh leaves in .carry/deps, when a device call carried them there.
+deps=$PWD/.carry/deps
+if [[ -d $deps/lib ]]; then
+  have_header microhttpd.h || PTXBENCH_CMAKE_ARGS+=" -DMICROHTTPD_INCLUDE_DIR=$deps/include -DMICROHTTPD_LIBRARY=$deps/lib/libmicrohttpd.a"
+  have_header sqlite3.h || PTXBENCH_CMAKE_ARGS+=" -DSQLite3_INCLUDE_DIR=$deps/include -DSQLite3_LIBRARY=$deps/lib/libsqlite3.a"
+fi
 if [[ ! -f "$build_dir/build.ninja" ]]; then
   # shellcheck disable=SC2086
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PTXBENCH_CMAKE_ARGS:-} >/dev/null
