@@ -77,6 +77,7 @@ TEST(Cli, TasksListsEveryDefinitionAndShowsOne) {
   EXPECT_EQ(r.exit.code, 2);
 }
 
+
 struct BadInput {
   std::vector<std::string> args;
   std::string expect;
@@ -151,6 +152,21 @@ bool IsCharDevice(const std::string& path) {
 CommandResult PtxbenchStderr(std::vector<std::string> args) {
   args.insert(args.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" >/dev/null", Bin()});
   return RunCommand(args, 120s);
+}
+
+// `tasks` names the baseline `eval` will use: for attention forward that is FlashInfer (the
+// paper's), not the definition's cuDNN name, which follows as the alternative.
+TEST(Cli, TasksShowsTheBaselineEvalUses) {
+  CommandResult r = Ptxbench({"tasks", "mha_with_lse_d128"});
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("baseline: flashinfer (FlashInfer's sm90 prefill, eval's default; "
+                          "--baseline cudnn: cudnn_sdpa_fwd)"),
+            std::string::npos)
+      << r.output;
+  r = PtxbenchStdout({"tasks", "mha_with_lse_d128", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.output).value("eval_baseline", ""), "flashinfer");
+  r = PtxbenchStdout({"tasks", "gemm_n7168_k5120", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.output).value("eval_baseline", ""), "cublaslt_bf16_fp32acc");
 }
 
 TEST(Cli, EvalShowsItsStagesOnStandardErrorUnlessQuiet) {

@@ -6,10 +6,31 @@
 #include "cli/commands.h"
 #include "cli/shared_options.h"
 #include "common/strings.h"
+#include "evaluate/evaluation_options.h"
 #include "task/definition.h"
 #include "task/family.h"
 
 namespace ptxbench {
+namespace {
+
+// The baseline `eval` times the task against with its default options. The definition's own
+// `baseline` field is upstream's name (attention forward: cuDNN SDPA), while eval's default for
+// attention forward is FlashInfer, the paper's baseline: say both, so the two never disagree
+// silently.
+std::string EvalBaseline(const Definition& d) {
+  if (d.family != "mha_fwd") return d.baseline;
+  return ToString(EvaluationOptions{}.attention_baseline);
+}
+
+std::string EvalBaselineLine(const Definition& d) {
+  if (d.family != "mha_fwd") return d.baseline;
+  const bool flashinfer = EvaluationOptions{}.attention_baseline == AttentionBaseline::kFlashInfer;
+  return flashinfer ? "flashinfer (FlashInfer's sm90 prefill, eval's default; --baseline cudnn: " +
+                          d.baseline + ")"
+                    : d.baseline + " (eval's default; --baseline flashinfer: FlashInfer)";
+}
+
+}  // namespace
 
 CommandRunner AddTasksCommand(CLI::App& app) {
   struct Options {
@@ -33,6 +54,7 @@ CommandRunner AddTasksCommand(CLI::App& app) {
       const Family* f = FindFamily(d.family);
       j["signature"] = f->Signature();
       j["semantics"] = f->Semantics();
+      j["eval_baseline"] = EvalBaseline(d);
       if (o->json) {
         std::cout << j.dump(2) << "\n";
         return 0;
@@ -44,7 +66,7 @@ CommandRunner AddTasksCommand(CLI::App& app) {
       for (const auto& [k, v] : d.constant_axes) std::cout << " " << k << "=" << v;
       std::cout << "\n  tolerance: " << ToString(d.tolerance.rule) << " (atol " << d.tolerance.atol
                 << ", rtol " << d.tolerance.rtol << ")\n  flops: " << d.flops_formula
-                << "\n  baseline: " << d.baseline << "\n  required instruction families:";
+                << "\n  baseline: " << EvalBaselineLine(d) << "\n  required instruction families:";
       for (const auto& [arch, fams] : d.required_families) {
         std::cout << " " << arch << "=";
         for (size_t i = 0; i < fams.size(); ++i) std::cout << (i ? "+" : "") << fams[i];
