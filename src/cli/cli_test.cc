@@ -77,7 +77,6 @@ TEST(Cli, TasksListsEveryDefinitionAndShowsOne) {
   EXPECT_EQ(r.exit.code, 2);
 }
 
-
 struct BadInput {
   std::vector<std::string> args;
   std::string expect;
@@ -216,6 +215,15 @@ TEST(Cli, BadOutputPathIsOneLineAndExitTwoBeforeAnyWork) {
       {{"eval", kernel, "--task", "gemm_n7168_k5120", "--json", "/proc/self/status"},
        "is on /proc"},
       {{"report", "--runs", runs, "--html", "/sys/ptxbench-report.html"}, "is on /sys"},
+      // Two documents on standard output, or in one file, cannot both be read back (issue 38).
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--json", "-", "--trace", "-"},
+       "--trace -: --json writes there too"},
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--json", dir.File("x"), "--trace",
+        dir.File("x")},
+       "writes there too"},
+      // Their Trace model refuses a PASSED trace without performance.
+      {{"eval", kernel, "--task", "gemm_n7168_k5120", "--no-timing", "--trace", dir.File("t")},
+       "--trace needs the timing layer"},
   };
   for (const auto& c : cases) ExpectRefused(c.args, c.expect);
   // No folder was created, and the plain file is untouched.
@@ -343,6 +351,14 @@ TEST(Cli, EvalOnAFlashInferBenchTaskNamesTheirDefinition) {
   EXPECT_EQ(trace["workload"]["uuid"], "0b6a7f2e-5d1c-4e8a-9f3b-2c4d6e8f0a11");
   EXPECT_EQ(trace["workload"]["axes"], (nlohmann::json{{"M", 64}}));
   EXPECT_EQ(trace["evaluation"]["status"], "COMPILE_ERROR");
+  // A second evaluation adds its line after the first: --trace appends, as JSON Lines.
+  r = Ptxbench({"eval", kernel, "--tasks-dir", set, "--task", "gemm_n256_k512", "--workload",
+                "M=64", "--trace", dir.File("t.jsonl"), "--quiet"});
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  const std::vector<std::string> lines = SplitLines(ReadFile(dir.File("t.jsonl")));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(lines[0]), trace);
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["evaluation"]["status"], "COMPILE_ERROR");
 
   // A TVM-FFI candidate for a definition with a scalar input cannot be called with it here:
   // the machine's limit (exit 3), said before any build.

@@ -38,8 +38,9 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   AddArchOption(cmd, &o->arch);
   AddEvaluationOptions(cmd, &o->evaluation, EvaluationOptionSet::kEval);
   cmd->add_option("--json", o->json_path, "Write the full evaluation record here");
-  cmd->add_option("--trace", o->trace_path,
-                  "Also write the verdict as a FlashInfer-Bench trace (one JSON line)");
+  cmd->add_option(
+      "--trace", o->trace_path,
+      "Also add the verdict as a FlashInfer-Bench trace: one JSON line, appended (JSONL)");
   AddTasksDirOption(cmd, &o->tasks_dir);
   AddCacheDirOption(cmd, &o->cache_dir, "Build and reference cache (default ~/.cache/ptxbench)");
   cmd->add_flag("--quiet", o->quiet, "No progress lines (stderr) and no terminal summary");
@@ -48,8 +49,13 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     // Every problem of the request is found before any work starts.
     // The source policy (empty, over 1 MiB, NUL bytes, invalid UTF-8) and the output path.
     std::string text = ReadSourceFile(o->kernel);
-    CheckOutputPath(o->json_path, "--json");
-    CheckOutputPath(o->trace_path, "--trace");
+    CheckOutputPaths({{"--json", o->json_path}, {"--trace", o->trace_path}});
+    // FlashInfer-Bench's Trace requires the performance of every PASSED trace: a trace of an
+    // evaluation without timing would be one their own model refuses.
+    if (!o->trace_path.empty() && !o->evaluation.timing)
+      throw UsageError(
+          "--trace needs the timing layer: a FlashInfer-Bench trace of a PASSED evaluation must "
+          "carry its performance (drop --no-timing, or --trace)");
     Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
     EvalRequest req;
     req.kernel_path = o->kernel;
@@ -96,7 +102,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
         std::cerr << "no trace written: " << ToString(rec.status)
                   << " is no verdict on the candidate\n";
       else
-        WriteOutput(
+        AppendOutput(
             o->trace_path,
             FlashInferTrace(rec.ToJson(), req.definition->variable_axes, inputs,
                             solution && !solution->name.empty() ? solution->name : o->kernel)

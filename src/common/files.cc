@@ -223,7 +223,11 @@ void CheckOutputPaths(const std::vector<std::pair<std::string, std::string>>& op
 
 bool IsStandardOutput(const std::string& path) { return OwnDescriptor(path) == 1; }
 
-void WriteOutput(const std::string& path, std::string_view content) {
+namespace {
+
+// WriteOutput and AppendOutput: the same paths, the same descriptors and special files; only
+// a regular file differs (replaced atomically, or added to).
+void WriteOrAppendOutput(const std::string& path, std::string_view content, bool append) {
   if (int fd = OwnDescriptor(path); fd >= 0) {
     // What the command already printed there goes first.
     std::cout.flush();
@@ -256,7 +260,32 @@ void WriteOutput(const std::string& path, std::string_view content) {
     fs::path resolved = fs::canonical(path, ec);
     if (!ec) target = resolved.string();
   }
-  WriteFileAtomic(target, content);
+  if (!append) {
+    WriteFileAtomic(target, content);
+    return;
+  }
+  // One write(2) on an O_APPEND descriptor: each line lands whole, after what is there, even
+  // with other writers of the same file.
+  int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0) throw InputError(path + ": cannot write (" + std::strerror(errno) + ")");
+  try {
+    WriteAll(fd, content, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0 && errno != EINTR)
+    throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
+}
+
+}  // namespace
+
+void WriteOutput(const std::string& path, std::string_view content) {
+  WriteOrAppendOutput(path, content, false);
+}
+
+void AppendOutput(const std::string& path, std::string_view content) {
+  WriteOrAppendOutput(path, content, true);
 }
 
 bool FileExists(const std::string& path) {

@@ -34,6 +34,9 @@ void CheckOutputPaths(const std::vector<std::pair<std::string, std::string>>& op
 // special file is opened and written in place, never replaced; a regular file (through a link:
 // the link's target) is written through WriteFileAtomic. Throws InputError naming the path.
 void WriteOutput(const std::string& path, std::string_view content);
+// The same, but a regular file is added to (created when missing), never replaced: for JSON
+// Lines outputs such as FlashInfer-Bench traces, where every run adds its line.
+void AppendOutput(const std::string& path, std::string_view content);
 // Whether an output PATH is standard output ("-", /dev/stdout, /dev/fd/1): a command then
 // prints its text for people on standard error, so that standard output holds the data alone.
 bool IsStandardOutput(const std::string& path);

@@ -112,6 +112,19 @@ TEST(WriteOutput, RegularFilesAtomicallyThroughLinksTheTarget) {
   EXPECT_EQ(entries, 2u) << "a temporary file was left";
 }
 
+// JSON Lines outputs (traces): a missing file is made, an existing one is added to, and through
+// a link the target grows while the link stays.
+TEST(AppendOutput, AddsToRegularFilesThroughLinksTheTarget) {
+  ScratchDir dir("files-test");
+  AppendOutput(dir.File("t.jsonl"), "{\"a\":1}\n");
+  AppendOutput(dir.File("t.jsonl"), "{\"a\":2}\n");
+  EXPECT_EQ(ReadFile(dir.File("t.jsonl")), "{\"a\":1}\n{\"a\":2}\n");
+  ASSERT_EQ(::symlink(dir.File("t.jsonl").c_str(), dir.File("l.jsonl").c_str()), 0);
+  AppendOutput(dir.File("l.jsonl"), "{\"a\":3}\n");
+  EXPECT_TRUE(fs::is_symlink(dir.File("l.jsonl")));
+  EXPECT_EQ(ReadFile(dir.File("t.jsonl")), "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
+}
+
 TEST(WriteOutput, SpecialFilesAreWrittenInPlaceNeverReplaced) {
   ScratchDir dir("files-test");
   // /dev/null, directly and through a link.
