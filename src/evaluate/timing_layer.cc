@@ -385,7 +385,7 @@ void TimingLayer::Judge() {
   ctx.warmup = plan_.warmup;
   ctx.iterations = plan_.iterations;
   TimingJudgement j = JudgeTiming(messages, timed_.exit, ctx);
-  rec_->performance = j.performance;
+  rec_->performance = ToJson(j.performance);
   rec_->performance["timing_seed_base"] = c_.fresh_seed;
   rec_->performance["sandbox"] = timed_.sandbox;
   if (dropped_claims > 0) rec_->performance["candidate_claims_ignored"] = dropped_claims;
