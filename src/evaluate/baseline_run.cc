@@ -43,26 +43,33 @@ json MeasureBaseline(const BaselineRequest& req) {
   ctx.warmup = req.warmup;
   ctx.iterations = req.iterations;
   TimingJudgement j = JudgeTiming(to.messages, to.exit, ctx);
-  const json& base = j.performance.value("baseline", json::object());
+  const PerformanceLayer& perf = j.performance;
+  BaselineTiming base;
+  base.state = "not_reached";
+  if (perf.baseline) base = *perf.baseline;
 
   json out = {{"task", def.name},
               {"workload", wl.id},
               {"axes", axes},
               {"flops", ctx.flops},
               {"headline", wl.headline}};
-  std::string state = base.value("state", "not_reached");
-  if (base.contains("choice")) out["choice"] = base["choice"];
-  if (j.performance.value("state", "") == "skipped") {
+  std::string state = base.state;
+  if (!base.choice.empty()) out["choice"] = base.choice;
+  if (perf.state == "skipped") {
     state = "skipped";
-    out["reason"] = j.performance.value("reason", "");
+    out["reason"] = perf.reason;
   } else if (state == "ran") {
-    for (const char* k : {"median", "p10", "p90", "tflops"})
-      if (base.contains(k)) out[k] = base[k];
-    out["count"] = base["before"].value("count", 0);
-    out["name"] = base.value("name", "");
-    out["library"] = base.value("library", json());
+    if (base.pooled) {
+      out["median"] = base.pooled->median;
+      out["p10"] = base.pooled->p10;
+      out["p90"] = base.pooled->p90;
+    }
+    if (base.tflops) out["tflops"] = *base.tflops;
+    out["count"] = base.before ? base.before->count : 0;
+    out["name"] = base.name.value_or("");
+    out["library"] = base.library.value_or(json());
   } else if (state == "unsupported" || state == "skipped") {
-    out["reason"] = base.value("reason", "");
+    out["reason"] = base.reason;
   } else {
     state = "failed";
     const json* e = nullptr;
@@ -71,7 +78,7 @@ json MeasureBaseline(const BaselineRequest& req) {
     out["reason"] = e ? e->value("message", "") : "the timing child " + to.exit.Describe();
   }
   out["state"] = state;
-  if (j.performance.contains("protocol")) out["protocol"] = j.performance["protocol"];
+  if (perf.protocol) out["protocol"] = ToJson(*perf.protocol);
   if (const json* d = to.First("device")) {
     out["gpu"] = *d;
     out["gpu"].erase("event");

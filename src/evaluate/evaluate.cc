@@ -193,11 +193,8 @@ void CrossCheckChildren(const EvalRequest& req, const Family& family, const Axes
   // the profiler's (joined to the cubin by their instructions).
   std::optional<std::set<std::string>> a = TrialKernels(trials), b = TrialKernels(memcheck);
   std::optional<std::set<std::string>> c, d;
-  if (const json* k = rec->performance.is_object() && rec->performance.contains("kernels_launched")
-                          ? &rec->performance["kernels_launched"]
-                          : nullptr;
-      k && k->is_array())
-    c = k->get<std::set<std::string>>();
+  if (const auto launched = PerformanceLayerOf(*rec).kernels_launched)
+    c = std::set<std::string>(launched->begin(), launched->end());
   if (const json& dyn = rec->instructions.value("dynamic", json()); dyn.is_object())
     if (dyn.contains("kernels")) d = dyn["kernels"].get<std::set<std::string>>();
   auto put = [&](const char* key, const std::optional<std::set<std::string>>& s) {

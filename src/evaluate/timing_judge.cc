@@ -33,7 +33,23 @@ void AddUnique(std::vector<std::string>* v, const json& names) {
   }
 }
 
-json SummaryJson(const std::vector<double>& samples) { return ToJson(Summarize(samples)); }
+// A summary as the record keeps it.
+SampleSummary Recorded(const Summary& s) {
+  return {s.count, s.median, s.p10, s.p90, s.min, s.max, s.mean};
+}
+
+// A baseline that was not timed, and why: no name, no numbers.
+BaselineTiming NotTimed(const std::string& state, const std::string& reason) {
+  BaselineTiming b;
+  b.state = state;
+  b.reason = reason;
+  return b;
+}
+
+// What the record says one timed call's span covers.
+constexpr const char* kSpanCovers =
+    "first start to last end of every kernel, copy and set started between the call and the "
+    "stream's synchronization, on any stream";
 
 std::string Ms(double s) {
   char buf[32];
@@ -178,45 +194,40 @@ void Judge::Read(const std::vector<json>& messages) {
 }
 
 bool Judge::Start() {
-  json& perf = j.performance;
+  PerformanceLayer& perf = j.performance;
   if (!unavailable.empty()) {
-    perf = SkippedLayer("CUPTI is unavailable, so GPU time cannot be measured: " + unavailable);
+    perf = PerformanceLayer::Skipped("CUPTI is unavailable, so GPU time cannot be measured: " +
+                                     unavailable);
     return false;
   }
-  perf = {{"state", "ran"},
-          {"timer", "cupti_activity"},
-          {"protocol",
-           {{"warmup", ctx.warmup},
-            {"iterations", ctx.iterations},
-            {"fresh_inputs_per_call", true},
-            {"outputs_poisoned_per_call", true},
-            {"span",
-             "first start to last end of every kernel, copy and set started between "
-             "the call and the stream's synchronization, on any stream"}}},
-          {"child_exit", exit.Describe()}};
+  perf.state = "ran";
+  perf.timer = "cupti_activity";
+  TimingProtocol& protocol = perf.protocol.emplace();
+  protocol.calls = TimingProtocol::Calls{ctx.warmup, ctx.iterations, true, true, kSpanCovers};
+  perf.child_exit = exit.Describe();
   if (done) {
-    perf["protocol"].update(done->value("protocol", json::object()));
-    perf["clocks"] = done->value("clocks", json::object());
+    // A protocol that is not an object throws here, where merging it always did.
+    protocol.child_additions.update(done->value("protocol", json::object()));
+    perf.clocks = done->value("clocks", json::object());
   }
 
   // --- the candidate's samples ---
   Phase& c = phases["candidate"];
   cs = Summarize(c.span_s);
-  perf["candidate"] = ToJson(cs);
-  perf["candidate"]["host"] = SummaryJson(c.host_s);
-  perf["candidate"]["calls"] = c.calls;
-  perf["candidate"]["empty_calls"] = c.empty;
-  perf["candidate"]["kernels"] = c.kernels;
+  perf.candidate = CandidateTiming{Recorded(cs),
+                                   Recorded(Summarize(c.host_s)),
+                                   c.calls,
+                                   c.empty,
+                                   {c.kernels.begin(), c.kernels.end()}};
   return true;
 }
 
 void Judge::JudgeEnding() {
-  json& perf = j.performance;
   const Phase& c = phases["candidate"];
   const int total = ctx.warmup + ctx.iterations;
   // --- how the child ended ---
   if (exit.kind == ExitKind::kTimedOut) {
-    perf["state"] = "timed_out";
+    j.performance.state = "timed_out";
     if (last_phase == "candidate" || ctx.candidate_loaded)
       verdict(Status::kTimeout, "",
               "the candidate did not finish its " + std::to_string(total) + " timed calls within " +
@@ -264,15 +275,13 @@ void Judge::JudgeEnding() {
 }
 
 void Judge::JudgeDefenses() {
-  json& perf = j.performance;
   const Phase& c = phases["candidate"];
   // --- the defenses, over every call of the candidate (warm-up included) ---
-  json defenses = json::object();
-  std::vector<std::string> vendor;
+  TimingDefenses defenses;
+  std::vector<std::string>& vendor = defenses.new_vendor_libraries;
   if (done)
     for (const auto& l : done->value("new_vendor_libraries", json::array()))
       vendor.push_back(l.get<std::string>());
-  defenses["new_vendor_libraries"] = vendor;
   if (!vendor.empty())
     verdict(Status::kRuleViolation, "forbidden_library",
             "the candidate loaded " + Join(vendor) + " at run time");
@@ -283,19 +292,19 @@ void Judge::JudgeDefenses() {
   if (ctx.allowed_known) {
     std::vector<std::string> foreign =
         ForeignKernels(c.kernels, ctx.allowed_kernels, baseline_kernels);
-    defenses["foreign_kernels"] = {{"state", "ran"}, {"names", foreign}};
+    defenses.foreign_kernels = {"ran", foreign, ""};
     if (!foreign.empty())
       verdict(Status::kRuleViolation, "foreign_kernel",
               "kernels that are not functions of the candidate's cubin ran during its calls: " +
                   Truncate(Join(foreign), 300));
   } else {
-    defenses["foreign_kernels"] = {
-        {"state", "skipped"},
-        {"reason", "the candidate cubin's functions are unknown (static inspection did not run)"}};
+    defenses.foreign_kernels = {
+        "skipped",
+        {},
+        "the candidate cubin's functions are unknown (static inspection did not run)"};
   }
-  defenses["outlived"] = {
-      {"count", c.outlived}, {"max_overrun_s", c.outlived_by_s}, {"names", c.outlived_names}};
-  defenses["stray"] = {{"count", c.stray}, {"names", c.stray_names}};
+  defenses.outlived = {c.outlived, c.outlived_by_s, c.outlived_names};
+  defenses.stray = {c.stray, c.stray_names};
   if (c.outlived > 0)
     verdict(Status::kRuleViolation, "outside_stream",
             "work the candidate launched on another stream was still running " +
@@ -305,7 +314,7 @@ void Judge::JudgeDefenses() {
     verdict(Status::kRuleViolation, "outside_stream",
             "the candidate launched GPU work outside its calls (" + Join(c.stray_names) +
                 "; first at call " + std::to_string(c.first_bad_call) + ")");
-  defenses["empty_calls"] = c.empty;
+  defenses.empty_calls = c.empty;
   if (c.empty > 0)
     verdict(Status::kRuleViolation, "call_history",
             std::to_string(c.empty) + " of the candidate's " + std::to_string(c.calls) +
@@ -318,68 +327,67 @@ void Judge::JudgeDefenses() {
             "a call takes " + Ms(host.median) + " on the host but only " + Ms(cs.median) +
                 " on the GPU: work done outside the GPU stream is not timed");
   Summary idle = Summarize(c.idle_s);
-  defenses["gpu_idle_in_call"] = ToJson(idle);
+  defenses.gpu_idle_in_call = Recorded(idle);
   if (cs.count > 0 && GpuMostlyIdle(idle.median, cs.median))
     verdict(Status::kRuleViolation, "outside_stream",
             "the GPU sat idle for " + Ms(idle.median) + " of a call's " + Ms(cs.median) +
                 " (median): the work was done on the host, not in GPU kernels");
-  defenses["inputs_changed_calls"] = c.inputs_changed;
+  defenses.inputs_changed_calls = c.inputs_changed;
   if (c.inputs_changed > 0)
     verdict(Status::kRuleViolation, "inputs_modified",
             "the candidate modified its inputs in " + std::to_string(c.inputs_changed) +
                 " timed calls");
-  perf["defenses"] = defenses;
+  j.performance.defenses = std::move(defenses);
 }
 
 void Judge::JudgeBaseline() {
-  json& perf = j.performance;
+  PerformanceLayer& perf = j.performance;
   // --- the baseline, before and after ---
   Phase& b0 = phases["baseline_before"];
   Phase& b1 = phases["baseline_after"];
-  json base = {{"name", done ? done->value("baseline_name", "") : ""}};
+  BaselineTiming base;
+  base.name = done ? done->value("baseline_name", "") : "";
   // The library asked for (attention forward: flashinfer or cudnn), kept whatever happened.
   const std::string choice = done ? done->value("baseline_choice", "") : "";
   if (!baseline_none.empty()) {
-    base = {{"state", "skipped"}, {"reason", baseline_none}};
+    base = NotTimed("skipped", baseline_none);
   } else if (!baseline_unsupported.empty()) {
     // The library has no kernel for this shape: said, and no speedup claimed.
-    base = {{"state", "unsupported"}, {"reason", baseline_unsupported}};
+    base = NotTimed("unsupported", baseline_unsupported);
   } else if (!b0.span_s.empty()) {
     Summary before = Summarize(b0.span_s), after = Summarize(b1.span_s);
     std::vector<double> pooled = b0.span_s;
     pooled.insert(pooled.end(), b1.span_s.begin(), b1.span_s.end());
     Summary all = Summarize(pooled);
-    base["state"] = "ran";
-    if (done) base["library"] = done->value("baseline", json());
-    base["before"] = ToJson(before);
-    base["after"] = ToJson(after);
-    base["median"] = all.median;
-    base["p10"] = all.p10;
-    base["p90"] = all.p90;
+    base.state = "ran";
+    if (done) base.library = done->value("baseline", json());
+    base.before = Recorded(before);
+    base.after = Recorded(after);
+    base.pooled = BaselineTiming::Pooled{all.median, all.p10, all.p90};
     if (after.count > 0 && before.median > 0) {
       double drift = after.median / before.median - 1;
-      base["drift"] = drift;
-      base["drift_flagged"] = std::fabs(drift) > ctx.drift_threshold;
+      base.drift = BaselineTiming::Drift{drift, std::fabs(drift) > ctx.drift_threshold};
     }
     if (cs.count > 0 && cs.median > 0) {
-      perf["speedup"] = all.median / cs.median;
+      perf.speedup = all.median / cs.median;
       // A conservative range from the two spreads: slow baseline over fast candidate and
       // the reverse.
-      if (cs.p90 > 0 && cs.p10 > 0) perf["speedup_range"] = {all.p10 / cs.p90, all.p90 / cs.p10};
+      if (cs.p90 > 0 && cs.p10 > 0)
+        perf.speedup_range = std::pair{all.p10 / cs.p90, all.p90 / cs.p10};
     }
-    if (all.median > 0 && ctx.flops > 0) base["tflops"] = ctx.flops / all.median * 1e-12;
+    if (all.median > 0 && ctx.flops > 0) base.tflops = ctx.flops / all.median * 1e-12;
   } else {
-    base["state"] = baseline_errors.empty() ? "not_reached" : "failed";
+    base.state = baseline_errors.empty() ? "not_reached" : "failed";
   }
-  if (!choice.empty()) base["choice"] = choice;
-  perf["baseline"] = base;
+  base.choice = choice;
+  perf.baseline = std::move(base);
 }
 
 void Judge::JudgeSpeed() {
-  json& perf = j.performance;
+  PerformanceLayer& perf = j.performance;
   if (cs.count > 0 && cs.median > 0 && ctx.flops > 0) {
     double flops_s = ctx.flops / cs.median;
-    perf["tflops"] = flops_s * 1e-12;
+    perf.tflops = flops_s * 1e-12;
     std::optional<double> peak = ctx.peak_flops;
     Phase& pk = phases["peak"];
     if (!pk.span_s.empty() && !j.peak_detail.is_null()) {
@@ -392,8 +400,8 @@ void Judge::JudgeSpeed() {
       }
     }
     if (peak) {
-      perf["peak_tflops"] = *peak * 1e-12;
-      perf["percent_of_peak"] = 100 * flops_s / *peak;
+      perf.peak_tflops = *peak * 1e-12;
+      perf.percent_of_peak = 100 * flops_s / *peak;
     }
     // A speed the GPU cannot reach is a forged time, never a speedup.
     const double limit = peak ? *peak * ctx.impossible_over_peak : ctx.model_ceiling_flops;
@@ -404,8 +412,8 @@ void Judge::JudgeSpeed() {
                               FormatNumber("%.2g", ctx.impossible_over_peak) + "x"
                         : "this GPU model's " + Tflops(limit)) +
                   ": no kernel does that");
-      perf.erase("speedup");
-      perf.erase("speedup_range");
+      perf.speedup.reset();
+      perf.speedup_range.reset();
     }
   }
 }
@@ -413,11 +421,11 @@ void Judge::JudgeSpeed() {
 // Fail closed: without the candidate's functions the foreign-kernel check did not run, and a
 // vendor kernel could have done the timed work.
 void Judge::WithholdWithoutForeignCheck() {
-  json& perf = j.performance;
-  if (!ctx.allowed_known && perf.contains("speedup")) {
-    perf.erase("speedup");
-    perf.erase("speedup_range");
-    perf["speedup_withheld"] =
+  PerformanceLayer& perf = j.performance;
+  if (!ctx.allowed_known && perf.speedup) {
+    perf.speedup.reset();
+    perf.speedup_range.reset();
+    perf.speedup_withheld =
         "the foreign-kernel check did not run (the candidate cubin's functions are unknown): no "
         "speed is credited without it";
   }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/subprocess.h"
+#include "record/performance_layer.h"
 #include "record/record.h"
 
 namespace ptxbench {
@@ -51,7 +52,7 @@ struct TimedOutput {
 };
 
 struct TimingJudgement {
-  nlohmann::json performance;
+  PerformanceLayer performance;  // the record's layer as far as the judge can tell
   std::optional<TimingVerdict> verdict;
   std::vector<TimedOutput> outputs;     // for the parent's re-validation
   std::optional<double> peak_measured;  // FLOP/s, when the child measured it this time

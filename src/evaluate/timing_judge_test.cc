@@ -62,7 +62,7 @@ ExitInfo Exited() { return ExitInfo{}; }
 TEST(JudgeTiming, ACleanRunGivesStatisticsSpeedupAndPeakShare) {
   TimingJudgement j = JudgeTiming(CleanRun(), Exited(), Context());
   ASSERT_FALSE(j.verdict) << j.verdict->message;
-  const json& p = j.performance;
+  const json p = ToJson(j.performance);
   EXPECT_EQ(p["state"], "ran");
   EXPECT_EQ(p["baseline"]["name"], "cuBLASLt");
   EXPECT_EQ(p["candidate"]["count"], 10);  // warm-up calls are not samples
@@ -87,7 +87,7 @@ TEST(JudgeTiming, ABaselineThatMovedIsFlagged) {
   TimingContext c = Context();
   c.drift_threshold = 0.01;
   TimingJudgement j = JudgeTiming(CleanRun(), Exited(), c);
-  EXPECT_TRUE(j.performance["baseline"]["drift_flagged"].get<bool>());
+  EXPECT_TRUE(ToJson(j.performance)["baseline"]["drift_flagged"].get<bool>());
   EXPECT_FALSE(j.verdict);  // flagged in the record, not the candidate's fault
 }
 
@@ -122,13 +122,14 @@ TEST(JudgeTiming, WithoutTheCubinsFunctionsTheForeignCheckSaysItDidNotRun) {
   c.allowed_known = false;
   TimingJudgement j = JudgeTiming(CleanRun(), Exited(), c);
   EXPECT_FALSE(j.verdict);
-  EXPECT_EQ(j.performance["defenses"]["foreign_kernels"]["state"], "skipped");
+  EXPECT_EQ(ToJson(j.performance)["defenses"]["foreign_kernels"]["state"], "skipped");
   // Fail closed: a check that did not run credits no speed.
-  EXPECT_FALSE(j.performance.contains("speedup")) << j.performance.dump();
-  EXPECT_FALSE(j.performance.contains("speedup_range"));
-  EXPECT_NE(j.performance.value("speedup_withheld", "").find("foreign-kernel"), std::string::npos);
+  EXPECT_FALSE(ToJson(j.performance).contains("speedup")) << ToJson(j.performance).dump();
+  EXPECT_FALSE(ToJson(j.performance).contains("speedup_range"));
+  EXPECT_NE(ToJson(j.performance).value("speedup_withheld", "").find("foreign-kernel"),
+            std::string::npos);
   // The same run with the functions known is credited: the withholding is the check's alone.
-  EXPECT_TRUE(JudgeTiming(CleanRun(), Exited(), Context()).performance.contains("speedup"));
+  EXPECT_TRUE(ToJson(JudgeTiming(CleanRun(), Exited(), Context()).performance).contains("speedup"));
 }
 
 TEST(JudgeTiming, WorkThatOutlivesTheStreamIsOutsideTheStream) {
@@ -241,9 +242,9 @@ TEST(JudgeTiming, ATimeoutKeepsThePartialSamples) {
   ASSERT_TRUE(j.verdict);
   EXPECT_EQ(j.verdict->status, Status::kTimeout);
   EXPECT_NE(j.verdict->message.find("5 done"), std::string::npos);
-  EXPECT_EQ(j.performance["state"], "timed_out");
-  EXPECT_EQ(j.performance["candidate"]["count"], 3);
-  EXPECT_NEAR(j.performance["candidate"]["median"].get<double>(), 0.9, 1e-12);
+  EXPECT_EQ(ToJson(j.performance)["state"], "timed_out");
+  EXPECT_EQ(ToJson(j.performance)["candidate"]["count"], 3);
+  EXPECT_NEAR(ToJson(j.performance)["candidate"]["median"].get<double>(), 0.9, 1e-12);
 }
 
 TEST(JudgeTiming, ABaselineFailureIsAnInfrastructureErrorNamingTheLibrary) {
@@ -258,8 +259,8 @@ TEST(JudgeTiming, ABaselineFailureIsAnInfrastructureErrorNamingTheLibrary) {
   ASSERT_TRUE(j.verdict);
   EXPECT_EQ(j.verdict->status, Status::kInfraError);
   EXPECT_NE(j.verdict->message.find("cuBLASLt"), std::string::npos);
-  EXPECT_EQ(j.performance["baseline"]["state"], "failed");
-  EXPECT_FALSE(j.performance.contains("speedup"));
+  EXPECT_EQ(ToJson(j.performance)["baseline"]["state"], "failed");
+  EXPECT_FALSE(ToJson(j.performance).contains("speedup"));
 }
 
 TEST(JudgeTiming, AShapeTheLibraryDoesNotSupportIsSaidAndClaimsNoSpeedup) {
@@ -272,11 +273,11 @@ TEST(JudgeTiming, AShapeTheLibraryDoesNotSupportIsSaidAndClaimsNoSpeedup) {
           m.end());
   TimingJudgement j = JudgeTiming(m, Exited(), Context());
   EXPECT_FALSE(j.verdict) << j.verdict->message;  // nobody's fault: the candidate still passes
-  EXPECT_EQ(j.performance["baseline"]["state"], "unsupported");
-  EXPECT_NE(j.performance["baseline"]["reason"].get<std::string>().find("no engine"),
+  EXPECT_EQ(ToJson(j.performance)["baseline"]["state"], "unsupported");
+  EXPECT_NE(ToJson(j.performance)["baseline"]["reason"].get<std::string>().find("no engine"),
             std::string::npos);
-  EXPECT_FALSE(j.performance.contains("speedup"));
-  EXPECT_GT(j.performance["candidate"]["median"].get<double>(), 0);  // still timed
+  EXPECT_FALSE(ToJson(j.performance).contains("speedup"));
+  EXPECT_GT(ToJson(j.performance)["candidate"]["median"].get<double>(), 0);  // still timed
 }
 
 TEST(PlanTimedCalls, AFastKernelGetsEveryRequestedCall) {
@@ -306,8 +307,8 @@ TEST(JudgeTiming, NoCuptiMeansTheLayerIsSkippedWithTheReason) {
       {{"event", "done"}}};
   TimingJudgement j = JudgeTiming(m, Exited(), Context());
   EXPECT_FALSE(j.verdict);
-  EXPECT_EQ(j.performance["state"], "skipped");
-  EXPECT_NE(j.performance["reason"].get<std::string>().find("CUPTI"), std::string::npos);
+  EXPECT_EQ(ToJson(j.performance)["state"], "skipped");
+  EXPECT_NE(ToJson(j.performance)["reason"].get<std::string>().find("CUPTI"), std::string::npos);
 }
 
 TEST(JudgeTiming, ACrashWhileBeingTimedIsTheCandidatesRuntimeError) {
@@ -334,7 +335,7 @@ TEST(JudgeTiming, ThePeakMeasuredThisTimeIsReturnedForTheCache) {
   TimingJudgement j = JudgeTiming(m, Exited(), c);
   ASSERT_TRUE(j.peak_measured);
   EXPECT_NEAR(*j.peak_measured, 2.0 * 16384 * 16384 * 16384 / 11e-3, 1e6);
-  EXPECT_TRUE(j.performance.contains("percent_of_peak"));
+  EXPECT_TRUE(ToJson(j.performance).contains("percent_of_peak"));
 }
 
 }  // namespace

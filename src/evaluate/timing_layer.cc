@@ -12,6 +12,7 @@
 #include "common/strings.h"
 #include "measure/baseline.h"
 #include "record/layers.h"
+#include "record/performance_layer.h"
 #include "run/protocol.h"
 #include "run/reference_cache.h"
 #include "task/device_ops.h"
@@ -196,6 +197,11 @@ std::vector<json> CandidateMessagesForTheJudge(const ChildOutcome& o, size_t* dr
   return out;
 }
 
+// A number of the GPM judge's as the record keeps it: a value that is not finite is unknown.
+std::optional<double> Finite(double v) {
+  return std::isfinite(v) ? std::optional(v) : std::nullopt;
+}
+
 // Whether the parent asked for call `k` and this is the first output the child handed over
 // for it: anything else (a call never asked for, or a second copy) is ignored, never trusted.
 bool AskedForAndFirst(const std::vector<int>& asked, int k, std::set<int>* seen) {
@@ -258,8 +264,10 @@ void TimingLayer::Run() {
   Candidate();
   BaselineAfter();
   Judge();
-  if (!Revalidate()) return;
-  Witness();
+  if (Revalidate()) Witness();
+  // The layer becomes the record's once, when the stage is over: the steps above read and
+  // complete perf_, and nothing reads the record's layer meanwhile.
+  rec_->performance = ToJson(perf_);
 }
 
 // How many calls: the requested ones, fewer when the trials say they would take longer than
@@ -324,7 +332,6 @@ void TimingLayer::Candidate() {
   };
   timed_ = RunChild(tc);
   rec_->stage_seconds["timing"] = SecondsSince(t);
-  rec_->performance = json::object();
 }
 
 void TimingLayer::BaselineAfter() {
@@ -385,18 +392,21 @@ void TimingLayer::Judge() {
   ctx.warmup = plan_.warmup;
   ctx.iterations = plan_.iterations;
   TimingJudgement j = JudgeTiming(messages, timed_.exit, ctx);
-  rec_->performance = j.performance;
-  rec_->performance["timing_seed_base"] = c_.fresh_seed;
-  rec_->performance["sandbox"] = timed_.sandbox;
-  if (dropped_claims > 0) rec_->performance["candidate_claims_ignored"] = dropped_claims;
-  rec_->performance["protocol"]["parent_decided"] = {{"kept_outputs", talk_.numbers.kept_outputs},
-                                                     {"witness_calls", talk_.numbers.witness_calls},
-                                                     {"witness_rounds", 1},
-                                                     {"timed_checks", kTimedChecks},
-                                                     {"witness_checks", kWitnessChecks}};
+  perf_ = std::move(j.performance);
+  perf_.timing_seed_base = c_.fresh_seed;
+  perf_.sandbox = timed_.sandbox;
+  perf_.candidate_claims_ignored = dropped_claims;
+  // Even a layer that skipped says what the parent decided.
+  if (!perf_.protocol) perf_.protocol.emplace();
+  perf_.protocol->parent_decided =
+      TimingProtocol::ParentDecided{.kept_outputs = talk_.numbers.kept_outputs,
+                                    .witness_calls = talk_.numbers.witness_calls,
+                                    .witness_rounds = 1,
+                                    .timed_checks = kTimedChecks,
+                                    .witness_checks = kWitnessChecks};
   NoteWhatTheChildDid(forged_lines);
   if (j.verdict) {  // never PASSED: the judge only ever finds fault
-    rec_->performance["child_log_tail"] = ValidUtf8(timed_.log_tail);
+    perf_.child_log_tail = ValidUtf8(timed_.log_tail);
     if (!v_->decided) {
       v_->Set(j.verdict->status, j.verdict->reason, j.verdict->message);
       v_->claimed_infra = j.verdict->claimed_infra;
@@ -416,12 +426,12 @@ void TimingLayer::NoteWhatTheChildDid(const std::set<std::string>& forged_lines)
     const json kernels = m->value("activity", json::object()).value("kernels", json::object());
     for (const auto& [name, count] : kernels.items()) launched.insert(name);
   }
-  rec_->performance["kernels_launched"] = launched;
-  if (const json* conf = timed_.First("confinement")) rec_->performance["confinement"] = *conf;
+  perf_.kernels_launched = std::vector<std::string>(launched.begin(), launched.end());
+  if (const json* conf = timed_.First("confinement")) perf_.confinement = *conf;
   // Sent before the load: the harness's word on whether its code and GOT were sealed.
-  if (const json* sealed = BeforeLoading(timed_, "sealed")) rec_->performance["sealed"] = *sealed;
-  if (rec_->performance.contains("protocol")) rec_->performance["protocol"]["plan"] = ToJson(plan_);
-  if (!timed_.garbage.empty()) rec_->performance["channel_garbage_lines"] = timed_.garbage.size();
+  if (const json* sealed = BeforeLoading(timed_, "sealed")) perf_.sealed = *sealed;
+  if (perf_.protocol) perf_.protocol->plan = ToJson(plan_);
+  perf_.channel_garbage_lines = timed_.garbage.size();
   if (!forged_lines.empty() && !v_->decided)
     v_->Set(Status::kRuleViolation, "channel_tampered",
             "the candidate's process wrote lines only a baseline child sends (" +
@@ -444,16 +454,15 @@ void TimingLayer::KeepPeak(const TimingJudgement& j) {
                  {"shape", j.peak_detail.value("n", 0)},
                  {"library", j.peak_detail.value("baseline", json())},
                  {"measured_at", NowUtcIso8601()}});
-      rec_->performance["peak_source"] =
-          "measured now by a baseline child (cached in " + peak_path_ + ")";
+      perf_.peak_source = "measured now by a baseline child (cached in " + peak_path_ + ")";
       peak_ = *j.peak_measured;
     } else {
-      rec_->performance["peak_source"] = "measured now but implausible for this GPU (" +
-                                         Count(*j.peak_measured) + " FLOP/s): not used, not cached";
+      perf_.peak_source = "measured now but implausible for this GPU (" + Count(*j.peak_measured) +
+                          " FLOP/s): not used, not cached";
       peak_.reset();
     }
   } else if (peak_) {
-    rec_->performance["peak_source"] = "cached: " + peak_path_;
+    perf_.peak_source = "cached: " + peak_path_;
   }
 }
 
@@ -500,9 +509,9 @@ std::vector<DrawnCheck> TimingLayer::DrawnChecks() {
 
 // One drawn output against its reference: the digest taken when the call ended (or in the
 // window) must be what was handed over, and the values must match.
-json TimingLayer::CompareCheck(const DrawnCheck& check,
-                               const std::vector<std::string>& expected_files) {
-  json cj = {{"call", check.what}, {"seed", check.seed}};
+RevalidatedCall TimingLayer::CompareCheck(const DrawnCheck& check,
+                                          const std::vector<std::string>& expected_files) {
+  RevalidatedCall checked{check.what, check.seed, {}};
   size_t k = 0;
   for (const auto& spec : c_.family.Tensors(c_.axes)) {
     if (spec.role != TensorRole::kOutput) continue;
@@ -514,7 +523,7 @@ json TimingLayer::CompareCheck(const DrawnCheck& check,
                                 ? check.digests[k].get<std::string>()
                                 : "";
     std::string now = WitnessOutputDigest(file, timed_.folder, check.key);
-    cj[spec.name + "_digest"] = {{"committed", committed}, {"handed_over", now}};
+    RevalidatedOutput output{spec.name, RevalidatedOutput::Digests{committed, now}, "", 0, 0};
     if (now != committed && !v_->decided) {
       if (check.witness)
         v_->Set(Status::kRuleViolation, "witness_disagrees",
@@ -540,15 +549,16 @@ json TimingLayer::CompareCheck(const DrawnCheck& check,
     OutputComparison cmp =
         CompareOutputFile(spec, expected_files.at(k), file, timed_.folder, c_.tol);
     long long cols = spec.shape.size() >= 2 ? spec.shape.back() : 0;
-    cj[spec.name] = {{"verdict", ToString(cmp.verdict)},
-                     {"max_abs_error", cmp.max_abs_error},
-                     {"mismatched", cmp.mismatched}};
+    output.verdict = ToString(cmp.verdict);
+    output.max_abs_error = cmp.max_abs_error;
+    output.mismatched = cmp.mismatched;
+    checked.outputs.push_back(std::move(output));
     if (cmp.verdict != CompareVerdict::kMatch && !v_->decided)
       v_->Set(Status::kRuleViolation, "call_history",
               "correct on the trials, but wrong on " + check.what + ": " + Describe(cmp, cols));
     ++k;
   }
-  return cj;
+  return checked;
 }
 
 bool TimingLayer::Revalidate() {
@@ -577,13 +587,14 @@ bool TimingLayer::Revalidate() {
         !v_->decided) {
       v_->Set(Status::kInfraError, "",
               "the reference for the timed calls failed: " + ReferenceFailure(ro));
-      rec_->performance["revalidation"] = {{"state", "not_reached"},
-                                           {"reason", "the reference for the timed calls failed"}};
+      Revalidation& none = perf_.revalidation.emplace();
+      none.state = "not_reached";
+      none.reason = "the reference for the timed calls failed";
       return false;
     }
   }
   auto t = Clock::now();
-  json checked = json::array();
+  std::vector<RevalidatedCall> checked;
   try {
     for (const auto& ch : checks) {
       auto it = refs.find(ch.seed);
@@ -593,11 +604,12 @@ bool TimingLayer::Revalidate() {
   } catch (const CandidateFileError& e) {
     if (!v_->decided) v_->Set(Status::kRuleViolation, "channel_tampered", e.what());
   }
-  rec_->performance["revalidation"] = {{"state", checked.empty() ? "not_reached" : "ran"},
-                                       {"drawn_after_the_loop", true},
-                                       {"kept_outputs", talk_.numbers.kept_outputs},
-                                       {"calls", checked}};
-  const bool timing_ran = rec_->performance.value("state", "") == "ran";
+  Revalidation& revalidation = perf_.revalidation.emplace();
+  revalidation.state = checked.empty() ? "not_reached" : "ran";
+  revalidation.drawn_after_the_loop = true;
+  revalidation.kept_outputs = talk_.numbers.kept_outputs;
+  revalidation.calls = std::move(checked);
+  const bool timing_ran = perf_.state == "ran";
   if (!v_->decided && timing_ran && timed_got_ != timed_expected_)
     v_->Set(Status::kRuleViolation, "channel_tampered",
             "the timing child returned " + std::to_string(timed_got_) + " of the " +
@@ -608,28 +620,30 @@ bool TimingLayer::Revalidate() {
 
 // The witness: what the GPU itself was seen doing, against what the child reported.
 void TimingLayer::Witness() {
-  json witness;
-  const bool timing_ran = rec_->performance.value("state", "") == "ran";
+  TimingWitness witness;
+  const bool timing_ran = perf_.state == "ran";
   const bool witness_planned = gpm_ && talk_.numbers.witness_calls > 0;
   if (!gpm_) {
     // The parent's own finding, before any candidate ran: allowed to be unavailable.
-    witness = {{"state", "unavailable"}, {"reason", gpm_why_}, {"established_by", "parent"}};
+    witness.state = "unavailable";
+    witness.reason = gpm_why_;
+    witness.established_by = "parent";
   } else if (!talk_.window) {
     WitnessMissing(witness_planned && timing_ran, &witness);
   } else {
     JudgeWitnessWindow(timing_ran, &witness);
   }
-  rec_->performance["witness"] = witness;
+  perf_.witness = std::move(witness);
   // No speed is credited without a witness that ran and agreed, where there is one.
-  if (witness_planned && v_->decided && v_->status == Status::kRuleViolation)
-    rec_->performance.erase("speedup");
+  if (witness_planned && v_->decided && v_->status == Status::kRuleViolation) perf_.speedup.reset();
 }
 
 // The parent opened GPM, and no window came back.
-void TimingLayer::WitnessMissing(bool judge, json* witness) {
+void TimingLayer::WitnessMissing(bool judge, TimingWitness* witness) {
   std::string why = !talk_.gpm_error.empty() ? "GPM failed in the parent: " + talk_.gpm_error
                                              : "the witness phase did not run";
-  *witness = {{"state", "missing"}, {"reason", why}};
+  witness->state = "missing";
+  witness->reason = why;
   if (!judge || v_->decided) return;
   // Fail closed: GPM worked when the parent opened it. If it works again now, whatever
   // stopped the window happened while the candidate ran: its verdict. Else the GPU's.
@@ -648,36 +662,40 @@ void TimingLayer::WitnessMissing(bool judge, json* witness) {
 }
 
 // The window the parent read, against the timed median and the task's work.
-void TimingLayer::JudgeWitnessWindow(bool timing_ran, json* witness) {
+void TimingLayer::JudgeWitnessWindow(bool timing_ran, TimingWitness* witness) {
   WitnessExpectation x;
   x.calls = talk_.numbers.witness_calls;
-  x.timed_median_seconds =
-      rec_->performance.value("candidate", json::object()).value("median", 0.0);
+  x.timed_median_seconds = perf_.candidate ? perf_.candidate->span.median : 0.0;
   x.flops_per_call = c_.def.Flops(c_.wl);
   x.tensor_peak_flops_per_second = peak_.value_or(0);
   x.tensor_task = !rec_->task.value("required_families", json::array()).empty();
   const WitnessWindow& window = *talk_.window;
   WitnessJudgement wj = JudgeWitness(window, x, kWitnessMinWindowSeconds);
-  json& w = *witness;
-  w = wj.ToJson();
-  w["window"] = window.ToJson();
-  w["calls"] = talk_.numbers.witness_calls;
-  w["calls_reported"] = talk_.witness_calls_reported;
-  w["rounds"] = 1;
-  w["timing_factor"] = x.timing_factor;
-  w["tensor_factor"] = x.tensor_factor;
+  witness->state = wj.state;
+  TimingWitness::Judged& w = witness->judged.emplace();
+  w.timing_ok = wj.timing_ok;
+  w.tensor_ok = wj.tensor_ok;
+  w.per_call_busy_seconds = Finite(wj.per_call_busy_seconds);
+  w.tensor_work_fraction_seen = Finite(wj.tensor_work_fraction_seen);
+  w.message = wj.message;
+  w.window = window.ToJson();
+  w.calls = talk_.numbers.witness_calls;
+  w.calls_reported = talk_.witness_calls_reported;
+  w.rounds = 1;
+  w.timing_factor = x.timing_factor;
+  w.tensor_factor = x.tensor_factor;
   // The HMMA pipe (fp16/bf16 MMAs) where GPM reads it: an int8 or one-bit MMA on junk keeps
   // the tensor pipes busy without doing any of a bf16 task's work.
   const double tensor_pct = std::isfinite(window.hmma_tensor_util_pct) ? window.hmma_tensor_util_pct
                                                                        : window.any_tensor_util_pct;
   double share = tensor_pct / window.sm_util_pct;
-  w["tensor_share_of_sm"] = std::isfinite(share) ? json(share) : json(nullptr);
+  w.tensor_share_of_sm = Finite(share);
   if (std::isfinite(wj.per_call_busy_seconds) && x.timed_median_seconds > 0)
-    w["busy_over_timed"] = wj.per_call_busy_seconds / x.timed_median_seconds;
+    w.busy_over_timed = wj.per_call_busy_seconds / x.timed_median_seconds;
   if (wj.tensor_ok && !(share >= kMinTensorShareOfSm)) {
-    w["tensor_ok"] = false;
-    w["message"] = wj.message + "; but the tensor pipes were busy only " + FormatPercent(share) +
-                   " of the SM-busy time (under " + FormatPercent(kMinTensorShareOfSm) + ")";
+    w.tensor_ok = false;
+    w.message = wj.message + "; but the tensor pipes were busy only " + FormatPercent(share) +
+                " of the SM-busy time (under " + FormatPercent(kMinTensorShareOfSm) + ")";
   }
   if (v_->decided || !timing_ran) return;
   if (talk_.witness_calls_reported != talk_.numbers.witness_calls)

@@ -23,6 +23,7 @@
 #include "evaluate/timing_judge.h"
 #include "inspect/sass.h"
 #include "measure/gpm.h"
+#include "record/performance_layer.h"
 #include "run/protocol.h"
 
 namespace ptxbench::evaluation {
@@ -68,8 +69,8 @@ struct DrawnCheck {
 
 class TimingLayer {
  public:
-  // Runs only for a candidate that is correct so far; writes rec->performance and may decide
-  // the verdict.
+  // Runs only for a candidate that is correct so far; writes rec->performance (once, at the
+  // end) and may decide the verdict.
   TimingLayer(const EvalContext& c, const ChildRequest& candidate, const StaticInspection& sass,
               const ScratchDir& scratch, EvaluationRecord* rec, Verdict* v);
   void Run();
@@ -88,10 +89,11 @@ class TimingLayer {
   void KeepPeak(const TimingJudgement& j);
   bool Revalidate();  // false: the reference for the checks failed (the verdict decided)
   std::vector<DrawnCheck> DrawnChecks();
-  json CompareCheck(const DrawnCheck& check, const std::vector<std::string>& expected_files);
+  RevalidatedCall CompareCheck(const DrawnCheck& check,
+                               const std::vector<std::string>& expected_files);
   void Witness();
-  void WitnessMissing(bool timing_ran, json* witness);
-  void JudgeWitnessWindow(bool timing_ran, json* witness);
+  void WitnessMissing(bool timing_ran, TimingWitness* witness);
+  void JudgeWitnessWindow(bool timing_ran, TimingWitness* witness);
 
   const EvalContext& c_;
   const ChildRequest& candidate_;
@@ -116,6 +118,8 @@ class TimingLayer {
   TimingConversation talk_;
   // What the re-checks found, for the witness's verdict.
   size_t timed_expected_ = 0, timed_got_ = 0, witness_expected_ = 0, witness_got_ = 0;
+  // The layer as the steps build it, from the judge's reading on.
+  PerformanceLayer perf_;
 };
 
 }  // namespace ptxbench::evaluation
