@@ -40,12 +40,12 @@ struct StaticProbe {
 
 // The profiled process: what ran it and what came back.
 struct ProfileRun {
-  std::string tool;  // ncu's path
+  std::string tool;                // ncu's path
   std::optional<long long> calls;  // how many it completed (records of older versions lack it)
-  uint64_t kernels = 0;   // how many kernels of the candidate the profiler reported
-  uint64_t bad_rows = 0;  // rows of its report that could not be read
-  std::string exit;       // how the profiled process ended
-  uint64_t seed = 0;      // of its first call
+  uint64_t kernels = 0;            // how many kernels of the candidate the profiler reported
+  uint64_t bad_rows = 0;           // rows of its report that could not be read
+  std::string exit;                // how the profiled process ended
+  uint64_t seed = 0;               // of its first call
   bool operator==(const ProfileRun&) const = default;
 };
 
