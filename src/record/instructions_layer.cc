@@ -19,14 +19,14 @@ void SetNullable(json& j, const char* key, const NullableField<T>& field) {
 NullableField<std::string> NullableString(const json& j, const char* key) {
   const json* f = FindField(j, key);
   if (!f) return std::nullopt;
-  if (!f->is_string()) return NullableField<std::string>(std::in_place);  // null
+  if (!f->is_string()) return WrittenNull<std::string>();
   return f->get<std::string>();
 }
 
 NullableField<double> NullableNumber(const json& j, const char* key) {
   const json* f = FindField(j, key);
   if (!f) return std::nullopt;
-  if (!f->is_number()) return NullableField<double>(std::in_place);  // null
+  if (!f->is_number()) return WrittenNull<double>();
   return f->get<double>();
 }
 

@@ -55,8 +55,8 @@ TEST(InstructionsLayer, RoundTripsThroughTheRecord) {
   EXPECT_EQ(InstructionsLayerOf(ThroughRecord(ToJson(empty))), empty);
   // A null arch_tag stays null, and stays written.
   InstructionsLayer undecided;
-  undecided.arch_tag = NullableField<std::string>(std::in_place);
-  undecided.tensor_core_work_fraction = NullableField<double>(std::in_place);
+  undecided.arch_tag = WrittenNull<std::string>();
+  undecided.tensor_core_work_fraction = WrittenNull<double>();
   EXPECT_EQ(InstructionsLayerOf(ThroughRecord(ToJson(undecided))), undecided);
 }
 
@@ -67,8 +67,8 @@ TEST(InstructionsLayer, TheInspectStagesLayerIsTheFormatOfBefore) {
   l.static_sass = {{"state", "ran"}, {"message", ""}};
   l.required_families = std::vector<std::string>{"gmma"};
   l.verification = "not_correct";
-  l.arch_tag = NullableField<std::string>(std::in_place);
-  l.upstream_arch_tag = NullableField<std::string>(std::in_place);
+  l.arch_tag = WrittenNull<std::string>();
+  l.upstream_arch_tag = WrittenNull<std::string>();
   l.message = "the candidate is not correct";
   EXPECT_EQ(ToJson(l).dump(),
             R"({"arch_tag":null,"message":"the candidate is not correct",)"
