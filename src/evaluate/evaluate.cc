@@ -34,7 +34,11 @@
 #include "inspect/sass.h"
 #include "measure/baseline.h"
 #include "measure/gpm.h"
+#include "record/environment_layers.h"
+#include "record/instructions_layer.h"
 #include "record/layers.h"
+#include "record/stage_seconds.h"
+#include "record/subject.h"
 #include "run/children.h"
 #include "run/gpu_lock.h"
 #include "run/protocol.h"
@@ -161,11 +165,12 @@ void CrossCheckChildren(const EvalRequest& req, const Family& family, const Axes
                         const Tolerance& tol, const ScratchDir& scratch, uint64_t profile_seed,
                         const ChildOutcome& trials, const ChildOutcome& memcheck,
                         const ChildOutcome& profiled, EvaluationRecord* rec, Verdict* v) {
-  json cj = json::object();
+  InstructionsLayer ins = InstructionsLayerOf(*rec);
+  CrossCheck cross;
   auto violate = [&](const std::string& reason, const std::string& msg) {
     if (v->status == Status::kPassed) {
       v->Set(Status::kRuleViolation, reason, msg);
-      rec->instructions["arch_tag"] = "";
+      ins.arch_tag = "";
     }
   };
   try {
@@ -173,7 +178,7 @@ void CrossCheckChildren(const EvalRequest& req, const Family& family, const Axes
     if (!memcheck.messages.empty() && checked.error_count == 0) {
       std::string d = CompareChildCall(req, family, axes, tol, scratch, memcheck, checked.seed,
                                        "memcheck-reference");
-      cj["memcheck_output"] = d.empty() ? "matches" : d;
+      cross.memcheck_output = d.empty() ? "matches" : d;
       if (!d.empty())
         violate("observed_output_differs",
                 "correct on the trials, but wrong under the memory checker: " + d);
@@ -181,7 +186,7 @@ void CrossCheckChildren(const EvalRequest& req, const Family& family, const Axes
     if (!profiled.messages.empty()) {
       std::string d = CompareChildCall(req, family, axes, tol, scratch, profiled, profile_seed,
                                        "profile-reference");
-      cj["profile_output"] = d.empty() ? "matches" : d;
+      cross.profile_output = d.empty() ? "matches" : d;
       if (!d.empty())
         violate("observed_output_differs",
                 "correct on the trials, but wrong under the profiler: " + d);
@@ -195,15 +200,8 @@ void CrossCheckChildren(const EvalRequest& req, const Family& family, const Axes
   std::optional<std::set<std::string>> c, d;
   if (const auto launched = PerformanceLayerOf(*rec).kernels_launched)
     c = std::set<std::string>(launched->begin(), launched->end());
-  if (const json& dyn = rec->instructions.value("dynamic", json()); dyn.is_object())
-    if (dyn.contains("kernels")) d = dyn["kernels"].get<std::set<std::string>>();
-  auto put = [&](const char* key, const std::optional<std::set<std::string>>& s) {
-    cj["kernels"][key] = s ? json(*s) : json("unavailable");
-  };
-  put("trials", a);
-  put("memcheck", b);
-  put("timed", c);
-  put("profiled", d);
+  d = InstructionDetailOf(*rec).profiled_functions;
+  cross.kernels = {.trials = a, .memcheck = b, .timed = c, .profiled = d};
   auto beyond = [](const std::set<std::string>& x, const std::set<std::string>& y) {
     std::set<std::string> out;
     for (const auto& n : x)
@@ -228,7 +226,8 @@ void CrossCheckChildren(const EvalRequest& req, const Family& family, const Axes
       break;
     }
   }
-  rec->instructions["cross_check"] = cj;
+  ins.cross_check = std::move(cross);
+  rec->instructions = ToJson(ins);
 }
 
 // --- the stages of Evaluate, in the order it runs them ---
@@ -254,45 +253,54 @@ EvalContext MakeContext(const EvalRequest& req) {
           fresh_seed};
 }
 
-// The record before any stage ran: what is evaluated, by which ptxbench, every layer not
-// reached yet.
-EvaluationRecord StartRecord(const EvalContext& c) {
+// The task as the record names it.
+TaskDetail TaskOf(const EvalContext& c) {
   const Definition& def = c.def;
-  EvaluationRecord rec;
-  rec.created_at = NowUtcIso8601();
-  rec.ptxbench_version = PTXBENCH_VERSION;
-  rec.ptxbench_commit = PtxbenchCommit();
-  rec.arch = c.req.arch;
-  rec.task = {{"definition", def.name},
-              {"family", def.family},
-              {"workload_id", c.wl.id},
-              {"axes", c.axes},
-              {"flops", def.Flops(c.wl)},
-              {"required_families", def.required_families.count(c.req.arch)
-                                        ? json(def.required_families.at(c.req.arch))
-                                        : json::array()}};
+  TaskDetail task;
+  task.definition = def.name;
+  task.family = def.family;
+  task.workload_id = c.wl.id;
+  for (const auto& [axis, value] : c.axes) task.axes.emplace_back(axis, value);
+  task.flops = def.Flops(c.wl);
+  if (def.required_families.count(c.req.arch))
+    task.required_families = def.required_families.at(c.req.arch);
   if (def.flashinfer) {
     // Their names, so that a Trace written from this record is about their definition and
     // their workload exactly (report/flashinfer_bench.h).
     const FlashInferLink& fib = *def.flashinfer;
     auto w = fib.workloads.find(c.wl.id);
-    rec.task["flashinfer_bench"] = {{"trace_set", fib.trace_set},
-                                    {"file", fib.file},
-                                    {"definition", def.name},
-                                    {"workload", w != fib.workloads.end() ? w->second : json()}};
+    task.from_flashinfer = true;
+    task.flashinfer_trace_set = fib.trace_set;
+    task.flashinfer_file = fib.file;
+    task.flashinfer_definition = def.name;
+    task.flashinfer_workload = w != fib.workloads.end() ? w->second : json();
   }
+  return task;
+}
+
+// The record before any stage ran: what is evaluated, by which ptxbench, every layer not
+// reached yet.
+EvaluationRecord StartRecord(const EvalContext& c) {
+  EvaluationRecord rec;
+  rec.created_at = NowUtcIso8601();
+  rec.ptxbench_version = PTXBENCH_VERSION;
+  rec.ptxbench_commit = PtxbenchCommit();
+  rec.arch = c.req.arch;
+  rec.task = ToJson(TaskOf(c));
   rec.performance = NotReachedLayer("an earlier stage failed");
-  rec.sandbox = {{"probe", ProbeSandbox().ToJson()}};
+  SandboxLayer sandbox;
+  sandbox.probe = ProbeSandbox().ToJson();
+  rec.sandbox = ToJson(sandbox);
   rec.correctness = NotReachedLayer("an earlier stage failed");
   rec.memcheck = NotReachedLayer("an earlier stage failed");
   return rec;
 }
 
-json CandidateJson(const std::string& path, const std::string& source, CandidateAbi abi) {
-  return {{"path", ValidUtf8(path)},
-          {"sha256", Sha256Hex(source)},
-          {"bytes", source.size()},
-          {"abi", ToString(abi)}};
+CandidateDetail CandidateOf(const std::string& path, const std::string& source, CandidateAbi abi) {
+  return {.sha256 = Sha256Hex(source),
+          .abi = ToString(abi),
+          .path = ValidUtf8(path),
+          .bytes = source.size()};
 }
 
 // The source against the rules. False when that decided the verdict.
@@ -302,7 +310,7 @@ bool ScreenStage(const EvalContext& c, const std::string& source, EvaluationReco
   auto t = Clock::now();
   ScreenResult screen = ScreenSource(source);
   rec->screening = ToJson(screen);
-  rec->stage_seconds["screen"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kScreen] = SecondsSince(t);
   if (screen.passed()) return true;
   v->Set(Status::kRejected, "", screen.message());
   return false;
@@ -337,15 +345,19 @@ std::optional<BuildResult> BuildStage(const EvalContext& c, const std::string& s
     bo.cache_dir = c.cache_root + "/build";
     build = BuildCandidate(source, bo);
   } catch (const Error& e) {
-    rec->stage_seconds["build"] = SecondsSince(t);
+    rec->stage_seconds[stage_key::kBuild] = SecondsSince(t);
     if (e.kind() == ErrorKind::kUsage) throw;
     v->Set(Status::kInfraError, "", std::string("cannot build: ") + e.what());
     return std::nullopt;
   }
-  rec->stage_seconds["build"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kBuild] = SecondsSince(t);
   // nvcc's log and errors are whatever the compiler printed (the candidate's own bytes quoted).
-  rec->build = ValidUtf8Json(ToJson(build));
-  rec->toolchain["nvcc"] = ValidUtf8(build.nvcc_version);
+  BuildLayer built;
+  built.compiler = ValidUtf8Json(ToJson(build));
+  rec->build = ToJson(built);
+  ToolchainLayer toolchain = ToolchainLayerOf(*rec);
+  toolchain.nvcc = ValidUtf8(build.nvcc_version);
+  rec->toolchain = ToJson(toolchain);
   if (build.outcome != BuildOutcome::kBuilt) {
     std::string first =
         SplitLines(build.errors).empty() ? "nvcc failed" : SplitLines(build.errors)[0];
@@ -368,7 +380,9 @@ bool LinkCheckStage(const EvalContext& c, const std::string& shared_object, Cand
                     EvaluationRecord* rec, Verdict* v) {
   try {
     ElfInfo elf = ReadElfInfo(shared_object);
-    rec->build["needed"] = elf.needed;
+    BuildLayer built = BuildLayerOf(*rec);
+    built.needed = elf.needed;
+    rec->build = ToJson(built);
     std::vector<std::string> forbidden = ForbiddenDependencies(elf, abi == CandidateAbi::kTvmFfi);
     if (!forbidden.empty()) {
       std::string list = Join(forbidden);
@@ -428,10 +442,12 @@ void JudgeFailedInspection(const EvalContext& c, const StaticInspection& failed,
   } catch (const Error& e) {
     probe_problem = e.what();
   }
-  rec->instructions["static_probe"] = {
-      {"state", probe_problem.empty() ? "ran" : "failed"},
-      {"message", probe_problem.empty() ? "the disassembler read a harness-built object"
-                                        : ValidUtf8(probe_problem)}};
+  InstructionsLayer ins = InstructionsLayerOf(*rec);
+  ins.static_probe =
+      StaticProbe{probe_problem.empty() ? "ran" : "failed",
+                  probe_problem.empty() ? "the disassembler read a harness-built object"
+                                        : ValidUtf8(probe_problem)};
+  rec->instructions = ToJson(ins);
   if (probe_problem.empty())
     v->Set(Status::kRuleViolation, "uninspectable",
            "the disassembler reads a harness-built object but not this one (" +
@@ -458,30 +474,31 @@ std::optional<StaticStage> InspectStage(const EvalContext& c, const std::string&
   auto t = Clock::now();
   StaticStage s;
   s.sass = InspectSharedObject(shared_object, scratch.path());
-  rec->stage_seconds["inspect"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kInspect] = SecondsSince(t);
   if (c.def.required_families.count(c.req.arch))
     s.required = c.def.required_families.at(c.req.arch);
   // The harness's own kernels are named ptxbench_*, and the memory checker and the profiler
   // leave them out; a candidate kernel by such a name would slip past both.
+  InstructionsLayer ins;
+  ins.static_sass = ValidUtf8Json(s.sass.ToJson());
   for (const auto& f : s.sass.functions)
     if (f.mangled.find("ptxbench_") != std::string::npos) {
-      rec->instructions = {{"static", ValidUtf8Json(s.sass.ToJson())}};
+      rec->instructions = ToJson(ins);
       v->Set(Status::kRejected, "",
              "kernel " + f.demangled + " uses the prefix ptxbench_, reserved for the harness");
       return std::nullopt;
     }
+  ins.required_families = s.required;
   if (s.sass.state == "failed") {
-    rec->instructions = {{"static", ValidUtf8Json(s.sass.ToJson())},
-                         {"required_families", s.required}};
+    rec->instructions = ToJson(ins);
     JudgeFailedInspection(c, s.sass, scratch, rec, v);
     return std::nullopt;
   }
-  rec->instructions = {{"static", ValidUtf8Json(s.sass.ToJson())},
-                       {"required_families", s.required},
-                       {"verification", "not_correct"},
-                       {"arch_tag", nullptr},
-                       {"upstream_arch_tag", nullptr},
-                       {"message", "the candidate is not correct"}};
+  ins.verification = ToString(Verification::kNotCorrect);
+  ins.arch_tag = WrittenNull<std::string>();
+  ins.upstream_arch_tag = WrittenNull<std::string>();
+  ins.message = "the candidate is not correct";
+  rec->instructions = ToJson(ins);
   return s;
 }
 
@@ -528,7 +545,7 @@ std::optional<ExpectedOutputs> ReferenceStage(const EvalContext& c, const Scratc
       auto done = ro.All("reference");
       if (done.size() != missing.size() || !ro.First("done")) {
         v->Set(Status::kInfraError, "", "the reference failed: " + ReferenceFailure(ro));
-        rec->stage_seconds["reference"] = SecondsSince(t);
+        rec->stage_seconds[stage_key::kReference] = SecondsSince(t);
         return std::nullopt;
       }
       for (const json* m : done) {
@@ -541,8 +558,16 @@ std::optional<ExpectedOutputs> ReferenceStage(const EvalContext& c, const Scratc
       }
     }
   }
-  rec->stage_seconds["reference"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kReference] = SecondsSince(t);
   return x;
+}
+
+// The instructions layer's word when correctness could not be established (`why`): the static
+// inspection stands, and no tag is given.
+void SayNoTagWithoutCorrectness(const std::string& why, EvaluationRecord* rec) {
+  InstructionsLayer ins = InstructionsLayerOf(*rec);
+  ins.message = "correctness was not established (" + why + "): static inspection only, no tag";
+  rec->instructions = ToJson(ins);
 }
 
 // No GPU to run on (`message` says why): what screening and the build earned stands, the GPU
@@ -551,8 +576,7 @@ void SkipGpuLayers(const std::string& message, EvaluationRecord* rec, Verdict* v
   std::string why = "no GPU (" + message + ")";
   rec->correctness = SkippedLayer(why);
   rec->memcheck = SkippedLayer(why);
-  rec->instructions["message"] =
-      "correctness was not established (" + why + "): static inspection only, no tag";
+  SayNoTagWithoutCorrectness(why, rec);
   v->Set(Status::kInfraError, "no_gpu",
          "screening and build passed; the GPU layers were skipped: " + why);
 }
@@ -588,14 +612,16 @@ CandidateRun RunCandidateStage(const EvalContext& c, const std::string& shared_o
   cc.timeout = c.req.options.timeout;
   cc.executable = c.req.executable;
   run.outcome = RunChild(cc);
-  rec->stage_seconds["run"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kRun] = SecondsSince(t);
   NoteDevice(run.outcome, rec);
   return run;
 }
 
 void NoteCandidateSandbox(const ChildOutcome& co, EvaluationRecord* rec) {
-  rec->sandbox["candidate_child"] = co.sandbox;
-  if (const json* c = co.First("confinement")) rec->sandbox["inside"] = *c;
+  SandboxLayer sandbox = SandboxLayerOf(*rec);
+  sandbox.candidate_child = co.sandbox;
+  if (const json* c = co.First("confinement")) sandbox.inside = *c;
+  rec->sandbox = ToJson(sandbox);
 }
 
 // Our machine cannot run this arch: not the candidate's failure. What it earned without a GPU
@@ -607,8 +633,7 @@ bool ArchUnavailable(const EvalContext& c, const ChildOutcome& co, EvaluationRec
   if (!au) return false;
   rec->correctness = SkippedLayer("arch_unavailable");
   rec->memcheck = SkippedLayer("arch_unavailable");
-  rec->instructions["message"] = "correctness was not established (this GPU cannot run " +
-                                 c.req.arch + "): static inspection only, no tag";
+  SayNoTagWithoutCorrectness("this GPU cannot run " + c.req.arch, rec);
   v->Set(Status::kInfraError, "arch_unavailable",
          "this GPU (" + au->value("gpu", std::string("?")) + ", compute capability " +
              au->value("compute_capability", std::string("?")) + ") cannot run " + c.req.arch +
@@ -717,7 +742,7 @@ std::vector<Trial> CompareStage(const EvalContext& c, const ChildOutcome& co,
     if (!v->decided || v->status != Status::kRuleViolation)
       v->Set(Status::kRuleViolation, "channel_tampered", e.what());
   }
-  rec->stage_seconds["compare"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kCompare] = SecondsSince(t);
   if (!v->decided && trials.size() != x.seeds.size()) {
     v->Set(Status::kRuntimeError, "",
            "the candidate child reported " + std::to_string(trials.size()) + " of " +
@@ -768,7 +793,7 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
   mc.timeout = v->status == Status::kTimeout ? req.options.timeout : req.options.memcheck_timeout;
   ChildOutcome mo = RunChild(mc);
   memcheck_child = mo;
-  rec->stage_seconds["memcheck"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kMemcheck] = SecondsSince(t);
   std::string text;
   try {
     text = ValidUtf8(ReadFile(log));  // what the checker printed, the candidate's names in it
@@ -874,7 +899,7 @@ ChildOutcome ProfileStage(const EvalContext& c, const ChildRequest& candidate,
   ChildOutcome profiled;
   VerifyInstructions(c.req, c.fresh_seed ^ kProfileSeedSalt, c.def, c.wl, candidate, inspected.sass,
                      inspected.required, scratch, rec, &profiled);
-  rec->stage_seconds["profile"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kProfile] = SecondsSince(t);
   return profiled;
 }
 
@@ -885,7 +910,7 @@ void CrossCheckStage(const EvalContext& c, const ScratchDir& scratch, const Chil
   auto t = Clock::now();
   CrossCheckChildren(c.req, c.family, c.axes, c.tol, scratch, c.fresh_seed ^ kProfileSeedSalt,
                      trials, memcheck, profiled, rec, v);
-  rec->stage_seconds["cross_check"] = SecondsSince(t);
+  rec->stage_seconds[stage_key::kCrossCheck] = SecondsSince(t);
 }
 
 // Every string in `j` longer than `limit` bytes, cut to it (valid UTF-8, with a note of what
@@ -916,16 +941,18 @@ void CapRecordSize(EvaluationRecord* rec) {
     if (rec->ToJson().dump().size() <= kMaxRecordBytes) break;
     for (json* l : layers) cut += CutLongStrings(*l, limit);
   }
-  if (cut > 0) rec->sandbox["record_strings_cut"] = cut;
+  if (cut > 0) {
+    SandboxLayer sandbox = SandboxLayerOf(*rec);
+    sandbox.record_strings_cut = cut;
+    rec->sandbox = ToJson(sandbox);
+  }
 }
 
 // The GPU's lock for the stages that must have it alone (timing, the witness, the baselines,
 // the profiler). Says when it waits; false (the verdict decided) when it was not free in time.
 bool TakeGpuLock(const EvalContext& c, EvaluationRecord& rec, std::optional<GpuLock>* lock,
                  Verdict* v) {
-  const json gpu = rec.toolchain.value("gpu", json::object());
-  const std::string id = gpu.value("uuid", gpu.value("pci_bus_id", std::string()));
-  const std::string path = GpuLockPath(id);
+  const std::string path = GpuLockPath(ToolchainLayerOf(rec).GpuId());
   static const std::atomic<bool> never{false};
   auto t = Clock::now();
   try {
@@ -942,8 +969,10 @@ bool TakeGpuLock(const EvalContext& c, EvaluationRecord& rec, std::optional<GpuL
     v->Set(Status::kInfraError, "", std::string("cannot take the GPU lock: ") + e.what());
     return false;
   }
-  rec.stage_seconds["gpu_lock_wait"] = SecondsSince(t);
-  rec.sandbox["gpu_lock"] = path;
+  rec.stage_seconds[stage_key::kGpuLockWait] = SecondsSince(t);
+  SandboxLayer sandbox = SandboxLayerOf(rec);
+  sandbox.gpu_lock = path;
+  rec.sandbox = ToJson(sandbox);
   if ((*lock)->outcome() != GpuLock::Outcome::kHeld) {
     v->Set(Status::kInfraError, "",
            "the GPU lock " + path + " was not free within " +
@@ -965,7 +994,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     rec.status = v.status;
     rec.reason = v.reason;
     rec.message = Truncate(v.message, 4096);
-    rec.stage_seconds["total"] = SecondsSince(started);
+    rec.stage_seconds[stage_key::kTotal] = SecondsSince(started);
     CapRecordSize(&rec);
     return rec;
   };
@@ -973,7 +1002,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   const std::string source = ReadFile(req.kernel_path);
   // Which entry point the candidate declares (task/abi.h): ours, or upstream's tvm-ffi one.
   const CandidateAbi abi = DetectCandidateAbi(source);
-  rec.candidate = CandidateJson(req.kernel_path, source, abi);
+  rec.candidate = ToJson(CandidateOf(req.kernel_path, source, abi));
 
   // The CPU layers: each may end the evaluation with its verdict.
   if (!ScreenStage(c, source, &rec, &v) || !AbiCanCallDefinition(c, abi, &v)) return finish();
@@ -1059,7 +1088,7 @@ std::string HumanSummary(const EvaluationRecord& r) {
   std::ostringstream s;
   s << ToString(r.status);
   if (!r.reason.empty()) s << " (" << r.reason << ")";
-  s << "  " << r.task.value("definition", "") << " " << r.arch << "\n  " << r.message << "\n";
+  s << "  " << TaskDetailOf(r).definition << " " << r.arch << "\n  " << r.message << "\n";
   if (const InstructionsView ins = r.Instructions(); !ins.verification_text.empty())
     s << "  instructions: " << ins.verification_text << " — " << ins.message << "\n";
   s << "  stages:";

@@ -7,6 +7,8 @@
 #include "common/subprocess.h"
 #include "evaluate/stage_support.h"
 #include "inspect/ncu.h"
+#include "record/instructions_layer.h"
+#include "record/performance_layer.h"
 
 namespace ptxbench::evaluation {
 
@@ -17,10 +19,10 @@ constexpr double kMinTensorWorkFraction = 0.5;
 
 // Where the record's verification status and message are written.
 struct VerificationWriter {
-  json& ins;
-  void operator()(const std::string& status, const std::string& message) const {
-    ins["verification"] = status;
-    ins["message"] = ValidUtf8(message);  // may quote the profiler's output
+  InstructionsLayer& ins;
+  void operator()(Verification status, const std::string& message) const {
+    ins.verification = ToString(status);
+    ins.message = ValidUtf8(message);  // may quote the profiler's output
   }
 };
 
@@ -30,12 +32,13 @@ std::optional<std::string> ReadyToProfile(const EvalRequest& req, const StaticIn
                                           const std::vector<std::string>& required,
                                           const VerificationWriter& set) {
   if (required.empty() || !req.options.verify) {
-    set("not_requested", required.empty() ? "the task requires no instruction family on " + req.arch
-                                          : "--verify never");
+    set(Verification::kNotRequested, required.empty()
+                                         ? "the task requires no instruction family on " + req.arch
+                                         : "--verify never");
     return std::nullopt;
   }
   if (sass.state != "ran") {
-    set("profile_error", "static inspection did not run: " + sass.message);
+    set(Verification::kProfileError, "static inspection did not run: " + sass.message);
     return std::nullopt;
   }
   auto totals = sass.Totals();
@@ -44,12 +47,13 @@ std::optional<std::string> ReadyToProfile(const EvalRequest& req, const StaticIn
     if (totals[f] == 0) absent.push_back(f);
   if (!absent.empty()) {
     std::string list = Join(absent);
-    set("sass_absent", "no " + list + " instruction in the SASS of the shared object");
+    set(Verification::kSassAbsent, "no " + list + " instruction in the SASS of the shared object");
     return std::nullopt;
   }
   auto ncu = FindNcu();
   if (!ncu) {
-    set("profile_error", "ncu (Nsight Compute) not found: the dynamic check cannot run");
+    set(Verification::kProfileError,
+        "ncu (Nsight Compute) not found: the dynamic check cannot run");
     return std::nullopt;
   }
   return *ncu;
@@ -65,7 +69,7 @@ struct Profile {
 // and its report read back.
 std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile_seed,
                                         const ChildRequest& candidate, const std::string& ncu_path,
-                                        const ScratchDir& scratch, json& ins,
+                                        const ScratchDir& scratch, InstructionsLayer& ins,
                                         ChildOutcome* profiled, const VerificationWriter& set) {
   // Several calls on fresh inputs (seeds no trial used), the candidate's kernels only: the
   // work fraction is their average, so a kernel that takes its tensor-core path only on a
@@ -86,13 +90,14 @@ std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile
   ChildOutcome po = RunChild(pc);
   if (profiled) *profiled = po;
   if (po.exit.kind == ExitKind::kTimedOut) {
-    set("profile_error", "the profiled call did not finish within " +
-                             std::to_string(req.options.profile_timeout.count()) + " s");
+    set(Verification::kProfileError, "the profiled call did not finish within " +
+                                         std::to_string(req.options.profile_timeout.count()) +
+                                         " s");
     return std::nullopt;
   }
   if (!po.First("trial")) {
-    set("profile_error", "the profiled call failed (" + po.exit.Describe() +
-                             "): " + Truncate(Trim(po.log_tail), 300));
+    set(Verification::kProfileError, "the profiled call failed (" + po.exit.Describe() +
+                                         "): " + Truncate(Trim(po.log_tail), 300));
     return std::nullopt;
   }
   CommandResult imp =
@@ -100,18 +105,22 @@ std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile
   size_t bad_rows = 0;
   std::vector<ProfiledKernel> kernels = ParseNcuSourceCsv(imp.output, &bad_rows);
   const int calls = static_cast<int>(po.All("trial").size());
-  ins["profile"] = {{"tool", ncu_path},           {"calls", calls},
-                    {"kernels", kernels.size()},  {"bad_rows", bad_rows},
-                    {"exit", po.exit.Describe()}, {"seed", profile_seed}};
+  ins.profile = ProfileRun{.tool = ncu_path,
+                           .calls = calls,
+                           .kernels = kernels.size(),
+                           .bad_rows = bad_rows,
+                           .exit = po.exit.Describe(),
+                           .seed = profile_seed};
   if (calls != kProfiledCalls) {
-    set("profile_error", "the profiled process completed " + std::to_string(calls) + " of its " +
-                             std::to_string(kProfiledCalls) + " calls (" + po.exit.Describe() +
-                             ")");
+    set(Verification::kProfileError, "the profiled process completed " + std::to_string(calls) +
+                                         " of its " + std::to_string(kProfiledCalls) + " calls (" +
+                                         po.exit.Describe() + ")");
     return std::nullopt;
   }
   if (kernels.empty()) {
-    set("profile_error", "ncu reported no kernel of the candidate (" + imp.exit.Describe() + "): " +
-                             Truncate(Trim(TailLines(imp.output + "\n" + po.log_tail, 6)), 400));
+    set(Verification::kProfileError,
+        "ncu reported no kernel of the candidate (" + imp.exit.Describe() +
+            "): " + Truncate(Trim(TailLines(imp.output + "\n" + po.log_tail, 6)), 400));
     return std::nullopt;
   }
   Profile p;
@@ -123,36 +132,36 @@ std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile
 // The tag: the paper's rule (upstream_arch_tag), then ours, which also asks that the tensor
 // cores did the work and that the witness saw them do it.
 void DecideArchTag(const EvalRequest& req, const DynamicInspection& dyn, double nominal, int calls,
-                   const EvaluationRecord& rec_view, json& ins, const VerificationWriter& set) {
+                   const EvaluationRecord& rec_view, InstructionsLayer& ins,
+                   const VerificationWriter& set) {
   const FamilyExecution& g = dyn.families.at("gmma");
   std::string tag = ArchTag(req.arch);
   // The paper's rule ends here (correct, in the SASS, executed with a true predicate): it
   // stays in the record as upstream_arch_tag so that published comparisons line up.
-  ins["upstream_arch_tag"] = tag;
+  ins.upstream_arch_tag = tag;
   // Ours asks that the tensor cores did the work: at least half of the task's FLOPs in
   // tensor-core instructions, and the out-of-process witness saw the tensor pipes busy.
   std::vector<std::string> withheld;
-  const json& frac = ins["tensor_core_work_fraction"];
-  if (!frac.is_number())
+  const std::optional<double> frac = ins.tensor_core_work_fraction.value_or(std::nullopt);
+  if (!frac)
     withheld.push_back("the tensor-core work fraction was not measured for " + req.arch);
-  else if (frac.get<double>() < kMinTensorWorkFraction)
-    withheld.push_back("tensor-core work fraction " + FormatPercent(frac.get<double>()) +
+  else if (*frac < kMinTensorWorkFraction)
+    withheld.push_back("tensor-core work fraction " + FormatPercent(*frac) +
                        " of the task's FLOPs (needs " + FormatPercent(kMinTensorWorkFraction) +
                        ")");
-  const json witness = rec_view.performance.is_object()
-                           ? rec_view.performance.value("witness", json::object())
-                           : json::object();
-  if (!witness.value("tensor_ok", false))
-    withheld.push_back(
-        witness.contains("message")
-            ? "the witness did not see the tensor pipes do the work (" +
-                  witness.value("message", std::string()) + ")"
-            : "no out-of-process witness (" +
-                  witness.value("reason", std::string(req.options.timing ? "it did not run"
-                                                                         : "--no-timing")) +
-                  ")");
-  ins["arch_tag"] = withheld.empty() ? tag : "";
-  ins["tag_withheld"] = withheld;
+  const std::optional<TimingWitness> witness = PerformanceLayerOf(rec_view).witness;
+  const TimingWitness::Judged* judged = witness && witness->judged ? &*witness->judged : nullptr;
+  if (!judged || !judged->tensor_ok) {
+    const std::string why =
+        witness && !witness->reason.empty()
+            ? witness->reason
+            : std::string(req.options.timing ? "it did not run" : "--no-timing");
+    withheld.push_back(judged ? "the witness did not see the tensor pipes do the work (" +
+                                    judged->message + ")"
+                              : "no out-of-process witness (" + why + ")");
+  }
+  ins.arch_tag = withheld.empty() ? tag : "";
+  ins.tag_withheld = withheld;
   std::string msg = withheld.empty()
                         ? tag + " verified:"
                         : tag + " under the paper's rule only (" + Join(withheld, "; ") + "):";
@@ -166,7 +175,40 @@ void DecideArchTag(const EvalRequest& req, const DynamicInspection& dyn, double 
   for (const auto& [name, e] : dyn.families)
     if (name != "gmma" && name != "mma_sync" && e.thread_executions_true > 0)
       msg += ", " + name + " executed " + Count(e.thread_executions_true) + " threads";
-  set("dynamic_present", msg);
+  set(Verification::kDynamicPresent, msg);
+}
+
+// The checks, the profile and the tag, into the instructions layer `ins` (`rec` is read).
+void Verify(const EvalRequest& req, uint64_t profile_seed, const Definition& def,
+            const Workload& wl, const ChildRequest& candidate, const StaticInspection& sass,
+            const std::vector<std::string>& required, const ScratchDir& scratch,
+            const EvaluationRecord& rec, InstructionsLayer& ins, ChildOutcome* profiled) {
+  const VerificationWriter set{ins};
+  const std::optional<std::string> ncu = ReadyToProfile(req, sass, required, set);
+  if (!ncu) return;
+  const std::optional<Profile> p =
+      ProfileCandidate(req, profile_seed, candidate, *ncu, scratch, ins, profiled, set);
+  if (!p) return;
+  const std::vector<ProfiledKernel>& kernels = p->kernels;
+  const int calls = p->calls;
+  DynamicInspection dyn = JoinProfile(kernels, sass.functions);
+  ins.dynamic = dyn.ToJson();
+  std::vector<std::string> not_run;
+  for (const auto& f : required)
+    if (dyn.families[f].thread_executions_true <= 0) not_run.push_back(f);
+  double nominal = def.Flops(wl);
+  const FamilyExecution& g = dyn.families["gmma"];
+  // Only bf16 GMMA counts (the tasks' type; ncu.cc JoinProfile), averaged over the calls.
+  ins.tensor_core_work_fraction = g.static_count > 0 && nominal > 0
+                                      ? NullableField<double>(g.gmma_flops / (nominal * calls))
+                                      : WrittenNull<double>();
+  if (!not_run.empty()) {
+    std::string list = Join(not_run);
+    set(Verification::kDynamicNotExecuted,
+        list + " is in the SASS but never executed with a true predicate");
+    return;
+  }
+  DecideArchTag(req, dyn, nominal, calls, rec, ins, set);
 }
 
 }  // namespace
@@ -177,31 +219,9 @@ void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Def
                         const Workload& wl, const ChildRequest& candidate,
                         const StaticInspection& sass, const std::vector<std::string>& required,
                         const ScratchDir& scratch, EvaluationRecord* rec, ChildOutcome* profiled) {
-  json& ins = rec->instructions;
-  const VerificationWriter set{ins};
-  const std::optional<std::string> ncu = ReadyToProfile(req, sass, required, set);
-  if (!ncu) return;
-  const std::optional<Profile> p =
-      ProfileCandidate(req, profile_seed, candidate, *ncu, scratch, ins, profiled, set);
-  if (!p) return;
-  const std::vector<ProfiledKernel>& kernels = p->kernels;
-  const int calls = p->calls;
-  DynamicInspection dyn = JoinProfile(kernels, sass.functions);
-  ins["dynamic"] = dyn.ToJson();
-  std::vector<std::string> not_run;
-  for (const auto& f : required)
-    if (dyn.families[f].thread_executions_true <= 0) not_run.push_back(f);
-  double nominal = def.Flops(wl);
-  const FamilyExecution& g = dyn.families["gmma"];
-  // Only bf16 GMMA counts (the tasks' type; ncu.cc JoinProfile), averaged over the calls.
-  ins["tensor_core_work_fraction"] =
-      g.static_count > 0 && nominal > 0 ? json(g.gmma_flops / (nominal * calls)) : json(nullptr);
-  if (!not_run.empty()) {
-    std::string list = Join(not_run);
-    set("dynamic_not_executed", list + " is in the SASS but never executed with a true predicate");
-    return;
-  }
-  DecideArchTag(req, dyn, nominal, calls, *rec, ins, set);
+  InstructionsLayer ins = InstructionsLayerOf(*rec);
+  Verify(req, profile_seed, def, wl, candidate, sass, required, scratch, *rec, ins, profiled);
+  rec->instructions = ToJson(ins);
 }
 
 }  // namespace ptxbench::evaluation

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "record/environment_layers.h"
 #include "record/vocabulary.h"
 #include "run/protocol.h"
 #include "task/device_ops.h"
@@ -158,8 +159,10 @@ const json* BeforeLoading(const ChildOutcome& c, const std::string& event) {
 // The GPU a child reported, into the record's toolchain.
 void NoteDevice(const ChildOutcome& child, EvaluationRecord* rec) {
   if (const json* d = child.First("device")) {
-    rec->toolchain["gpu"] = *d;
-    rec->toolchain["gpu"].erase("event");
+    ToolchainLayer toolchain = ToolchainLayerOf(*rec);
+    toolchain.gpu = *d;
+    toolchain.gpu.erase("event");
+    rec->toolchain = ToJson(toolchain);
   }
 }
 
@@ -208,8 +211,10 @@ void ConfirmCandidateFailure(const EvalRequest& req, const ScratchDir& scratch,
                              EvaluationRecord* rec, Verdict* v) {
   if (!v->decided || !v->claimed_infra) return;
   std::optional<std::string> unhealthy = ProbeGpuUnhealthy(req, scratch);
-  rec->sandbox["health_probe"] =
-      unhealthy ? json{{"healthy", false}, {"why", *unhealthy}} : json{{"healthy", true}};
+  SandboxLayer sandbox = SandboxLayerOf(*rec);
+  sandbox.health_probe =
+      SandboxLayer::HealthProbe{.healthy = !unhealthy, .why = unhealthy.value_or("")};
+  rec->sandbox = ToJson(sandbox);
   if (v->status != Status::kInfraError && v->status != Status::kRuntimeError) {
     // The candidate already earned a verdict of its own (a wrong answer, a broken rule): the
     // claim changes nothing, and is noted.

@@ -1,6 +1,7 @@
 #include "record/layers.h"
 
 #include "common/json_fields.h"
+#include "record/instructions_layer.h"
 
 namespace ptxbench {
 
@@ -100,38 +101,6 @@ std::vector<std::pair<std::string, LayerStatus>> LayerStatusesOf(const Evaluatio
     out.emplace_back(name, std::move(status));
   }
   return out;
-}
-
-TaskDetail TaskDetailOf(const EvaluationRecord& record) {
-  TaskDetail t;
-  t.definition = StrField(record.task, "definition");
-  t.workload_id = StrField(record.task, "workload_id");
-  const json& fib = FieldOrNull(record.task, "flashinfer_bench");
-  t.flashinfer_definition = StrField(fib, "definition");
-  if (const json& w = FieldOrNull(fib, "workload"); w.is_object()) t.flashinfer_workload = w;
-  const json& axes = FieldOrNull(record.task, "axes");
-  if (axes.is_object())
-    for (const auto& [name, value] : axes.items()) t.axes.emplace_back(name, value);
-  for (const json& f : ArrField(record.task, "required_families"))
-    if (f.is_string()) t.required_families.push_back(f.get<std::string>());
-  return t;
-}
-
-const json& TaskDetail::Axis(const std::string& name) const {
-  static const json kNull;
-  for (const auto& [axis, value] : axes)
-    if (axis == name) return value;
-  return kNull;
-}
-
-CandidateDetail CandidateDetailOf(const EvaluationRecord& record) {
-  return {StrField(record.candidate, "sha256"), StrField(record.candidate, "abi")};
-}
-
-ToolchainDetail ToolchainDetailOf(const EvaluationRecord& record) {
-  const json& tc = record.toolchain;
-  return {StrField(ObjField(tc, "gpu"), "name"), StrField(tc, "nvcc"),
-          tc.is_object() && !tc.empty()};
 }
 
 std::vector<ScreeningFinding> ScreeningFindingsOf(const EvaluationRecord& record) {
@@ -252,8 +221,9 @@ const InstructionDetail::FamilyCount* InstructionDetail::Find(
 }
 
 InstructionDetail InstructionDetailOf(const EvaluationRecord& record) {
+  const InstructionsLayer layer = InstructionsLayerOf(record);
   InstructionDetail d;
-  const json& st = FieldOrNull(record.instructions, "static");
+  const json& st = layer.static_sass;
   d.has_static = st.is_object();
   d.static_state = StrField(st, "state");
   d.static_message = StrField(st, "message");
@@ -263,10 +233,14 @@ InstructionDetail InstructionDetailOf(const EvaluationRecord& record) {
     d.functions.push_back({StrField(f, "demangled"), FieldOrNull(f, "instructions"),
                            FamilyCountsOf(FieldOrNull(f, "families"), nullptr),
                            LinesOf(FieldOrNull(f, "evidence"))});
-  const json& dynamic = FieldOrNull(record.instructions, "dynamic");
-  const json& dyn = FieldOrNull(dynamic, "families");
+  const json& dyn = FieldOrNull(layer.dynamic, "families");
   if (dyn.is_object()) d.executed = FamilyCountsOf(dyn, "thread_executions_true");
-  d.run_time_evidence = LinesOf(FieldOrNull(dynamic, "evidence"));
+  d.run_time_evidence = LinesOf(FieldOrNull(layer.dynamic, "evidence"));
+  if (const json& kernels = FieldOrNull(layer.dynamic, "kernels"); kernels.is_array()) {
+    d.profiled_functions.emplace();
+    for (const json& k : kernels)
+      if (k.is_string()) d.profiled_functions->insert(k.get<std::string>());
+  }
   return d;
 }
 

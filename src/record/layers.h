@@ -8,11 +8,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "record/environment_layers.h"
 #include "record/record.h"
+#include "record/subject.h"
 
 namespace ptxbench {
 
@@ -24,33 +27,6 @@ struct LayerStatus {
 };
 // Each layer of the pipeline in order, by name (EvaluationRecord::Layers).
 std::vector<std::pair<std::string, LayerStatus>> LayerStatusesOf(const EvaluationRecord& record);
-
-// The task as the record names it.
-struct TaskDetail {
-  std::string definition, workload_id;
-  std::vector<std::pair<std::string, nlohmann::json>> axes;  // name and value, in key order
-  std::vector<std::string> required_families;
-  // A task read from a FlashInfer-Bench trace set: their definition name and their workload
-  // object, verbatim, to be given back in traces; empty and null for our own tasks.
-  std::string flashinfer_definition;
-  nlohmann::json flashinfer_workload;
-  // The value of axis `name`, or null.
-  const nlohmann::json& Axis(const std::string& name) const;
-};
-TaskDetail TaskDetailOf(const EvaluationRecord& record);
-
-// The candidate as judged: the SHA-256 of its source and the ABI it was called through.
-struct CandidateDetail {
-  std::string sha256, abi;
-};
-CandidateDetail CandidateDetailOf(const EvaluationRecord& record);
-
-// What the record says of the machine that judged it.
-struct ToolchainDetail {
-  std::string gpu_name, nvcc;
-  bool present = false;  // the toolchain layer was written (a REJECTED record has none)
-};
-ToolchainDetail ToolchainDetailOf(const EvaluationRecord& record);
 
 // screening.findings
 struct ScreeningFinding {
@@ -165,6 +141,8 @@ struct InstructionDetail {
   // whose entry is not an object is left out.
   std::optional<std::vector<FamilyCount>> executed;
   std::vector<std::string> run_time_evidence;  // dynamic.evidence
+  // dynamic.kernels: the SASS functions that the profiled kernels matched, when a list.
+  std::optional<std::set<std::string>> profiled_functions;
   // The count of `family` in a list; 0 when it is not there.
   static double CountOf(const std::vector<FamilyCount>& counts, const std::string& family);
   // The entry of `family`, or nullptr.

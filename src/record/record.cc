@@ -4,6 +4,8 @@
 
 #include "common/enum_names.h"
 #include "common/json_fields.h"
+#include "record/instructions_layer.h"
+#include "record/stage_seconds.h"
 
 namespace ptxbench {
 
@@ -24,7 +26,7 @@ nlohmann::json EvaluationRecord::ToJson() const {
   double total = 0;
   for (const auto& [k, v] : stage_seconds) {
     stages[k] = v;
-    if (k != "total") total += v;
+    if (k != stage_key::kTotal) total += v;
   }
   nlohmann::json j = {{"schema", kEvaluationSchema},
                       {"ptxbench_version", ptxbench_version},
@@ -52,14 +54,6 @@ nlohmann::json EvaluationRecord::ToJson() const {
 }
 
 namespace {
-
-std::vector<std::string> Strings(const nlohmann::json& list) {
-  std::vector<std::string> out;
-  if (!list.is_array()) return out;
-  for (const auto& v : list)
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  return out;
-}
 
 // The keys FromJson reads into fields, and those ToJson derives (schema, upstream_status):
 // every other top-level key is kept in `extra`.
@@ -103,17 +97,20 @@ EvaluationRecord FromJson(const nlohmann::json& j) {
 }
 
 InstructionsView EvaluationRecord::Instructions() const {
+  const InstructionsLayer layer = InstructionsLayerOf(instructions);
+  auto text = [](const NullableField<std::string>& field) {
+    return field.value_or(std::nullopt).value_or("");
+  };
   InstructionsView v;
-  v.verification_text = StrField(instructions, "verification");
+  v.verification_text = layer.verification.value_or("");
   v.verification = VerificationFromString(v.verification_text);
-  v.arch_tag = StrField(instructions, "arch_tag");
+  v.arch_tag = text(layer.arch_tag);
   // Present but null (not correct): no tag under the paper's rule either.
-  if (FindField(instructions, "upstream_arch_tag"))
-    v.upstream_arch_tag = StrField(instructions, "upstream_arch_tag");
-  v.tensor_core_work_fraction = NumField(instructions, "tensor_core_work_fraction");
-  v.tag_withheld = Strings(FieldOrNull(instructions, "tag_withheld"));
-  v.required_families = Strings(FieldOrNull(instructions, "required_families"));
-  v.message = StrField(instructions, "message");
+  if (layer.upstream_arch_tag) v.upstream_arch_tag = text(layer.upstream_arch_tag);
+  v.tensor_core_work_fraction = layer.tensor_core_work_fraction.value_or(std::nullopt);
+  v.tag_withheld = layer.tag_withheld.value_or(std::vector<std::string>{});
+  v.required_families = layer.required_families.value_or(std::vector<std::string>{});
+  v.message = layer.message.value_or("");
   return v;
 }
 
@@ -125,7 +122,7 @@ PerformanceView EvaluationRecord::Performance() const {
 BuildView EvaluationRecord::Build() const { return {StrField(build, "shared_object_sha256")}; }
 
 std::optional<double> EvaluationRecord::TotalSeconds() const {
-  auto it = stage_seconds.find("total");
+  auto it = stage_seconds.find(stage_key::kTotal);
   return it == stage_seconds.end() ? std::nullopt : std::optional<double>(it->second);
 }
 

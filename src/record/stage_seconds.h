@@ -1,0 +1,23 @@
+// The keys of `record.stage_seconds` that the evaluator's stages write: one spelling for each,
+// shared by writers and readers. The map itself stays open rather than a struct with a field
+// per stage: the timing layer names its own stages, a record holds only the stages that ran,
+// and older records name stages this version no longer has; all of them must read and write
+// back as they are.
+#pragma once
+
+namespace ptxbench::stage_key {
+
+inline constexpr char kScreen[] = "screen";
+inline constexpr char kBuild[] = "build";
+inline constexpr char kInspect[] = "inspect";
+inline constexpr char kReference[] = "reference";
+inline constexpr char kRun[] = "run";  // the correctness trials' child
+inline constexpr char kCompare[] = "compare";
+inline constexpr char kMemcheck[] = "memcheck";
+inline constexpr char kGpuLockWait[] = "gpu_lock_wait";
+inline constexpr char kProfile[] = "profile";
+inline constexpr char kCrossCheck[] = "cross_check";
+// The whole evaluation, from its start to its record (not the sum of the stages).
+inline constexpr char kTotal[] = "total";
+
+}  // namespace ptxbench::stage_key
