@@ -12,6 +12,7 @@
 #include "common/strings.h"
 #include "compile/nvcc.h"
 #include "evaluate/evaluate.h"
+#include "record/subject.h"
 #include "report/flashinfer_bench.h"
 #include "task/definition.h"
 #include "task/family.h"
@@ -87,11 +88,12 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     if (!o->quiet) req.on_stage = StageLinePrinter(std::cerr);
 
     EvaluationRecord rec = Evaluate(req);
-    if (solution)
-      rec.candidate["solution"] = {{"file", o->kernel},
-                                   {"name", solution->name},
-                                   {"binding", solution->binding},
-                                   {"entry_file", solution->entry_file}};
+    if (solution) {
+      CandidateDetail candidate = CandidateDetailOf(rec);
+      candidate.solution = CandidateDetail::Solution{o->kernel, solution->name, solution->binding,
+                                                     solution->entry_file};
+      rec.candidate = ToJson(candidate);
+    }
     if (!o->json_path.empty()) WriteOutput(o->json_path, rec.ToJson().dump(2) + "\n");
     if (!o->trace_path.empty()) {
       std::vector<std::string> inputs;

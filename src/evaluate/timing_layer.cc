@@ -11,8 +11,11 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "measure/baseline.h"
+#include "record/environment_layers.h"
 #include "record/layers.h"
 #include "record/performance_layer.h"
+#include "record/stage_seconds.h"
+#include "record/subject.h"
 #include "run/protocol.h"
 #include "run/reference_cache.h"
 #include "task/device_ops.h"
@@ -283,7 +286,8 @@ void TimingLayer::Plan() {
   // A family that derives its timed inputs from a base per buffer set (mha_bwd) gets the
   // bases' seeds from here too, so that the reference can rebuild them.
   set_seed_base_ = c_.fresh_seed ^ kSetSeedSalt;
-  gpu_ = rec_->toolchain.value("gpu", json::object());
+  gpu_ = ToolchainLayerOf(*rec_).gpu;
+  if (!gpu_.is_object()) gpu_ = json::object();  // no device report: every field reads absent
   peak_path_ = PeakCachePath(c_.cache_root, gpu_);
   peak_ = CachedPeak(peak_path_, gpu_);
 }
@@ -301,7 +305,7 @@ void TimingLayer::BaselineBefore() {
       PrepareBaselineOptions(c_.family, c_.axes, c_.req.options.attention_baseline, c_.cache_root);
   before_ = RunBaselineChild(c_.req, scratch_, "baseline_before", 1000000,
                              peak_ ? 0 : kPeakGemmSize, TimedCalls(""), baseline_options_);
-  rec_->stage_seconds["timing_baseline"] = SecondsSince(t);
+  rec_->stage_seconds[stage_key::kTimingBaseline] = SecondsSince(t);
 }
 
 void TimingLayer::Candidate() {
@@ -331,7 +335,7 @@ void TimingLayer::Candidate() {
     talk_.OnMessage(m, reply);
   };
   timed_ = RunChild(tc);
-  rec_->stage_seconds["timing"] = SecondsSince(t);
+  rec_->stage_seconds[stage_key::kTiming] = SecondsSince(t);
 }
 
 void TimingLayer::BaselineAfter() {
@@ -340,7 +344,7 @@ void TimingLayer::BaselineAfter() {
   if (timed_.exit.kind != ExitKind::kTimedOut)
     after_ = RunBaselineChild(c_.req, scratch_, "baseline_after", 2000000, 0, TimedCalls(""),
                               baseline_options_);
-  rec_->stage_seconds["timing_baseline"] += SecondsSince(t);
+  rec_->stage_seconds[stage_key::kTimingBaseline] += SecondsSince(t);
 }
 
 // One conversation for the judge: the baseline's phases from its own processes, the
@@ -582,7 +586,7 @@ bool TimingLayer::Revalidate() {
       for (const auto& o : m->at("outputs")) e.output_files.push_back(o.at("file"));
       refs[e.seed] = e;
     }
-    rec_->stage_seconds["timing_reference"] = SecondsSince(t);
+    rec_->stage_seconds[stage_key::kTimingReference] = SecondsSince(t);
     if (refs.size() != std::set<uint64_t>(check_seeds.begin(), check_seeds.end()).size() &&
         !v_->decided) {
       v_->Set(Status::kInfraError, "",
@@ -614,7 +618,7 @@ bool TimingLayer::Revalidate() {
     v_->Set(Status::kRuleViolation, "channel_tampered",
             "the timing child returned " + std::to_string(timed_got_) + " of the " +
                 std::to_string(timed_expected_) + " timed outputs the parent asked for");
-  rec_->stage_seconds["timing_revalidate"] = SecondsSince(t);
+  rec_->stage_seconds[stage_key::kTimingRevalidate] = SecondsSince(t);
   return true;
 }
 
@@ -668,7 +672,7 @@ void TimingLayer::JudgeWitnessWindow(bool timing_ran, TimingWitness* witness) {
   x.timed_median_seconds = perf_.candidate ? perf_.candidate->span.median : 0.0;
   x.flops_per_call = c_.def.Flops(c_.wl);
   x.tensor_peak_flops_per_second = peak_.value_or(0);
-  x.tensor_task = !rec_->task.value("required_families", json::array()).empty();
+  x.tensor_task = !TaskDetailOf(*rec_).required_families.empty();
   const WitnessWindow& window = *talk_.window;
   WitnessJudgement wj = JudgeWitness(window, x, kWitnessMinWindowSeconds);
   witness->state = wj.state;

@@ -70,6 +70,18 @@ TEST(RecordParts, TheCandidateRoundTripsAndKeepsItsFormat) {
   EXPECT_TRUE(rec.candidate["bytes"].is_number_unsigned());
 }
 
+// A FlashInfer-Bench solution judged through its CUDA file: eval adds where it came from.
+TEST(RecordParts, ASolutionCandidateRoundTripsAndKeepsItsFormat) {
+  CandidateDetail c{.sha256 = "ab12", .abi = "tvm_ffi", .path = "candidate.cu", .bytes = 9};
+  c.solution = CandidateDetail::Solution{"s.json", "upstream_gemm", "tvm-ffi", "kernel.cu"};
+  EvaluationRecord rec;
+  rec.candidate = ToJson(c);
+  EXPECT_EQ(CandidateDetailOf(WrittenAndRead(rec)), c);
+  EXPECT_EQ(
+      rec.candidate["solution"].dump(),
+      R"({"binding":"tvm-ffi","entry_file":"kernel.cu","file":"s.json","name":"upstream_gemm"})");
+}
+
 TEST(RecordParts, TheToolchainRoundTripsAndKeepsItsFormat) {
   ToolchainLayer t;
   t.nvcc = "Cuda compilation tools, release 12.8";

@@ -48,12 +48,24 @@ CandidateDetail CandidateDetailOf(const EvaluationRecord& record) {
   CandidateDetail c;
   PTXBENCH_JSON_GET_FIELDS(StrField, record.candidate, c, sha256, abi, path);
   c.bytes = UnsignedField(record.candidate, "bytes");
+  if (const json* sol = record.candidate.is_object() && record.candidate.contains("solution")
+                            ? &record.candidate["solution"]
+                            : nullptr;
+      sol && sol->is_object()) {
+    CandidateDetail::Solution s;
+    PTXBENCH_JSON_GET_FIELDS(StrField, *sol, s, file, name, binding, entry_file);
+    c.solution = s;
+  }
   return c;
 }
 
 json ToJson(const CandidateDetail& c) {
   json j;
   PTXBENCH_JSON_SET_FIELDS(j, c, path, sha256, bytes, abi);
+  if (c.solution) {
+    json& sol = j["solution"];
+    PTXBENCH_JSON_SET_FIELDS(sol, (*c.solution), file, name, binding, entry_file);
+  }
   return j;
 }
 

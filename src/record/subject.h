@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,13 @@ struct CandidateDetail {
   std::string sha256, abi;
   std::string path;
   uint64_t bytes = 0;
+  // A FlashInfer-Bench solution file judged through its CUDA source (eval writes it after the
+  // evaluation): the file, its name, binding and entry file.
+  struct Solution {
+    std::string file, name, binding, entry_file;
+    bool operator==(const Solution&) const = default;
+  };
+  std::optional<Solution> solution;
   bool operator==(const CandidateDetail&) const = default;
 };
 CandidateDetail CandidateDetailOf(const EvaluationRecord& record);
