@@ -225,6 +225,19 @@ bool IsStandardOutput(const std::string& path) { return OwnDescriptor(path) == 1
 
 namespace {
 
+// Writes `content` to a descriptor this function then owns, and closes it; a failed write or
+// close throws InputError naming `path`.
+void WriteAllAndClose(int fd, std::string_view content, const std::string& path) {
+  try {
+    WriteAll(fd, content, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0 && errno != EINTR)
+    throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
+}
+
 // WriteOutput and AppendOutput: the same paths, the same descriptors and special files; only
 // a regular file differs (replaced atomically, or added to).
 void WriteOrAppendOutput(const std::string& path, std::string_view content, bool append) {
@@ -242,14 +255,7 @@ void WriteOrAppendOutput(const std::string& path, std::string_view content, bool
     // and no O_CREAT: nothing about the file itself changes.
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) throw InputError(path + ": cannot write (" + std::strerror(errno) + ")");
-    try {
-      WriteAll(fd, content, path);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    if (::close(fd) != 0 && errno != EINTR)
-      throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
+    WriteAllAndClose(fd, content, path);
     return;
   }
   // A regular file, or none yet. Through a link, the target is replaced and the link stays.
@@ -268,14 +274,7 @@ void WriteOrAppendOutput(const std::string& path, std::string_view content, bool
   // with other writers of the same file.
   int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
   if (fd < 0) throw InputError(path + ": cannot write (" + std::strerror(errno) + ")");
-  try {
-    WriteAll(fd, content, path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  if (::close(fd) != 0 && errno != EINTR)
-    throw InputError(path + ": write failed (" + std::strerror(errno) + ")");
+  WriteAllAndClose(fd, content, path);
 }
 
 }  // namespace

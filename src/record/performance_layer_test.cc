@@ -3,17 +3,13 @@
 // had, pinned here key by key against literal JSON and against every record kept in the
 // repository.
 #include "record/performance_layer.h"
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include "record/record_files_for_test.h"
 
 namespace ptxbench {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 SampleSummary Summary(double median) {
@@ -275,39 +271,22 @@ TEST(PerformanceLayer, UnknownKeysAreKeptForTheNextWriter) {
   EXPECT_EQ(ToJson(PerformanceLayerOf(layer)), layer);
 }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The records the repository keeps (GPU runs in docs/, test data) were written by the
 // evaluator before this structure existed, by several versions: read and written again, their
 // layer is unchanged to the byte, so the structure is the format they have.
 TEST(PerformanceLayer, EveryRecordFileReadsAndWritesBackTheSame) {
-  const char* root = std::getenv("PTXBENCH_SOURCE_DIR");
-  if (!root) GTEST_SKIP() << "PTXBENCH_SOURCE_DIR is not set";
+  if (!std::getenv("PTXBENCH_SOURCE_DIR")) GTEST_SKIP() << "PTXBENCH_SOURCE_DIR is not set";
   int layers = 0;
-  for (const char* dir : {"docs", "tests", "src", "controls"}) {
-    std::error_code ec;
-    const fs::path base = fs::path(root) / dir;
-    if (!fs::exists(base)) continue;
-    for (auto it = fs::recursive_directory_iterator(base, ec); it != fs::end(it);
-         it.increment(ec)) {
-      if (it->path().extension() != ".json") continue;
-      const json record = json::parse(Slurp(it->path()), nullptr, false);
-      if (!record.is_object() || record.value("schema", "") != kEvaluationSchema) continue;
-      const json layer = record.value("performance", json());
-      // The first runs of issue 19 checked the timed calls in another shape (a call's index
-      // and buffer set, before they were drawn after the loop): read as far as they go.
-      if (layer.contains("revalidation") && !layer["revalidation"].contains("drawn_after_the_loop"))
-        continue;
-      EXPECT_EQ(ToJson(PerformanceLayerOf(FromJson(record))).dump(), layer.dump())
-          << it->path() << "\n"
-          << json::diff(layer, ToJson(PerformanceLayerOf(layer))).dump(1);
-      ++layers;
-    }
+  for (const EvaluationRecord& record : RecordsInRepository()) {
+    const json& layer = record.performance;
+    // The first runs of issue 19 checked the timed calls in another shape (a call's index
+    // and buffer set, before they were drawn after the loop): read as far as they go.
+    if (layer.contains("revalidation") && !layer["revalidation"].contains("drawn_after_the_loop"))
+      continue;
+    EXPECT_EQ(ToJson(PerformanceLayerOf(record)).dump(), layer.dump())
+        << record.created_at << "\n"
+        << json::diff(layer, ToJson(PerformanceLayerOf(layer))).dump(1);
+    ++layers;
   }
   EXPECT_GE(layers, 10);
 }
