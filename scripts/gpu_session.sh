@@ -29,5 +29,5 @@ PY
 echo "== after headline: $(( $(date +%s) - t0 )) s"
 left=$(( ${BUDGET_S:-560} - ($(date +%s) - t0) ))
 (( left > 60 )) && timeout "$left" python3 scripts/throughput.py --bin "$b" --n "${N:-8}" \
-  --pool "${POOL:-4}" --workers "${WORKERS:-2}" --out "$out/throughput"
+  --pool "${POOL:-4}" --workers "${WORKERS:-2}" --modes "${MODES:-cli,serve}" --out "$out/throughput"
 echo "== end: $(( $(date +%s) - t0 )) s"
