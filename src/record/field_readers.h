@@ -31,10 +31,24 @@ inline std::optional<std::vector<std::string>> OptionalStrings(const nlohmann::j
   return out;
 }
 
-// A count or a seed: 0 where the field is missing or not a non-negative integer.
-inline uint64_t UnsignedField(const nlohmann::json& j, const char* key) {
+// The same, empty where there is none.
+inline std::vector<std::string> StringsField(const nlohmann::json& j, const char* key) {
+  return OptionalStrings(j, key).value_or(std::vector<std::string>{});
+}
+
+// A count or a seed (seeds use all 64 bits): nullopt where the field is missing or not a
+// non-negative integer. A JSON text reads such numbers as unsigned; a value set in code may be
+// a signed integer that is not negative, and reads the same.
+inline std::optional<uint64_t> OptionalUnsigned(const nlohmann::json& j, const char* key) {
   const nlohmann::json* f = FindField(j, key);
-  return f && f->is_number_unsigned() ? f->get<uint64_t>() : 0;
+  if (!f || !(f->is_number_unsigned() || (f->is_number_integer() && f->get<int64_t>() >= 0)))
+    return std::nullopt;
+  return f->get<uint64_t>();
+}
+
+// The same, 0 where there is none.
+inline uint64_t UnsignedField(const nlohmann::json& j, const char* key) {
+  return OptionalUnsigned(j, key).value_or(0);
 }
 
 // A report another module wrote (an object), verbatim; null where the field is missing or

@@ -1,10 +1,15 @@
 #include "record/performance_layer.h"
 
 #include "common/json_fields.h"
+#include "record/field_readers.h"
 
 namespace ptxbench {
 
 using nlohmann::json;
+using record_fields::OptionalString;
+using record_fields::OptionalUnsigned;
+using record_fields::StringsField;
+using record_fields::UnsignedField;
 
 namespace {
 
@@ -13,37 +18,15 @@ namespace {
 
 double Number(const json& j, const char* key) { return NumField(j, key).value_or(0); }
 
-std::optional<uint64_t> OptionalUnsigned(const json& j, const char* key) {
-  const json* f = FindField(j, key);
-  if (!f || !(f->is_number_unsigned() || (f->is_number_integer() && f->get<int64_t>() >= 0)))
-    return std::nullopt;
-  return f->get<uint64_t>();
-}
-
 std::optional<long long> OptionalInteger(const json& j, const char* key) {
   const json* f = FindField(j, key);
   return f && f->is_number() ? std::optional<long long>(IntField(j, key)) : std::nullopt;
-}
-
-// A count or a seed (seeds use all 64 bits); 0 when absent or negative.
-uint64_t Unsigned(const json& j, const char* key) { return OptionalUnsigned(j, key).value_or(0); }
-
-std::optional<std::string> OptionalString(const json& j, const char* key) {
-  const json* f = FindField(j, key);
-  return f && f->is_string() ? std::optional<std::string>(f->get<std::string>()) : std::nullopt;
 }
 
 // A verbatim blob: present whatever its type, null included.
 std::optional<json> Verbatim(const json& j, const char* key) {
   const json* f = FindField(j, key);
   return f ? std::optional<json>(*f) : std::nullopt;
-}
-
-std::vector<std::string> Strings(const json& j, const char* key) {
-  std::vector<std::string> out;
-  for (const json& s : ArrField(j, key))
-    if (s.is_string()) out.push_back(s.get<std::string>());
-  return out;
 }
 
 json NumberOrNull(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
@@ -53,7 +36,7 @@ json NumberOrNull(const std::optional<double>& v) { return v ? json(*v) : json(n
 
 SampleSummary SampleSummaryOf(const json& j) {
   SampleSummary s;
-  s.count = Unsigned(j, "count");
+  s.count = UnsignedField(j, "count");
   PTXBENCH_JSON_GET_FIELDS(Number, j, s, median, p10, p90, min, max, mean);
   return s;
 }
@@ -130,14 +113,14 @@ json ToJson(const TimingDefenses& d) {
 
 TimingDefenses TimingDefensesOf(const json& j) {
   TimingDefenses d;
-  d.new_vendor_libraries = Strings(j, "new_vendor_libraries");
+  d.new_vendor_libraries = StringsField(j, "new_vendor_libraries");
   const json& f = FieldOrNull(j, "foreign_kernels");
-  d.foreign_kernels = {StrField(f, "state"), Strings(f, "names"), StrField(f, "reason")};
+  d.foreign_kernels = {StrField(f, "state"), StringsField(f, "names"), StrField(f, "reason")};
   const json& outlived = FieldOrNull(j, "outlived");
   d.outlived = {IntField(outlived, "count"), Number(outlived, "max_overrun_s"),
-                Strings(outlived, "names")};
+                StringsField(outlived, "names")};
   const json& stray = FieldOrNull(j, "stray");
-  d.stray = {IntField(stray, "count"), Strings(stray, "names")};
+  d.stray = {IntField(stray, "count"), StringsField(stray, "names")};
   PTXBENCH_JSON_GET_FIELDS(IntField, j, d, empty_calls, inputs_changed_calls);
   d.gpu_idle_in_call = SampleSummaryOf(FieldOrNull(j, "gpu_idle_in_call"));
   return d;
@@ -187,12 +170,12 @@ json ToJson(const RevalidatedCall& c) {
 }
 
 RevalidatedCall RevalidatedCallOf(const json& j) {
-  RevalidatedCall c{StrField(j, "call"), Unsigned(j, "seed"), {}};
+  RevalidatedCall c{StrField(j, "call"), UnsignedField(j, "seed"), {}};
   if (!j.is_object()) return c;
   for (const auto& [name, compared] : j.items()) {
     if (!compared.is_object() || !compared.contains("verdict")) continue;
     RevalidatedOutput o{name, std::nullopt, StrField(compared, "verdict"),
-                        Number(compared, "max_abs_error"), Unsigned(compared, "mismatched")};
+                        Number(compared, "max_abs_error"), UnsignedField(compared, "mismatched")};
     const json& digests = FieldOrNull(j, (name + "_digest").c_str());
     if (digests.is_object())
       o.digests = {StrField(digests, "committed"), StrField(digests, "handed_over")};
@@ -326,9 +309,9 @@ void ReadScalars(const json& j, PerformanceLayer& p) {
   if (range.is_array() && range.size() == 2 && range[0].is_number() && range[1].is_number())
     p.speedup_range = std::pair{range[0].get<double>(), range[1].get<double>()};
   p.timing_seed_base = OptionalUnsigned(j, "timing_seed_base");
-  PTXBENCH_JSON_GET_FIELDS(Unsigned, j, p, candidate_claims_ignored, channel_garbage_lines);
+  PTXBENCH_JSON_GET_FIELDS(UnsignedField, j, p, candidate_claims_ignored, channel_garbage_lines);
   if (FieldOrNull(j, "kernels_launched").is_array())
-    p.kernels_launched = Strings(j, "kernels_launched");
+    p.kernels_launched = StringsField(j, "kernels_launched");
 }
 
 }  // namespace
