@@ -30,24 +30,22 @@ import threading
 import time
 import uuid
 
-# The stages an evaluation runs holding the GPU's lock (src/evaluate/evaluate.cc: timing with
-# its baselines, revalidation and witness, the profile, the cross-check).
+# The stages an evaluation ran holding the GPU's lock, for records written before the lock
+# was held child by child (they have no gpu_alone): timing with its baselines, revalidation
+# and witness, the profile, the cross-check, all alone.
 LOCKED_STAGE_PREFIXES = ("timing", "profile", "cross_check")
 
 
-def verdict_of(record):
-    ins = record.get("instructions") or {}
-    return (record.get("status"), record.get("reason", ""), ins.get("verification"),
-            ins.get("arch_tag"))
-
-
-def speedup_of(record):
-    return (record.get("performance") or {}).get("speedup")
-
-
 def locked_seconds(record):
+    """Seconds the evaluation held the GPU alone (the floor of a pool's throughput)."""
     stages = record.get("stage_seconds") or {}
+    if "gpu_alone" in stages:
+        return stages["gpu_alone"]
     return sum(v for k, v in stages.items() if k.startswith(LOCKED_STAGE_PREFIXES))
+
+
+def shared_seconds(record):
+    return (record.get("stage_seconds") or {}).get("gpu_shared", 0.0)
 
 
 def percentile(values, q):
@@ -179,6 +177,7 @@ def summarize(name, wall, results, alone, busy):
     same = [verdict_of(r) == verdict_of(alone) for r in records]
     speedups = [s for s in map(speedup_of, records) if s is not None]
     locked = sum(locked_seconds(r) for r in records)
+    shared = sum(shared_seconds(r) for r in records)
     return {
         "mode": name,
         "evaluations": len(records),
@@ -189,6 +188,7 @@ def summarize(name, wall, results, alone, busy):
         "gpu_busy_share": None if busy is None else round(busy, 3),
         "gpu_lock_held_share": round(locked / wall, 3),
         "locked_s_per_evaluation": round(locked / max(1, len(records)), 2),
+        "shared_s_per_evaluation": round(shared / max(1, len(records)), 2),
         "verdicts_equal_to_alone": sum(same),
         "verdicts_differing": [verdict_of(r) for r, ok in zip(records, same) if not ok],
         "speedup_min": min(speedups) if speedups else None,

@@ -6,12 +6,15 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 
 #include "common/files.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "run/confine.h"
+#include "run/gpu_lock.h"
 
 namespace ptxbench {
 namespace {
@@ -311,6 +314,59 @@ TEST_F(EvaluateTest, ForgedPeakLinesNeverReachThePeakCache) {
   EXPECT_FALSE(FileExists(dir_.File("cache") + "/peak/unknown.json"));
   // The parent's own numbers are on the record, whatever the child said.
   EXPECT_EQ(r.performance["protocol"]["parent_decided"]["kept_outputs"], 5);
+}
+
+// The GPU lock, child by child: the timed children hold it alone, the references and trials
+// shared, the CPU stages not at all. Another evaluation holding the GPU alone keeps this one
+// from every child that runs there; one holding it shared (its own trials) lets this one's
+// references and trials run beside it, and keeps its timing waiting. A wait that outlasts the
+// timeout ends INFRA_ERROR gpu_lock_timeout, never a verdict on the candidate.
+TEST_F(EvaluateTest, TheGpuIsHeldAloneOnlyForTheTimedChildren) {
+  ::setenv("PTXBENCH_GPU_LOCK_DIR", dir_.File("locks").c_str(), 1);
+  ::mkdir(dir_.File("locks").c_str(), 0700);
+  EvaluationRecord r = Eval("correct");
+  ASSERT_EQ(r.status, Status::kPassed) << r.message;
+  const std::string lock = r.sandbox.value("gpu_lock", "");
+  ASSERT_EQ(lock.rfind(dir_.File("locks") + "/gpu-", 0), 0u) << r.sandbox.dump();
+  const json whole = r.ToJson();
+  const json& st = whole.at("stage_seconds");
+  const double alone = st.at("gpu_alone"), shared = st.at("gpu_shared");
+  EXPECT_GT(alone, 0);
+  EXPECT_GT(shared, 0);
+  // Alone: the baselines and the candidate's timed child, nothing more (the timed calls'
+  // reference and the cross-check are shared; the profiler is absent here).
+  EXPECT_LE(alone, st.at("timing").get<double>() + st.at("timing_baseline").get<double>() + 0.05);
+  EXPECT_GE(shared, st.at("run").get<double>() * 0.5);
+
+  const std::atomic<bool> never{false};
+  {
+    GpuLock other(lock, std::chrono::milliseconds(0), never, GpuLock::Mode::kAlone);
+    ASSERT_EQ(other.outcome(), GpuLock::Outcome::kHeld);
+    WriteFileAtomic(kernel_, std::string(kTrivialKernel) + "// 1\n");  // no cached reference
+    EvalRequest req = Request("correct");
+    req.options.sanitize = SanitizeMode::kNever;
+    req.options.gpu_lock_timeout = std::chrono::seconds(1);
+    req.cache_root = dir_.File("cache-2");
+    EvaluationRecord blocked = Evaluate(req);
+    EXPECT_EQ(blocked.status, Status::kInfraError) << blocked.message;
+    EXPECT_EQ(blocked.reason, "gpu_lock_timeout");
+    EXPECT_NE(blocked.message.find("not free within 1 s"), std::string::npos) << blocked.message;
+    EXPECT_FALSE(blocked.ToJson()["stage_seconds"].contains("run"));
+  }
+  {
+    GpuLock other(lock, std::chrono::milliseconds(0), never, GpuLock::Mode::kShared);
+    ASSERT_EQ(other.outcome(), GpuLock::Outcome::kHeld);
+    EvalRequest req = Request("correct");
+    req.options.sanitize = SanitizeMode::kNever;
+    req.options.gpu_lock_timeout = std::chrono::seconds(1);
+    req.cache_root = dir_.File("cache-3");
+    EvaluationRecord waited = Evaluate(req);
+    EXPECT_EQ(waited.status, Status::kInfraError) << waited.message;
+    EXPECT_EQ(waited.reason, "gpu_lock_timeout");
+    EXPECT_EQ(waited.correctness["trial_results"].size(), 3u) << "the trials ran beside it";
+    EXPECT_EQ(waited.performance["state"], "not_reached") << waited.performance.dump();
+  }
+  ::unsetenv("PTXBENCH_GPU_LOCK_DIR");
 }
 
 }  // namespace

@@ -536,8 +536,10 @@ std::optional<ExpectedOutputs> ReferenceStage(const EvalContext& c, const Scratc
                                              " trial" + (missing.size() == 1 ? "" : "s"));
   auto t = Clock::now();
   if (!missing.empty()) {
+    if (!HoldGpu(c, GpuLock::Mode::kShared, v)) return std::nullopt;
     ChildOutcome ro = RunReferenceChild(c.req, c.family, c.axes, missing, ReferenceFolder(scratch),
                                         scratch, "reference");
+    c.gpu->Release();
     NoteDevice(ro, rec);
     if (const json* ng = ro.First("no_gpu")) {
       x.no_gpu = ng->value("message", "");
@@ -791,7 +793,12 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
   mc.tool_roots = ToolRoots(*sanitizer);
   // A hang hangs again under the checker: give it the run's deadline, not its own.
   mc.timeout = v->status == Status::kTimeout ? req.options.timeout : req.options.memcheck_timeout;
+  if (!HoldGpu(c, GpuLock::Mode::kShared, v)) {
+    rec->memcheck = NotReachedLayer(c.gpu->Failure());
+    return memcheck_child;
+  }
   ChildOutcome mo = RunChild(mc);
+  c.gpu->Release();
   memcheck_child = mo;
   rec->stage_seconds[stage_key::kMemcheck] = SecondsSince(t);
   std::string text;
@@ -893,12 +900,22 @@ void DeclarePassed(const EvalContext& c, const std::vector<Trial>& trials,
 // The instruction layer's dynamic check (VerifyInstructions). Returns the profiled child.
 ChildOutcome ProfileStage(const EvalContext& c, const ChildRequest& candidate,
                           const StaticStage& inspected, const ScratchDir& scratch,
-                          EvaluationRecord* rec) {
+                          EvaluationRecord* rec, Verdict* v) {
   c.Stage("profile", "one call under the profiler: which instructions ran");
   auto t = Clock::now();
   ChildOutcome profiled;
+  // The profiler's counters see the whole GPU: its child runs alone, and the report is read
+  // back after the GPU is free again. Without the profile the instruction layer cannot be
+  // verified, so a PASSED so far becomes the harness's failure (fail closed).
+  auto hold = [&] {
+    if (c.gpu->Hold(GpuLock::Mode::kAlone)) return true;
+    v->Set(Status::kInfraError, c.gpu->stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
+           c.gpu->Failure() + " (the profiled call could not run)");
+    return false;
+  };
   VerifyInstructions(c.req, c.fresh_seed ^ kProfileSeedSalt, c.def, c.wl, candidate, inspected.sass,
-                     inspected.required, scratch, rec, &profiled);
+                     inspected.required, scratch, rec, &profiled,
+                     {.before_child = hold, .after_child = [&] { c.gpu->Release(); }});
   rec->stage_seconds[stage_key::kProfile] = SecondsSince(t);
   return profiled;
 }
@@ -948,55 +965,43 @@ void CapRecordSize(EvaluationRecord* rec) {
   }
 }
 
-// The GPU's lock for the stages that must have it alone (timing, the witness, the baselines,
-// the profiler). Says when it waits; false (the verdict decided) when it was not free in time.
-bool TakeGpuLock(const EvalContext& c, EvaluationRecord& rec, std::optional<GpuLock>* lock,
-                 Verdict* v) {
-  const std::string path = GpuLockPath(ToolchainLayerOf(rec).GpuId());
-  static const std::atomic<bool> never{false};
-  auto t = Clock::now();
-  try {
-    lock->emplace(path, std::chrono::milliseconds(0), never);
-    if ((*lock)->outcome() != GpuLock::Outcome::kHeld) {
-      c.Stage("gpu-lock", "waiting for " + path + " (another evaluation is timing on this GPU)");
-      lock->reset();
-      lock->emplace(
-          path,
-          std::chrono::duration_cast<std::chrono::milliseconds>(c.req.options.gpu_lock_timeout),
-          never);
-    }
-  } catch (const Error& e) {
-    v->Set(Status::kInfraError, "", std::string("cannot take the GPU lock: ") + e.what());
-    return false;
-  }
-  rec.stage_seconds[stage_key::kGpuLockWait] = SecondsSince(t);
-  SandboxLayer sandbox = SandboxLayerOf(rec);
-  sandbox.gpu_lock = path;
-  rec.sandbox = ToJson(sandbox);
-  if ((*lock)->outcome() != GpuLock::Outcome::kHeld) {
-    v->Set(Status::kInfraError, "",
-           "the GPU lock " + path + " was not free within " +
-               std::to_string(c.req.options.gpu_lock_timeout.count()) +
-               " s: another evaluation holds this GPU");
-    return false;
-  }
-  return true;
+// What the evaluation's hold on the GPU cost and where it was (run/gpu_lock.h), on the record.
+void NoteGpuHolds(const GpuAccess& gpu, EvaluationRecord* rec) {
+  rec->stage_seconds[stage_key::kGpuLockWait] = gpu.wait_seconds();
+  rec->stage_seconds[stage_key::kGpuAlone] = gpu.alone_seconds();
+  rec->stage_seconds[stage_key::kGpuShared] = gpu.shared_seconds();
+  if (!gpu.ever_held()) return;
+  SandboxLayer sandbox = SandboxLayerOf(*rec);
+  sandbox.gpu_lock = gpu.path();
+  rec->sandbox = ToJson(sandbox);
 }
 
 }  // namespace
 
 EvaluationRecord Evaluate(const EvalRequest& req) {
   const auto started = Clock::now();
-  const EvalContext c = MakeContext(req);
+  EvalContext context = MakeContext(req);
+  const EvalContext& c = context;
   EvaluationRecord rec = StartRecord(c);
+  // Each child that runs on the GPU holds it while it runs, shared or alone (gpu_access.h).
+  GpuAccess gpu(GpuLockPath(ToolchainLayerOf(rec).GpuId()), req.options.gpu_lock_timeout, req.stop);
+  context.gpu = &gpu;
   Verdict v;
   auto finish = [&]() {
+    gpu.Release();
+    NoteGpuHolds(gpu, &rec);
     rec.status = v.status;
     rec.reason = v.reason;
     rec.message = Truncate(v.message, 4096);
     rec.stage_seconds[stage_key::kTotal] = SecondsSince(started);
     CapRecordSize(&rec);
     return rec;
+  };
+  // A failure the candidate's process blamed on the harness, checked by a candidate-free probe.
+  auto confirm = [&](const ScratchDir& scratch) {
+    if (v.decided && v.claimed_infra && gpu.Hold(GpuLock::Mode::kShared))
+      ConfirmCandidateFailure(req, scratch, &rec, &v);
+    gpu.Release();
   };
 
   const std::string source = ReadFile(req.kernel_path);
@@ -1013,6 +1018,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
       InspectStage(c, build->shared_object, scratch, &rec, &v);
   if (!inspected) return finish();
   const std::optional<ExpectedOutputs> expected = ReferenceStage(c, scratch, &rec, &v);
+  gpu.Release();
   if (!expected) return finish();
   if (!expected->no_gpu.empty()) {
     SkipGpuLayers(expected->no_gpu, &rec, &v);
@@ -1020,8 +1026,10 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   }
 
   // The correctness layer: the trials, then the memory check.
+  if (!HoldGpu(c, GpuLock::Mode::kShared, &v)) return finish();
   const CandidateRun run =
       RunCandidateStage(c, build->shared_object, abi, expected->seeds, scratch, &rec);
+  gpu.Release();
   if (const json* ng = BeforeLoading(run.outcome, "no_gpu")) {
     SkipGpuLayers(ng->value("message", ""), &rec, &v);
     return finish();
@@ -1038,22 +1046,25 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   correctness.trials = CompareStage(c, run.outcome, *expected, &rec, &v);
   const std::vector<Trial>& trials = correctness.trials;
   rec.correctness = ToJson(correctness);
-  ConfirmCandidateFailure(req, scratch, &rec, &v);
+  confirm(scratch);
   const ChildOutcome memcheck = MemcheckStage(c, run.request, scratch, &rec, &v);
-  ConfirmCandidateFailure(req, scratch, &rec, &v);
+  gpu.Release();
+  confirm(scratch);
 
-  // The stages that must have the GPU alone take its lock, whoever started the evaluation.
-  std::optional<GpuLock> lock;
-  if (!v.decided && !TakeGpuLock(c, rec, &lock, &v)) return finish();
-  // The timing layer, then the instruction layer's dynamic check, for a correct candidate.
+  // The timing layer (its children alone on the GPU), then the instruction layer's dynamic
+  // check, for a correct candidate.
   TimingStage(c, run.request, *inspected, scratch, &rec, &v);
-  ConfirmCandidateFailure(req, scratch, &rec, &v);
+  confirm(scratch);
   if (!v.decided) {
     DeclarePassed(c, trials, rec, &v);
-    const ChildOutcome profiled = ProfileStage(c, run.request, *inspected, scratch, &rec);
-    CrossCheckStage(c, scratch, run.outcome, memcheck, profiled, &rec, &v);
+    const ChildOutcome profiled = ProfileStage(c, run.request, *inspected, scratch, &rec, &v);
+    // A PASSED that the cross-check could not confirm is not a verdict: fail closed.
+    if (c.gpu->Hold(GpuLock::Mode::kShared))
+      CrossCheckStage(c, scratch, run.outcome, memcheck, profiled, &rec, &v);
+    else
+      v.Set(Status::kInfraError, gpu.stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
+            gpu.Failure() + " (the cross-check of the observed calls could not run)");
   }
-  lock.reset();
   return finish();
 }
 

@@ -10,6 +10,7 @@
 // unreadable file) throw, before any work starts.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -39,6 +40,9 @@ struct EvalRequest {
   // Called as each stage starts, with its name and a few words on what it does (`eval` shows
   // them on stderr: a memory-checked run can take minutes). May be empty.
   std::function<void(const std::string& stage, const std::string& what)> on_stage;
+  // May be null. A service worker that is stopping sets it: a wait for the GPU lock ends
+  // (INFRA_ERROR gpu_lock_stopped) instead of lasting its timeout.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 EvaluationRecord Evaluate(const EvalRequest& request);

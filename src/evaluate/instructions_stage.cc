@@ -70,7 +70,8 @@ struct Profile {
 std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile_seed,
                                         const ChildRequest& candidate, const std::string& ncu_path,
                                         const ScratchDir& scratch, InstructionsLayer& ins,
-                                        ChildOutcome* profiled, const VerificationWriter& set) {
+                                        ChildOutcome* profiled, const VerificationWriter& set,
+                                        const ProfileGpuHooks& gpu) {
   // Several calls on fresh inputs (seeds no trial used), the candidate's kernels only: the
   // work fraction is their average, so a kernel that takes its tensor-core path only on a
   // process's first call earns a fraction of the credit, not all of it.
@@ -87,7 +88,12 @@ std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile
   pc.tool_roots = ToolRoots(ncu_path);
   pc.allow_inet = true;
   pc.timeout = req.options.profile_timeout;
+  if (gpu.before_child && !gpu.before_child()) {
+    set(Verification::kProfileError, "the GPU was not free for the profiled call");
+    return std::nullopt;
+  }
   ChildOutcome po = RunChild(pc);
+  if (gpu.after_child) gpu.after_child();
   if (profiled) *profiled = po;
   if (po.exit.kind == ExitKind::kTimedOut) {
     set(Verification::kProfileError, "the profiled call did not finish within " +
@@ -182,12 +188,13 @@ void DecideArchTag(const EvalRequest& req, const DynamicInspection& dyn, double 
 void Verify(const EvalRequest& req, uint64_t profile_seed, const Definition& def,
             const Workload& wl, const ChildRequest& candidate, const StaticInspection& sass,
             const std::vector<std::string>& required, const ScratchDir& scratch,
-            const EvaluationRecord& rec, InstructionsLayer& ins, ChildOutcome* profiled) {
+            const EvaluationRecord& rec, InstructionsLayer& ins, ChildOutcome* profiled,
+            const ProfileGpuHooks& gpu) {
   const VerificationWriter set{ins};
   const std::optional<std::string> ncu = ReadyToProfile(req, sass, required, set);
   if (!ncu) return;
   const std::optional<Profile> p =
-      ProfileCandidate(req, profile_seed, candidate, *ncu, scratch, ins, profiled, set);
+      ProfileCandidate(req, profile_seed, candidate, *ncu, scratch, ins, profiled, set, gpu);
   if (!p) return;
   const std::vector<ProfiledKernel>& kernels = p->kernels;
   const int calls = p->calls;
@@ -218,9 +225,10 @@ void Verify(const EvalRequest& req, uint64_t profile_seed, const Definition& def
 void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Definition& def,
                         const Workload& wl, const ChildRequest& candidate,
                         const StaticInspection& sass, const std::vector<std::string>& required,
-                        const ScratchDir& scratch, EvaluationRecord* rec, ChildOutcome* profiled) {
+                        const ScratchDir& scratch, EvaluationRecord* rec, ChildOutcome* profiled,
+                        const ProfileGpuHooks& gpu) {
   InstructionsLayer ins = InstructionsLayerOf(*rec);
-  Verify(req, profile_seed, def, wl, candidate, sass, required, scratch, *rec, ins, profiled);
+  Verify(req, profile_seed, def, wl, candidate, sass, required, scratch, *rec, ins, profiled, gpu);
   rec->instructions = ToJson(ins);
 }
 

@@ -4,6 +4,8 @@
 // src/evaluate.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,11 +20,19 @@ namespace ptxbench::evaluation {
 // Calls in the profiled process (each on a seed of its own, from `profile_seed` up).
 constexpr int kProfiledCalls = 3;
 
+// Around the profiled child only: before_child takes the GPU (false: the child does not run,
+// and the profile is not reached), after_child gives it back before the report is read.
+struct ProfileGpuHooks {
+  std::function<bool()> before_child;
+  std::function<void()> after_child;
+};
+
 // Runs only for a correct candidate. Sets rec->instructions' verification status, tag and
 // evidence; `profiled` (when given) receives the profiled child's outcome for the cross-check.
 void VerifyInstructions(const EvalRequest& req, uint64_t profile_seed, const Definition& def,
                         const Workload& wl, const ChildRequest& candidate,
                         const StaticInspection& sass, const std::vector<std::string>& required,
-                        const ScratchDir& scratch, EvaluationRecord* rec, ChildOutcome* profiled);
+                        const ScratchDir& scratch, EvaluationRecord* rec, ChildOutcome* profiled,
+                        const ProfileGpuHooks& gpu = {});
 
 }  // namespace ptxbench::evaluation

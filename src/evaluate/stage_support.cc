@@ -198,6 +198,14 @@ ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, con
   return RunChild(cr);
 }
 
+bool HoldGpu(const EvalContext& c, GpuLock::Mode mode, Verdict* v) {
+  if (!c.gpu || c.gpu->Hold(mode)) return true;
+  if (!v->decided)
+    v->Set(Status::kInfraError, c.gpu->stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
+           c.gpu->Failure());
+  return false;
+}
+
 // Why a reference child did not deliver: its error, else how it ended.
 std::string ReferenceFailure(const ChildOutcome& ro) {
   return ro.First("error") ? ro.First("error")->value("message", "")

@@ -16,8 +16,10 @@
 #include "common/strings.h"
 #include "compare/compare.h"
 #include "evaluate/evaluate.h"
+#include "evaluate/gpu_access.h"
 #include "record/record.h"
 #include "run/children.h"
+#include "run/gpu_lock.h"
 #include "task/family.h"
 
 namespace ptxbench::evaluation {
@@ -51,6 +53,12 @@ struct Verdict {
 };
 
 // What every stage reads: the request and what follows from it, fixed before the first stage.
+// Holds the GPU in `mode` for the child that follows (released with c.gpu->Release() when it
+// is done). False, with the verdict INFRA_ERROR gpu_lock_timeout (or gpu_lock_stopped) unless
+// one was decided already, when it cannot be had.
+struct EvalContext;
+bool HoldGpu(const EvalContext& c, GpuLock::Mode mode, Verdict* v);
+
 struct EvalContext {
   const EvalRequest& req;
   const Definition& def;
@@ -63,6 +71,8 @@ struct EvalContext {
   // reproducible trials: the memory check, the profiled call and the timed calls. (The trial
   // seeds are public; a kernel that recognises their inputs must still face these.)
   uint64_t fresh_seed = 0;
+  // The evaluation's hold on its GPU (evaluate/gpu_access.h), set once the device is known.
+  GpuAccess* gpu = nullptr;
 
   void Stage(const char* name, const std::string& what) const {
     if (req.on_stage) req.on_stage(name, what);

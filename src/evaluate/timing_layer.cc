@@ -263,9 +263,19 @@ TimingLayer::TimingLayer(const EvalContext& c, const ChildRequest& candidate,
 
 void TimingLayer::Run() {
   Plan();
+  // The baseline's runs and the candidate's timed calls side by side, alone on the GPU
+  // (another evaluation's kernels would change both and the witness's window); judging,
+  // revalidating and the witness's judgement need the GPU only for a reference, shared.
+  if (!HoldGpu(c_, GpuLock::Mode::kAlone, v_)) {
+    perf_.state = "not_reached";
+    perf_.reason = c_.gpu->Failure();
+    rec_->performance = ToJson(perf_);
+    return;
+  }
   BaselineBefore();
   Candidate();
   BaselineAfter();
+  if (c_.gpu) c_.gpu->Release();
   Judge();
   if (Revalidate()) Witness();
   // The layer becomes the record's once, when the stage is over: the steps above read and
@@ -576,9 +586,16 @@ bool TimingLayer::Revalidate() {
   std::map<uint64_t, ReferenceEntry> refs;
   if (!check_seeds.empty()) {
     auto t = Clock::now();
+    if (!HoldGpu(c_, GpuLock::Mode::kShared, v_)) {
+      Revalidation& none = perf_.revalidation.emplace();
+      none.state = "not_reached";
+      none.reason = c_.gpu->Failure();
+      return false;
+    }
     ChildOutcome ro =
         RunReferenceChild(c_.req, c_.family, c_.axes, check_seeds, ReferenceFolder(scratch_),
                           scratch_, "timing-reference", check_set_seeds);
+    if (c_.gpu) c_.gpu->Release();
     for (const json* m : ro.All("reference")) {
       ReferenceEntry e;
       e.seed = m->at("seed");

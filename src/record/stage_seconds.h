@@ -14,7 +14,11 @@ inline constexpr char kReference[] = "reference";
 inline constexpr char kRun[] = "run";  // the correctness trials' child
 inline constexpr char kCompare[] = "compare";
 inline constexpr char kMemcheck[] = "memcheck";
+// The GPU lock (run/gpu_lock.h), over the whole evaluation: seconds waited for it, and seconds
+// held alone and shared (they overlap the stages above; a throughput run adds them up).
 inline constexpr char kGpuLockWait[] = "gpu_lock_wait";
+inline constexpr char kGpuAlone[] = "gpu_alone";
+inline constexpr char kGpuShared[] = "gpu_shared";
 // The timing layer's: its child, the baselines' runs before and after, the reference of the
 // calls drawn after the loop, and their revalidation.
 inline constexpr char kTiming[] = "timing";

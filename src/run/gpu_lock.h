@@ -1,7 +1,13 @@
-// The exclusive right to the GPU for the stages of an evaluation that must have it alone
-// (timing, the witness, the baselines, the profiler), held across processes. Every evaluation
-// takes it, whoever started it (`ptxbench eval`, a service worker, a test), so that
-// concurrent evaluations on one GPU wait for each other instead of framing each other.
+// The right to the GPU, held across processes, in one of two modes:
+//  - alone (exclusive): the stages whose figures another process's GPU work would change
+//    (timing with its witness window, the vendor baseline's runs, the profiler's counters);
+//  - shared: every other stage that runs work on the GPU (references, the candidate's trials,
+//    the memory check, the probes). Shared holders run side by side; none of them runs while
+//    anyone holds the GPU alone, so a timed window never shares the GPU with another
+//    evaluation's kernels (a slow or hung candidate included).
+// Every evaluation takes it, whoever started it (`ptxbench eval`, a service worker, a test).
+// A waiting exclusive taker is not starved by a stream of shared ones: both pass a gate (a
+// second lock file) that a waiting exclusive taker keeps until it holds the GPU.
 // flock: the kernel releases it when the holder dies, so a killed process never leaves the
 // GPU locked.
 #pragma once
@@ -15,22 +21,28 @@ namespace ptxbench {
 class GpuLock {
  public:
   enum class Outcome { kHeld, kTimedOut, kStopped };
+  enum class Mode { kAlone, kShared };
 
   // Waits (polling, so that the wait ends at the deadline or when `stop` turns true).
-  GpuLock(const std::string& path, std::chrono::milliseconds timeout,
-          const std::atomic<bool>& stop);
+  GpuLock(const std::string& path, std::chrono::milliseconds timeout, const std::atomic<bool>& stop,
+          Mode mode = Mode::kAlone);
   ~GpuLock();
   GpuLock(const GpuLock&) = delete;
   GpuLock& operator=(const GpuLock&) = delete;
   Outcome outcome() const { return outcome_; }
+  Mode mode() const { return mode_; }
   // True when the lock was free at the first try (nobody had to be waited for).
   bool immediate() const { return immediate_; }
 
  private:
   int fd_ = -1;
   Outcome outcome_ = Outcome::kTimedOut;
+  Mode mode_;
   bool immediate_ = false;
 };
+
+// The gate beside a lock file (its path with ".gate" appended).
+std::string GpuLockGatePath(const std::string& lock_path);
 
 // The host-wide lock file of one GPU, named by its UUID (or PCI bus id): the same path for
 // every user and every way of starting an evaluation. Creates the folder (sticky, world-

@@ -405,7 +405,7 @@ class Worker {
         if (o_.gpu != "none") {
           std::string path = dir_ + "/gpu-" + o_.gpu + ".lock";
           lock.emplace(path, std::chrono::duration_cast<std::chrono::milliseconds>(o_.lock_timeout),
-                       stop_);
+                       stop_, GpuLock::Mode::kShared);
           if (lock->outcome() == GpuLock::Outcome::kStopped)
             return Release(h, "the worker stopped while waiting for the GPU lock");
           if (lock->outcome() == GpuLock::Outcome::kTimedOut)
@@ -419,6 +419,7 @@ class Worker {
           in_gpu_stage_ = true;
           gpu.started_at = UnixNow();
           try {
+            h.request->stop = &stop_;  // a wait for the GPU inside ends when the worker stops
             record = Evaluate(*h.request).ToJson();
           } catch (const std::exception& e) {
             record = ErrorRecord(h, "worker",
@@ -429,6 +430,8 @@ class Worker {
           if (killed_children_)
             return Release(h,
                            "the worker stopped during the evaluation; its processes were killed");
+          if (stop_ && record.value("reason", "") == "gpu_lock_stopped")
+            return Release(h, "the worker stopped while the evaluation waited for the GPU");
         }
       } else {
         record = ErrorRecord(h, "worker", "this worker cannot evaluate the job: " + h.error);

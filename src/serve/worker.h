@@ -3,23 +3,29 @@
 //
 //   preparer thread:  Claim ─► write the source ─► PrepareBuild (CPU: screen, nvcc, cached)
 //                         │ hands over at most one prepared job
-//   GPU thread:       take the GPU's lock ─► Evaluate (the GPU layers; the build is a cache
-//                     hit) ─► release ─► Complete (refused when the lease was lost)
+//   GPU thread:       hold the worker's GPU lock (shared) ─► Evaluate (the GPU layers; the
+//                     build is a cache hit) ─► release ─► Complete (refused when the lease was
+//                     lost)
 //   lease thread:     heartbeat, and renew the lease of every job held
 //
-// The GPU lock is a file lock per device label, so that several workers sharing one GPU
-// (--workers-per-gpu) never time two evaluations at once, while their builds run in parallel.
-// It lives in a private folder (0700, this user's; a symlink or another owner's folder is
-// refused), is opened with O_NOFOLLOW, and is waited for at most `lock_timeout`: a job that
-// cannot get the GPU in that time ends INFRA_ERROR (gpu_lock_timeout) instead of running
-// forever under renewed leases. The worker's scratch folder is in the same private folder,
-// named after its pid, so that a worker's start removes what dead ones left there.
+// Several workers sharing one GPU (--workers-per-gpu) evaluate at the same time: inside
+// Evaluate, each child that runs on the GPU holds the GPU's host-wide lock (run/gpu_lock.h),
+// shared for the references, trials and memory check, alone for the timed calls, the
+// baselines and the profiler, so no two timed windows and no other kernels overlap, while
+// builds, comparisons and digests run in parallel. The worker's own lock, per device label, is
+// held shared for the whole evaluation: whoever holds it alone (an operator, a maintenance
+// job) keeps the workers of that label off the GPU. It lives in a private folder (0700, this
+// user's; a symlink or another owner's folder is refused), is opened with O_NOFOLLOW, and is
+// waited for at most `lock_timeout`: a job that cannot get the GPU in that time ends
+// INFRA_ERROR (gpu_lock_timeout) instead of running forever under renewed leases. The
+// worker's scratch folder is in the same private folder, named after its pid, so that a
+// worker's start removes what dead ones left there.
 //
 // No job can stop the worker: whatever is thrown at the job boundary becomes that job's
 // INFRA_ERROR record (reason "worker", the exception's text). On stop (SIGTERM) the worker
 // ends within seconds: jobs not yet evaluated go back to the queue (Release, the attempt not
 // counted), an evaluation in progress has its child processes killed and its job goes back
-// too, and a wait for the GPU lock ends at once.
+// too, and a wait for either GPU lock ends at once.
 #pragma once
 
 #include <atomic>

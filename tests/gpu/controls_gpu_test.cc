@@ -301,6 +301,40 @@ TEST_F(Controls, ConcurrentHonestEvaluationsKeepTheirVerdicts) {
   }
 }
 
+// A candidate that spins on the GPU in another evaluation (its trials run until their 15 s
+// timeout) must not share the GPU with this one's timed calls: time-slicing between the two
+// contexts would stretch the timed kernels. The honest headline GEMM keeps its verdict and its
+// speedup within 15 % of the one it gets alone; its timing waits for the GPU instead.
+TEST_F(Controls, AHungCandidateElsewhereDoesNotShareTheGpuWithTiming) {
+  const std::vector<std::string> headline = {"--task", "gemm_n7168_k5120", "--sanitize", "never"};
+  Eval alone = Run("wgmma_tma.cu", headline, {}, "honest-alone.json");
+  ASSERT_EQ(alone.record["status"], "PASSED") << alone.output;
+  const double s0 = alone.record["performance"]["speedup"].get<double>();
+  Eval hung, honest;
+  testing::RunOnThreads(2, [&](int i) {
+    if (i == 0) {
+      hung = Run("hangs.cu", headline, {}, "hung.json");
+    } else {
+      std::this_thread::sleep_for(std::chrono::seconds(4));  // the hang is built and spinning
+      honest = Run("wgmma_tma.cu", headline, {}, "honest-beside-hang.json");
+    }
+  });
+  ASSERT_TRUE(hung.record.is_object()) << hung.output;
+  ASSERT_TRUE(honest.record.is_object()) << honest.output;
+  const json& st = honest.record["stage_seconds"];
+  std::cout << "beside a hung candidate: hang " << hung.record["status"] << ", honest "
+            << honest.record["status"] << " speedup "
+            << honest.record["performance"].value("speedup", json()) << " (alone " << s0
+            << "), lock wait " << st.value("gpu_lock_wait", json()) << " s, alone "
+            << st.value("gpu_alone", json()) << " s, shared " << st.value("gpu_shared", json())
+            << " s\n";
+  EXPECT_EQ(hung.record["status"], "TIMEOUT") << hung.record["message"];
+  ASSERT_EQ(honest.record["status"], "PASSED") << honest.record["message"];
+  EXPECT_EQ(honest.record["instructions"]["arch_tag"], alone.record["instructions"]["arch_tag"]);
+  const double s = honest.record["performance"]["speedup"].get<double>();
+  EXPECT_NEAR(s / s0, 1.0, 0.15) << "speedup " << s << " beside the hang, " << s0 << " alone";
+}
+
 TEST_F(Controls, EachGetsItsVerdict) {
   ExpectVerdicts("gemm", 11);
   // After hangs, faults and corrupted contexts, the next evaluation is unaffected.

@@ -1,0 +1,49 @@
+// How one evaluation holds its GPU (run/gpu_lock.h), child by child: shared while a child
+// that only needs the GPU runs (references, trials, memory check, probes), alone while the
+// timed children and the profiler run, and not at all in between (builds, comparisons,
+// digests, the profiler's report). So the CPU work of one evaluation overlaps the GPU work of
+// others, and nothing overlaps a timed window.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "run/gpu_lock.h"
+
+namespace ptxbench {
+
+class GpuAccess {
+ public:
+  // `stop` (may be null): a service worker that is stopping ends a wait with it.
+  GpuAccess(std::string lock_path, std::chrono::seconds timeout, const std::atomic<bool>* stop);
+
+  // Holds the GPU in `mode`: keeps a hold of that mode, lets go of the other one first (a
+  // shared holder that waited for the GPU alone while holding it would deadlock with a
+  // second one doing the same). False when the lock was not free within the timeout or the
+  // wait was stopped (Failure() says which, in a sentence for the record).
+  bool Hold(GpuLock::Mode mode);
+  void Release();
+
+  const std::string& path() const { return path_; }
+  bool stopped() const { return stopped_; }
+  std::string Failure() const;
+  double wait_seconds() const { return wait_s_; }
+  double alone_seconds() const { return alone_s_; }
+  double shared_seconds() const { return shared_s_; }
+  // True once any hold was granted (the record names the lock's path then).
+  bool ever_held() const { return ever_held_; }
+
+ private:
+  std::string path_;
+  std::chrono::seconds timeout_;
+  const std::atomic<bool>* stop_;
+  std::optional<GpuLock> lock_;
+  SteadyClock::time_point held_since_{};
+  double wait_s_ = 0, alone_s_ = 0, shared_s_ = 0;
+  bool stopped_ = false, ever_held_ = false;
+};
+
+}  // namespace ptxbench
