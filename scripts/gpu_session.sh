@@ -10,7 +10,7 @@ out=${OUT:-gpu-session-out}; mkdir -p "$out"
 t0=$(date +%s)
 scripts/probes/static_deps_link.sh >"$out/static-deps.txt" 2>&1 || mv .carry/deps .carry/deps-unusable
 cat "$out/static-deps.txt"
-OUT=$out COST=0 PTXBENCH_BUILD_TARGETS="ptxbench controls_gpu_test ${EXTRA_TARGETS:-}" \
+OUT=$out COST=${COST:-0} PTXBENCH_BUILD_TARGETS="ptxbench controls_gpu_test ${EXTRA_TARGETS:-}" \
   GTEST_FILTER=${GTEST_FILTER:-Controls.AdversarialControlsGetTheirVerdicts:Controls.EachGetsItsVerdict} \
   PTXBENCH_CONTROL_FILTER=${CONTROLS:-fatbin_,impossible_speed,forged_peak,witness_fixup,cupti_activity_off,profiler_only,wgmma,cheat_memo,cheat_zeros,naive,tiled,mma_sync,pack_} \
   timeout "${CONTROLS_S:-300}" scripts/gpu_suite.sh adversarial
@@ -29,7 +29,7 @@ PY
 echo "== after headline: $(( $(date +%s) - t0 )) s"
 # CTEST_R: GPU tests by name (their targets in EXTRA_TARGETS), bounded by CTEST_S.
 if [[ -n ${CTEST_R:-} ]]; then
-  (cd build-gpu && timeout "${CTEST_S:-200}" ctest -L gpu -R "$CTEST_R" --output-on-failure) \
+  (cd build-gpu && env -u GTEST_FILTER timeout "${CTEST_S:-200}" ctest -L gpu -R "$CTEST_R" --output-on-failure) \
     >"$out/ctest-gpu.log" 2>&1
   grep -E "tests passed|Passed|Failed|Skipped|\*\*\*|FAILED" "$out/ctest-gpu.log" | tail -n 30
   echo "== after gpu tests: $(( $(date +%s) - t0 )) s"

@@ -198,6 +198,8 @@ if [[ "${1:-}" == "adversarial" ]]; then
   rm -rf /tmp/ptxbench-before
   if [[ -f .carry/before-$before.tar ]]; then
     mkdir -p /tmp/ptxbench-before && tar -xf ".carry/before-$before.tar" -C /tmp/ptxbench-before
+    # The service's static libraries for the GPU image (scripts/gpu_deps.sh), when they came.
+    [[ -d .carry/deps ]] && mkdir -p /tmp/ptxbench-before/.carry && cp -r .carry/deps /tmp/ptxbench-before/.carry/
     # That commit does not build without SQLite's headers (the GPU image has none): its import
     # command's lambda needs its return type spelled out. Nothing on the measured path changes.
     sed -i 's/return \[o\]() {/return [o]() -> int {/' /tmp/ptxbench-before/src/cli/cmd_import.cc

@@ -36,6 +36,16 @@ import uuid
 LOCKED_STAGE_PREFIXES = ("timing", "profile", "cross_check")
 
 
+def verdict_of(record):
+    ins = record.get("instructions") or {}
+    return (record.get("status"), record.get("reason", ""), ins.get("verification"),
+            ins.get("arch_tag"))
+
+
+def speedup_of(record):
+    return (record.get("performance") or {}).get("speedup")
+
+
 def locked_seconds(record):
     """Seconds the evaluation held the GPU alone (the floor of a pool's throughput)."""
     stages = record.get("stage_seconds") or {}
