@@ -984,7 +984,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   const EvalContext& c = context;
   EvaluationRecord rec = StartRecord(c);
   // Each child that runs on the GPU holds it while it runs, shared or alone (gpu_access.h).
-  GpuAccess gpu(GpuLockPath(ToolchainLayerOf(rec).GpuId()), req.options.gpu_lock_timeout, req.stop);
+  GpuAccess gpu(GpuLockPath(VisibleGpuId()), req.options.gpu_lock_timeout, req.stop);
   context.gpu = &gpu;
   Verdict v;
   auto finish = [&]() {

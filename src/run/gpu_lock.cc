@@ -7,9 +7,12 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+
+#include <cuda_runtime_api.h>
 
 #include "common/error.h"
 
@@ -78,6 +81,21 @@ GpuLock::GpuLock(const std::string& path, std::chrono::milliseconds timeout,
 
 GpuLock::~GpuLock() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+std::string VisibleGpuId() {
+  static const std::string id = [] {
+    int n = 0;
+    cudaDeviceProp p{};
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1 ||
+        cudaGetDeviceProperties(&p, 0) != cudaSuccess)
+      return std::string();
+    char uuid[33] = {};
+    for (int i = 0; i < 16; ++i)
+      std::snprintf(uuid + 2 * i, 3, "%02x", static_cast<unsigned char>(p.uuid.bytes[i]));
+    return std::string(uuid);
+  }();
+  return id;
 }
 
 std::string GpuLockGatePath(const std::string& lock_path) { return lock_path + ".gate"; }

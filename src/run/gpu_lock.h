@@ -44,6 +44,12 @@ class GpuLock {
 // The gate beside a lock file (its path with ".gate" appended).
 std::string GpuLockGatePath(const std::string& lock_path);
 
+// The UUID (32 hex digits, as the children's device report spells it) of the GPU that CUDA
+// shows this process as device 0, asked once per process through a query that creates no
+// context; empty when there is none. Known before any child runs, so that every child of an
+// evaluation, the first reference included, holds the lock of the GPU it will run on.
+std::string VisibleGpuId();
+
 // The host-wide lock file of one GPU, named by its UUID (or PCI bus id): the same path for
 // every user and every way of starting an evaluation. Creates the folder (sticky, world-
 // writable like /tmp, so that evaluations of several users share it) when missing;
