@@ -46,6 +46,10 @@ def speedup_of(record):
     return (record.get("performance") or {}).get("speedup")
 
 
+def witness_of(record):
+    return (record.get("performance") or {}).get("witness") or {}
+
+
 def locked_seconds(record):
     """Seconds the evaluation held the GPU alone (the floor of a pool's throughput)."""
     stages = record.get("stage_seconds") or {}
@@ -204,6 +208,11 @@ def summarize(name, wall, results, alone, busy):
         "speedup_min": min(speedups) if speedups else None,
         "speedup_median": statistics.median(speedups) if speedups else None,
         "speedup_max": max(speedups) if speedups else None,
+        # The witness's busy/timed ratio per evaluation: how close honest kernels come to its
+        # threshold when evaluations overlap.
+        "witness_busy_over_timed": sorted(
+            round(w["busy_over_timed"], 3) for w in map(witness_of, records)
+            if isinstance(w.get("busy_over_timed"), (int, float))),
     }
 
 

@@ -337,6 +337,12 @@ TEST_F(EvaluateTest, TheGpuIsHeldAloneOnlyForTheTimedChildren) {
   // reference and the cross-check are shared; the profiler is absent here).
   EXPECT_LE(alone, st.at("timing").get<double>() + st.at("timing_baseline").get<double>() + 0.05);
   EXPECT_GE(shared, st.at("run").get<double>() * 0.5);
+  // The fake baseline child checks the lock itself: shared (or free) for its set-up, alone
+  // for its timed calls; a wrong state fails the baseline and the verdict.
+  ::setenv("PTXBENCH_FAKE_LOCK", lock.c_str(), 1);
+  EvaluationRecord checked = Eval("correct");
+  ::unsetenv("PTXBENCH_FAKE_LOCK");
+  EXPECT_EQ(checked.status, Status::kPassed) << checked.message << checked.performance.dump();
 
   const std::atomic<bool> never{false};
   {

@@ -2,7 +2,9 @@
 // answers, crashes, hangs, CUDA errors, early exits, refusals, garbage on the channel)
 // without a GPU, so that the evaluation's orchestration and every status it derives are
 // tested in CI. The behaviour comes from PTXBENCH_FAKE_MODE.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -48,6 +50,18 @@ void Write(const std::string& path, const void* p, size_t n) {
 
 // The timing child's messages (child/timing_child.h) for a candidate that takes 1 ms per call
 // against a 2 ms baseline, with the cheat or failure that `mode` names.
+// "alone" when someone holds the GPU lock named by PTXBENCH_FAKE_LOCK exclusively, "not
+// alone" otherwise, "" when no lock is named.
+std::string GpuLockState() {
+  const char* path = std::getenv("PTXBENCH_FAKE_LOCK");
+  if (!path || !*path) return "";
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "unopenable";
+  const bool shared_ok = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+  ::close(fd);
+  return shared_ok ? "not alone" : "alone";
+}
+
 int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, size_t n) {
   if (mode == "timing_no_cupti") {
     out.Send({{"event", "timing_unavailable"}, {"reason", "fake: CUPTI_ERROR_NOT_INITIALIZED"}});
@@ -70,7 +84,26 @@ int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, si
   // A baseline child (the vendor library alone, before or after the candidate's child).
   if (spec.value("baseline_only", false)) {
     std::string phase = spec.value("baseline_phase", "baseline_before");
-    if (mode == "timing_baseline_error") {
+    // As the real child: set up, ask, time after "go". With PTXBENCH_FAKE_LOCK (the GPU
+    // lock's path), the fake checks that the parent held the GPU shared for the set-up and
+    // alone for the timed calls, and fails as a baseline would if not.
+    std::string lock_problem;
+    if (spec.value("wait_for_go", false)) {
+      if (GpuLockState() == "alone") lock_problem = "held alone during the set-up";
+      out.Send({{"event", "baseline_ready"}, {"phase", phase}});
+      if (ReadControlLine(4, 30000) != "go") {
+        out.Send({{"event", "baseline_error"}, {"phase", phase}, {"message", "fake: no go"}});
+        out.Send({{"event", "done"}});
+        return 0;
+      }
+      if (const std::string st = GpuLockState(); !st.empty() && st != "alone")
+        lock_problem = "not held alone for the timed calls";
+    }
+    if (!lock_problem.empty()) {
+      out.Send({{"event", "baseline_error"},
+                {"phase", phase},
+                {"message", "fake: the GPU lock was " + lock_problem}});
+    } else if (mode == "timing_baseline_error") {
       out.Send(
           {{"event", "baseline_error"},
            {"phase", phase},

@@ -267,6 +267,10 @@ bool MeasurePeak(TimingSession& session, ChannelWriter& out, int n) {
   return ok;
 }
 
+// A baseline child waits this long for the parent's "go" (its wait for the GPU lock); the
+// parent's own deadline for the child covers the same wait.
+constexpr int kBaselineGoTimeoutMs = 4000 * 1000;
+
 // After the candidate's timed loop: the parent's instructions arrive on the control
 // descriptor only now, so nothing in the candidate's reach could know them in advance.
 //  1. {"check": [k, ...], "witness": {"seed0": S, "key": K}}: the outputs of the kept timed
@@ -405,6 +409,17 @@ void RunTiming(const json& spec_json, ActivityTimer& timer, ChannelWriter& out) 
       out.Send({{"event", "baseline_error"}, {"phase", phase}, {"message", e.what()}});
     }
     if (!baseline && !why.empty()) out.Send({{"event", "baseline_none"}, {"reason", why}});
+    if (baseline && spec.wait_for_go) {
+      // Ready: the parent now takes the GPU alone (it may wait for other evaluations).
+      PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+      out.Send({{"event", "baseline_ready"}, {"phase", phase}});
+      if (ReadControlLine(kControlFd, kBaselineGoTimeoutMs) != "go") {
+        out.Send({{"event", "baseline_error"},
+                  {"phase", phase},
+                  {"message", "the parent did not let the baseline's timed calls start"}});
+        return;
+      }
+    }
     if (baseline) {
       PhaseOptions o{phase, warmup, iterations, spec.seed_base + spec.baseline_seed_offset,
                      true,  {}};

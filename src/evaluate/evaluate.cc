@@ -904,11 +904,14 @@ ChildOutcome ProfileStage(const EvalContext& c, const ChildRequest& candidate,
   c.Stage("profile", "one call under the profiler: which instructions ran");
   auto t = Clock::now();
   ChildOutcome profiled;
-  // The profiler's counters see the whole GPU: its child runs alone, and the report is read
-  // back after the GPU is free again. Without the profile the instruction layer cannot be
-  // verified, so a PASSED so far becomes the harness's failure (fail closed).
+  // The counts the profile reads (executed instructions per SASS offset, thread counts with a
+  // true predicate) come from code ncu patches into the candidate's kernels, counted per
+  // kernel: other processes' kernels do not change them, so the profiled child holds the GPU
+  // shared (never beside a timed window), and the report is read back after it lets go.
+  // Without the profile the instruction layer cannot be verified, so a PASSED so far becomes
+  // the harness's failure (fail closed).
   auto hold = [&] {
-    if (c.gpu->Hold(GpuLock::Mode::kAlone)) return true;
+    if (c.gpu->Hold(GpuLock::Mode::kShared)) return true;
     v->Set(Status::kInfraError, c.gpu->stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
            c.gpu->Failure() + " (the profiled call could not run)");
     return false;

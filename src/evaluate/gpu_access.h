@@ -1,8 +1,9 @@
 // How one evaluation holds its GPU (run/gpu_lock.h), child by child: shared while a child
-// that only needs the GPU runs (references, trials, memory check, probes), alone while the
-// timed children and the profiler run, and not at all in between (builds, comparisons,
-// digests, the profiler's report). So the CPU work of one evaluation overlaps the GPU work of
-// others, and nothing overlaps a timed window.
+// that only needs the GPU runs (references, trials, memory check, the profiled call, probes,
+// a baseline's set-up), alone while the candidate's timed child and the baselines' timed calls
+// run, and not at all in between (builds, comparisons, digests, the profiler's report). So
+// the CPU work of one evaluation overlaps the GPU work of others, and nothing overlaps a timed
+// window.
 #pragma once
 
 #include <atomic>

@@ -153,10 +153,14 @@ TimingSpec TimedCallsSpec(const Family& family, const Axes& axes, const TimedCal
 }
 
 // A child that times the vendor baseline alone (before or after the candidate's), in a
-// process of its own: no candidate shares a process with a vendor library.
+// process of its own: no candidate shares a process with a vendor library. With `gpu`, its
+// set-up (context, library, buffers) runs holding the GPU shared and its timed calls alone:
+// it asks (baseline_ready) and the parent answers "go" once it holds the GPU alone.
+// `*gpu_refused` turns true when the GPU could not be had (the child then times nothing).
 ChildOutcome RunBaselineChild(const EvalRequest& req, const ScratchDir& scratch,
                               const std::string& phase, uint64_t seed_offset, int peak_n,
-                              TimingSpec spec, const json& baseline_options) {
+                              TimingSpec spec, const json& baseline_options, GpuAccess* gpu,
+                              bool* gpu_refused) {
   ChildRequest bc = HarnessChild(req, scratch, phase, req.options.timing_timeout);
   spec.out_dir = scratch.File(phase + ".out");
   MakeDirs(spec.out_dir);
@@ -165,8 +169,24 @@ ChildOutcome RunBaselineChild(const EvalRequest& req, const ScratchDir& scratch,
   spec.baseline_seed_offset = seed_offset;
   spec.peak_n = peak_n;
   spec.baseline_options = baseline_options;
+  if (gpu) {
+    spec.wait_for_go = true;
+    bc.timeout += req.options.gpu_lock_timeout;  // the wait for "go" is the lock's
+    bc.on_message = [gpu, gpu_refused](const json& m, const ChildRequest::Reply& reply) {
+      if (m.value("event", "") != "baseline_ready") return;
+      const bool held = gpu->Hold(GpuLock::Mode::kAlone);
+      if (!held) *gpu_refused = true;
+      reply(held ? "go" : "stop");
+    };
+    if (!gpu->Hold(GpuLock::Mode::kShared)) {
+      *gpu_refused = true;
+      return {};
+    }
+  }
   bc.spec = ToJson(spec);
-  return RunChild(bc);
+  ChildOutcome outcome = RunChild(bc);
+  if (gpu) gpu->Release();
+  return outcome;
 }
 
 // The candidate child's messages for the judge: tagged with where they came from (the parent's
@@ -266,16 +286,26 @@ void TimingLayer::Run() {
   // The baseline's runs and the candidate's timed calls side by side, alone on the GPU
   // (another evaluation's kernels would change both and the witness's window); judging,
   // revalidating and the witness's judgement need the GPU only for a reference, shared.
-  if (!HoldGpu(c_, GpuLock::Mode::kAlone, v_)) {
+  // Each child alone on the GPU while it times (another evaluation's kernels would change
+  // its figures and the witness's window): the baselines ask when their set-up is done, the
+  // candidate's child holds it from its start (a loaded candidate is never left unwatched on
+  // a GPU that another evaluation times on). Judging, revalidating and the witness's
+  // judgement need the GPU only for a reference, shared.
+  auto refused = [&] {
+    if (!v_->decided)
+      v_->Set(Status::kInfraError, c_.gpu->stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
+              c_.gpu->Failure());
     perf_.state = "not_reached";
     perf_.reason = c_.gpu->Failure();
     rec_->performance = ToJson(perf_);
-    return;
-  }
+  };
   BaselineBefore();
+  if (gpu_refused_) return refused();
+  if (!HoldGpu(c_, GpuLock::Mode::kAlone, v_)) return refused();
   Candidate();
-  BaselineAfter();
   if (c_.gpu) c_.gpu->Release();
+  BaselineAfter();
+  if (gpu_refused_) return refused();
   Judge();
   if (Revalidate()) Witness();
   // The layer becomes the record's once, when the stage is over: the steps above read and
@@ -313,8 +343,9 @@ void TimingLayer::BaselineBefore() {
   // build of a variant takes minutes, then it is cached).
   baseline_options_ =
       PrepareBaselineOptions(c_.family, c_.axes, c_.req.options.attention_baseline, c_.cache_root);
-  before_ = RunBaselineChild(c_.req, scratch_, "baseline_before", 1000000,
-                             peak_ ? 0 : kPeakGemmSize, TimedCalls(""), baseline_options_);
+  before_ =
+      RunBaselineChild(c_.req, scratch_, "baseline_before", 1000000, peak_ ? 0 : kPeakGemmSize,
+                       TimedCalls(""), baseline_options_, c_.gpu, &gpu_refused_);
   rec_->stage_seconds[stage_key::kTimingBaseline] = SecondsSince(t);
 }
 
@@ -353,7 +384,7 @@ void TimingLayer::BaselineAfter() {
   // A candidate that ran out of time leaves the judge its last phase: no baseline after it.
   if (timed_.exit.kind != ExitKind::kTimedOut)
     after_ = RunBaselineChild(c_.req, scratch_, "baseline_after", 2000000, 0, TimedCalls(""),
-                              baseline_options_);
+                              baseline_options_, c_.gpu, &gpu_refused_);
   rec_->stage_seconds[stage_key::kTimingBaseline] += SecondsSince(t);
 }
 

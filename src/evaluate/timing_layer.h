@@ -113,6 +113,7 @@ class TimingLayer {
   json baseline_options_;
   // The children and the parent's side of the conversation.
   ChildOutcome before_, timed_, after_;
+  bool gpu_refused_ = false;  // a baseline child could not have the GPU (the lock's timeout)
   std::string gpm_why_;
   std::unique_ptr<GpmWitness> gpm_;
   TimingConversation talk_;

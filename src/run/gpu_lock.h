@@ -1,8 +1,9 @@
 // The right to the GPU, held across processes, in one of two modes:
 //  - alone (exclusive): the stages whose figures another process's GPU work would change
-//    (timing with its witness window, the vendor baseline's runs, the profiler's counters);
+//    (the candidate's timed child with its witness window, the vendor baseline's timed calls);
 //  - shared: every other stage that runs work on the GPU (references, the candidate's trials,
-//    the memory check, the probes). Shared holders run side by side; none of them runs while
+//    the memory check, the profiled call, whose counts are patched into its own kernels, and
+//    the probes). Shared holders run side by side; none of them runs while
 //    anyone holds the GPU alone, so a timed window never shares the GPU with another
 //    evaluation's kernels (a slow or hung candidate included).
 // Every evaluation takes it, whoever started it (`ptxbench eval`, a service worker, a test).

@@ -130,7 +130,7 @@ json ToJson(const TimingSpec& s) {
                            pci_bus_id);
   if (s.baseline_only)
     PTXBENCH_JSON_SET_FIELDS(j, s, baseline_only, baseline_phase, baseline_seed_offset, peak_n,
-                             baseline_options);
+                             baseline_options, wait_for_go);
   else
     PTXBENCH_JSON_SET_FIELDS(j, s, shared_object, abi, kept_outputs, witness_calls, digest_key);
   return j;
@@ -156,6 +156,7 @@ TimingSpec ParseTimingSpec(const json& j) {
     Read(j, "baseline_seed_offset", &s.baseline_seed_offset, false);
     Read(j, "peak_n", &s.peak_n, false);
     Read(j, "baseline_options", &s.baseline_options, false);
+    Read(j, "wait_for_go", &s.wait_for_go, false);
     Check(s.baseline_phase == "baseline_before" || s.baseline_phase == "baseline_after",
           "`baseline_phase` is neither baseline_before nor baseline_after");
     Check(s.peak_n >= 0 && s.peak_n <= 65536, "`peak_n` outside 0..65536");

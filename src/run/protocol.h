@@ -80,6 +80,9 @@ struct TimingSpec : WorkloadSpec {
   std::string baseline_phase = "baseline_before";
   uint64_t baseline_seed_offset = 1000000;
   int peak_n = 0;  // > 0: measure the bf16 dense peak at this square size after the baseline
+  // Set up (context, library, buffers) first, then ask the parent with baseline_ready and
+  // time only after its "go": the parent holds the GPU alone from then on, not for the setup.
+  bool wait_for_go = false;
   nlohmann::json baseline_options = nlohmann::json::object();
 };
 

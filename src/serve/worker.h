@@ -10,8 +10,8 @@
 //
 // Several workers sharing one GPU (--workers-per-gpu) evaluate at the same time: inside
 // Evaluate, each child that runs on the GPU holds the GPU's host-wide lock (run/gpu_lock.h),
-// shared for the references, trials and memory check, alone for the timed calls, the
-// baselines and the profiler, so no two timed windows and no other kernels overlap, while
+// shared for the references, trials, memory check and profile, alone for the timed calls
+// of the candidate and the baselines, so no two timed windows and no other kernels overlap, while
 // builds, comparisons and digests run in parallel. The worker's own lock, per device label, is
 // held shared for the whole evaluation: whoever holds it alone (an operator, a maintenance
 // job) keeps the workers of that label off the GPU. It lives in a private folder (0700, this
