@@ -344,29 +344,27 @@ TEST_F(EvaluateTest, TheGpuIsHeldAloneOnlyForTheTimedChildren) {
   ::unsetenv("PTXBENCH_FAKE_LOCK");
   EXPECT_EQ(checked.status, Status::kPassed) << checked.message << checked.performance.dump();
 
+  // While another holder has the lock in `mode`: this evaluation, with a 1 s wait for the GPU
+  // and caches of its own (nothing cached).
   const std::atomic<bool> never{false};
-  {
-    GpuLock other(lock, std::chrono::milliseconds(0), never, GpuLock::Mode::kAlone);
-    ASSERT_EQ(other.outcome(), GpuLock::Outcome::kHeld);
-    WriteFileAtomic(kernel_, std::string(kTrivialKernel) + "// 1\n");  // no cached reference
+  auto beside = [&](GpuLock::Mode mode, const std::string& cache) {
+    GpuLock other(lock, std::chrono::milliseconds(0), never, mode);
+    EXPECT_EQ(other.outcome(), GpuLock::Outcome::kHeld);
     EvalRequest req = Request("correct");
     req.options.sanitize = SanitizeMode::kNever;
     req.options.gpu_lock_timeout = std::chrono::seconds(1);
-    req.cache_root = dir_.File("cache-2");
-    EvaluationRecord blocked = Evaluate(req);
+    req.cache_root = dir_.File(cache);
+    return Evaluate(req);
+  };
+  {
+    EvaluationRecord blocked = beside(GpuLock::Mode::kAlone, "cache-2");
     EXPECT_EQ(blocked.status, Status::kInfraError) << blocked.message;
     EXPECT_EQ(blocked.reason, "gpu_lock_timeout");
     EXPECT_NE(blocked.message.find("not free within 1 s"), std::string::npos) << blocked.message;
     EXPECT_FALSE(blocked.ToJson()["stage_seconds"].contains("run"));
   }
   {
-    GpuLock other(lock, std::chrono::milliseconds(0), never, GpuLock::Mode::kShared);
-    ASSERT_EQ(other.outcome(), GpuLock::Outcome::kHeld);
-    EvalRequest req = Request("correct");
-    req.options.sanitize = SanitizeMode::kNever;
-    req.options.gpu_lock_timeout = std::chrono::seconds(1);
-    req.cache_root = dir_.File("cache-3");
-    EvaluationRecord waited = Evaluate(req);
+    EvaluationRecord waited = beside(GpuLock::Mode::kShared, "cache-3");
     EXPECT_EQ(waited.status, Status::kInfraError) << waited.message;
     EXPECT_EQ(waited.reason, "gpu_lock_timeout");
     EXPECT_EQ(waited.correctness["trial_results"].size(), 3u) << "the trials ran beside it";
