@@ -316,6 +316,24 @@ TEST_F(EvaluateTest, ForgedPeakLinesNeverReachThePeakCache) {
   EXPECT_EQ(r.performance["protocol"]["parent_decided"]["kept_outputs"], 5);
 }
 
+// A tvm-ffi run whose parameters are not the task's tensors (upstream's own prompt example
+// for a GEMM task) ends before the build, naming what it takes and what the task passes.
+TEST_F(EvaluateTest, ATvmFfiRunThatIsNotTheTasksSignatureEndsBeforeTheBuild) {
+  EvaluationRecord r = Eval("correct", R"(#include <tvm/ffi/function.h>
+using tvm::ffi::TensorView;
+void add_scaled(TensorView x, float scale, int32_t shift, TensorView y) {}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, add_scaled);
+)");
+  EXPECT_EQ(r.status, Status::kCompileError) << r.message;
+  EXPECT_EQ(r.reason, "entry_point_signature");
+  EXPECT_NE(r.message.find("takes 4 parameters"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("not tensors: float scale, int32_t shift"), std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("its 3 tensors, inputs then outputs (A, B, C)"), std::string::npos)
+      << r.message;
+  EXPECT_FALSE(r.ToJson()["stage_seconds"].contains("build"));
+}
+
 // The GPU lock, child by child: the timed children hold it alone, the references and trials
 // shared, the CPU stages not at all. Another evaluation holding the GPU alone keeps this one
 // from every child that runs there; one holding it shared (its own trials) lets this one's

@@ -44,6 +44,7 @@
 #include "run/protocol.h"
 #include "run/reference_cache.h"
 #include "screen/screen.h"
+#include "task/abi.h"
 #include "task/device_ops.h"
 #include "task/family.h"
 
@@ -319,10 +320,34 @@ bool ScreenStage(const EvalContext& c, const std::string& source, EvaluationReco
 // A tvm-ffi `run` of a definition with a scalar input takes that scalar as an argument; our
 // call passes one tensor per argument (task/tvm_ffi_call.h), so it cannot be called right.
 // False when that decided the verdict.
-bool AbiCanCallDefinition(const EvalContext& c, CandidateAbi abi, Verdict* v) {
+// A tvm-ffi `run` whose parameters are not the task's tensors, in number and kind, read from
+// the source before the build: the call could only fail on the GPU (upstream's own prompt
+// example, `run(TensorView x, float scale, int32_t shift, TensorView y)`, for a GEMM).
+bool TvmFfiParametersFitTheTask(const EvalContext& c, const std::string& source, Verdict* v) {
+  const std::optional<std::vector<std::string>> params = TvmFfiRunParameters(source);
+  if (!params) return true;  // not said plainly in the source: the call checks its arguments
+  const std::vector<TensorSpec> tensors = c.family.Tensors(c.axes);
+  std::vector<std::string> names, not_tensors;
+  for (const TensorSpec& t : tensors) names.push_back(t.name);
+  for (const std::string& p : *params)
+    if (!IsTensorParameter(p)) not_tensors.push_back(p);
+  if (params->size() == tensors.size() && not_tensors.empty()) return true;
+  std::string msg = "the exported run takes " + std::to_string(params->size()) + " parameter" +
+                    (params->size() == 1 ? "" : "s") + " (" + Join(*params, ", ") + ")";
+  if (!not_tensors.empty()) msg += ", not tensors: " + Join(not_tensors, ", ");
+  msg += "; " + c.def.name + " calls it with its " + std::to_string(tensors.size()) +
+         " tensors, inputs then outputs (" + Join(names, ", ") + ")";
+  v->Set(Status::kCompileError, "entry_point_signature", msg);
+  return false;
+}
+
+bool AbiCanCallDefinition(const EvalContext& c, CandidateAbi abi, const std::string& source,
+                          Verdict* v) {
   const Definition& def = c.def;
-  if (abi != CandidateAbi::kTvmFfi || !def.flashinfer || def.flashinfer->scalar_inputs.empty())
-    return true;
+  if (abi != CandidateAbi::kTvmFfi) return true;
+  // Our limit first (a definition with scalar inputs), then the candidate's signature.
+  if (!def.flashinfer || def.flashinfer->scalar_inputs.empty())
+    return TvmFfiParametersFitTheTask(c, source, v);
   v->Set(Status::kInfraError, "abi_unsupported",
          "definition " + def.name + " passes the scalar input " +
              Join(def.flashinfer->scalar_inputs, ", ") +
@@ -1013,7 +1038,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   rec.candidate = ToJson(CandidateOf(req.kernel_path, source, abi));
 
   // The CPU layers: each may end the evaluation with its verdict.
-  if (!ScreenStage(c, source, &rec, &v) || !AbiCanCallDefinition(c, abi, &v)) return finish();
+  if (!ScreenStage(c, source, &rec, &v) || !AbiCanCallDefinition(c, abi, source, &v))
+    return finish();
   const std::optional<BuildResult> build = BuildStage(c, source, &rec, &v);
   if (!build || !LinkCheckStage(c, build->shared_object, abi, &rec, &v)) return finish();
   ScratchDir scratch("ptxbench-eval");

@@ -1,6 +1,9 @@
 #include "task/abi.h"
 
 #include <cctype>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "screen/screen.h"
 
@@ -86,7 +89,121 @@ bool NativeRunAfterExternC(std::string_view s, size_t p) {
   return false;
 }
 
+// The closing bracket matching the opening one at `open` (any of ( [ { <... only the three
+// kinds), npos when unbalanced.
+size_t MatchingClose(std::string_view s, size_t open) {
+  int depth = 0;
+  for (size_t p = open; p < s.size(); ++p) {
+    if (s[p] == '(' || s[p] == '[' || s[p] == '{') ++depth;
+    if (s[p] == ')' || s[p] == ']' || s[p] == '}') {
+      if (--depth == 0) return p;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::string Trimmed(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+// "a, b<c, d>, e" between the parentheses: split at the commas outside brackets.
+std::vector<std::string> SplitParameters(std::string_view list) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t p = 0; p <= list.size(); ++p) {
+    const char ch = p < list.size() ? list[p] : ',';
+    if (ch == '(' || ch == '[' || ch == '{' || ch == '<') ++depth;
+    if (ch == ')' || ch == ']' || ch == '}' || ch == '>') --depth;
+    if (ch == ',' && depth == 0) {
+      std::string one = Trimmed(list.substr(start, p - start));
+      if (!one.empty()) out.push_back(one);
+      start = p + 1;
+    }
+  }
+  if (out.size() == 1 && out[0] == "void") out.clear();
+  return out;
+}
+
+// The parameter list of the definition of `name` (`name(...) ... {`), when there is exactly
+// one; a declaration or a call (followed by `;` or an operator) is not a definition.
+std::optional<std::vector<std::string>> DefinitionParameters(std::string_view code,
+                                                             std::string_view name) {
+  std::optional<std::vector<std::string>> found;
+  int definitions = 0;
+  ForEachWord(code, name, [&](size_t p) {
+    p = SkipSpace(code, p);
+    if (p >= code.size() || code[p] != '(') return false;
+    size_t close = MatchingClose(code, p);
+    if (close == std::string_view::npos) return false;
+    size_t q = SkipSpace(code, close + 1);
+    while (q < code.size() && IdentChar(code[q])) {  // noexcept, const, __host__ ...
+      size_t w = q;
+      Ident(code, &w);
+      if (w == q) break;
+      q = SkipSpace(code, w);
+    }
+    if (q < code.size() && code[q] == '{') {
+      ++definitions;
+      found = SplitParameters(code.substr(p + 1, close - p - 1));
+    }
+    return false;
+  });
+  if (definitions != 1) return std::nullopt;
+  return found;
+}
+
 }  // namespace
+
+bool IsTensorParameter(std::string_view parameter) {
+  for (std::string_view word : {"TensorView", "Tensor", "DLTensor"})
+    if (ForEachWord(parameter, word, [](size_t) { return true; })) return true;
+  return false;
+}
+
+std::optional<std::vector<std::string>> TvmFfiRunParameters(std::string_view source) {
+  const std::string stripped = StripCommentsAndStrings(source);
+  const std::string_view code = stripped;
+  std::optional<std::vector<std::string>> params;
+  int exports = 0;
+  ForEachWord(code, "TVM_FFI_DLL_EXPORT_TYPED_FUNC", [&](size_t p) {
+    p = SkipSpace(code, p);
+    if (p >= code.size() || code[p] != '(') return false;
+    p = SkipSpace(code, p + 1);
+    if (Ident(code, &p) != "run") return false;
+    p = SkipSpace(code, p);
+    if (p >= code.size() || code[p] != ',') return false;
+    ++exports;
+    p = SkipSpace(code, p + 1);
+    if (p < code.size() && code[p] == '[') {  // a lambda: [captures](parameters) { ... }
+      size_t q = MatchingClose(code, p);
+      if (q == std::string_view::npos) return false;
+      q = SkipSpace(code, q + 1);
+      if (q >= code.size() || code[q] != '(') return false;
+      size_t close = MatchingClose(code, q);
+      if (close != std::string_view::npos)
+        params = SplitParameters(code.substr(q + 1, close - q - 1));
+      return false;
+    }
+    std::string_view name;  // the last part of a qualified name
+    while (true) {
+      std::string_view part = Ident(code, &p);
+      if (part.empty()) break;
+      name = part;
+      if (p + 1 < code.size() && code[p] == ':' && code[p + 1] == ':')
+        p += 2;
+      else
+        break;
+    }
+    if (!name.empty()) params = DefinitionParameters(code, name);
+    return false;
+  });
+  if (exports != 1) return std::nullopt;
+  return params;
+}
 
 CandidateAbi DetectCandidateAbi(std::string_view source) {
   // Comments gone, literals blanked (`extern "C"` reads `extern " "`): a word in a comment

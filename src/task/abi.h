@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptxbench {
 
@@ -28,6 +29,15 @@ std::string EntrySymbol(CandidateAbi abi);
 // entry point (`extern "C" ... int run(`, either form of extern "C"); native otherwise, so
 // that every source that was native stays native.
 CandidateAbi DetectCandidateAbi(std::string_view source);
+
+// The parameters of the function a tvm-ffi source exports as `run`, as written ("tvm::ffi::
+// TensorView A", "float scale"), read from the source before any build: the function named
+// in TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, f) (its one definition) or the lambda written there.
+// nullopt when the source does not say unambiguously (the call itself checks then).
+std::optional<std::vector<std::string>> TvmFfiRunParameters(std::string_view source);
+
+// Whether a parameter as written is a tensor (TensorView, Tensor, DLTensor*).
+bool IsTensorParameter(std::string_view parameter);
 
 // A loaded candidate's entry point (child processes only).
 struct CandidateEntry {

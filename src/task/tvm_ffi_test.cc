@@ -36,6 +36,57 @@ TEST(CandidateAbi, NamesAndSymbols) {
   EXPECT_EQ(EntrySymbol(CandidateAbi::kTvmFfi), "__tvm_ffi_run");
 }
 
+// The exported run's parameters, read from the source: upstream's controls take the task's
+// tensors; upstream's own prompt example takes two scalars; a lambda, a qualified name and a
+// declaration before the definition are read; two definitions (or none) say nothing.
+TEST(CandidateAbi, TheExportedRunsParametersComeFromTheSource) {
+  auto gemm = TvmFfiRunParameters(Control("upstream/gemm_tvm_ffi.cu"));
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_EQ(*gemm, (std::vector<std::string>{"tvm::ffi::TensorView A", "tvm::ffi::TensorView B",
+                                             "tvm::ffi::TensorView C"}));
+  auto mha = TvmFfiRunParameters(Control("upstream/mha_with_lse_tvm_ffi.cu"));
+  ASSERT_TRUE(mha.has_value());
+  EXPECT_EQ(mha->size(), 5u);
+
+  const std::string prompt_example = R"(
+#include <tvm/ffi/function.h>
+using tvm::ffi::TensorView;
+void add_scaled(TensorView x, float scale, int32_t shift, TensorView y) { /* ... */ }
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, add_scaled);
+)";
+  auto p = TvmFfiRunParameters(prompt_example);
+  ASSERT_TRUE(p.has_value());
+  ASSERT_EQ(p->size(), 4u);
+  EXPECT_TRUE(IsTensorParameter((*p)[0]));
+  EXPECT_FALSE(IsTensorParameter((*p)[1]));
+  EXPECT_FALSE(IsTensorParameter((*p)[2]));
+  EXPECT_EQ((*p)[2], "int32_t shift");
+
+  auto lambda = TvmFfiRunParameters(
+      "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, [](tvm::ffi::TensorView a, DLTensor* b) { f(a, b); });");
+  ASSERT_TRUE(lambda.has_value());
+  EXPECT_EQ(lambda->size(), 2u);
+  EXPECT_TRUE(IsTensorParameter((*lambda)[1]));
+
+  auto qualified = TvmFfiRunParameters(R"(namespace k { void go(TensorView a);
+void go(TensorView a) noexcept { launch(a); } }
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, k::go);)");
+  ASSERT_TRUE(qualified.has_value());
+  EXPECT_EQ(*qualified, std::vector<std::string>{"TensorView a"});
+
+  EXPECT_FALSE(TvmFfiRunParameters(R"(void go(TensorView a) {}
+void go(TensorView a, TensorView b) {}
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, go);)")
+                   .has_value());
+  EXPECT_FALSE(
+      TvmFfiRunParameters("void go(TensorView a);\nTVM_FFI_DLL_EXPORT_TYPED_FUNC(run, go);")
+          .has_value());
+  // In a comment it is not an export.
+  EXPECT_FALSE(
+      TvmFfiRunParameters("// TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, go);\nvoid go(TensorView a) {}")
+          .has_value());
+}
+
 TEST(CandidateAbi, DetectedFromTheSource) {
   // The controls: ours native, upstream's tvm-ffi.
   EXPECT_EQ(DetectCandidateAbi(Control("gemm/tiled_correct.cu")), CandidateAbi::kNative);
