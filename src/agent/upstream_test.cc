@@ -394,5 +394,25 @@ TEST_F(UpstreamRaw, TheTurnWithoutCodeIsJudgedAnExtractionErrorAndTheRestKeepThe
   EXPECT_EQ(evaluator.judged.size(), 4u);  // exp_000's four kernels, nothing else
 }
 
+// Our per-turn CSV of the replayed experiment against the one upstream's exporter wrote from
+// the same trajectories: trajectory_id, turn, correctness and speedup, cell by cell (the SASS
+// columns are ours to fill from our records; upstream's were not requested).
+TEST_F(UpstreamRaw, OurUpstreamCsvHasUpstreamsIdsTurnsWordsAndSpeedups) {
+  std::vector<std::string> want =
+      SplitLines(ReadFile(RawFixture("with-kernels/figures/turn_correctness_arch.csv")));
+  for (const std::string folder : {"with-kernels", "without-kernels"}) {
+    SCOPED_TRACE(folder);
+    ScriptedEvaluator evaluator;
+    std::vector<std::string> got = CsvOfReplay(folder, &evaluator);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      std::vector<std::string> w = Split(want[i], ','), g = Split(got[i], ',');
+      ASSERT_EQ(g.size(), 18u) << got[i];
+      for (size_t c = 0; c < 4; ++c)
+        EXPECT_EQ(g[c], w[c]) << "line " << i + 1 << ", column " << UpstreamTurnColumns()[c];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ptxbench
