@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <regex>
+#include <string_view>
 
 #include "agent/content_text.h"
+#include "agent/extract.h"
 #include "agent/replay.h"
 #include "common/bounded_json.h"
 #include "common/error.h"
@@ -72,6 +74,161 @@ std::string FindTask(const json& trajectory, const std::string& task_message,
   return best;
 }
 
+// Upstream's extract_code_block (accrl/utils/code_utils.py), for languages ["cpp"]. Its
+// pattern is "```cpp" and a line break anywhere in the text, then a body that does not start
+// with "```" and ends, lazily, at the first "\n```" or at the end of the text (or before a last
+// line break). Kept byte for byte so that a turn has a kernel here exactly where upstream's
+// agent, analysis script and exporter saw one.
+constexpr std::string_view kCppOpen = "```cpp\n";
+constexpr std::string_view kFence = "```";
+
+// Python's str.rstrip() and str.strip(), for ASCII white space (a kernel ending in a
+// non-ASCII space is not worth the UTF-8 decoding).
+constexpr std::string_view kPythonSpace = " \t\n\v\f\r\x1c\x1d\x1e\x1f";
+std::string PythonRstrip(const std::string& s) {
+  size_t end = s.find_last_not_of(kPythonSpace);
+  return end == std::string::npos ? "" : s.substr(0, end + 1);
+}
+
+// Where a body starting at `from` ends: the first "\n```", else the text's end (before a
+// final line break, as Python's "$" matches there too).
+size_t CppBodyEnd(const std::string& s, size_t from) {
+  size_t fence = s.find("\n```", from);
+  if (fence != std::string::npos) return fence;
+  bool final_newline = !s.empty() && s.back() == '\n' && s.size() - 1 >= from;
+  return final_newline ? s.size() - 1 : s.size();
+}
+
+// The bodies of every ```cpp block, in order.
+std::vector<std::string> CppBlocks(const std::string& s) {
+  std::vector<std::string> bodies;
+  size_t at = s.find(kCppOpen);
+  while (at != std::string::npos) {
+    size_t body = at + kCppOpen.size();
+    if (s.compare(body, kFence.size(), kFence) == 0) {  // "```cpp\n```": no block starts here
+      at = s.find(kCppOpen, at + 1);
+      continue;
+    }
+    size_t end = CppBodyEnd(s, body);
+    bodies.push_back(s.substr(body, end - body));
+    at = s.find(kCppOpen, end);
+  }
+  return bodies;
+}
+
+bool Has(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+// Upstream's _is_cuda_code: a binding (torch's or TVM-FFI's) and some sign of device code.
+bool LooksLikeUpstreamCuda(const std::string& code) {
+  bool binding = Has(code, "PYBIND11_MODULE") || Has(code, "torch/extension.h") ||
+                 Has(code, "torch::extension.h") || Has(code, "TVM_FFI_DLL_EXPORT_TYPED_FUNC");
+  bool device =
+      (Has(code, "<<<") && Has(code, ">>>")) || Has(code, "__global__") || Has(code, "TensorView");
+  return binding && device;
+}
+
+// One assistant message of an upstream trajectory, in order: upstream's turn N is the N-th.
+struct AssistantMessage {
+  std::string text;                 // as we replay it (a list of parts joined)
+  std::string code;                 // what upstream extracts from it; "" for none
+  std::optional<json> observation;  // the extra of the user message that answered it
+};
+
+struct UpstreamMessages {
+  std::string system, task;
+  std::vector<AssistantMessage> replies;
+};
+
+// Messages: system, task, then assistant/observation pairs (the exit message, if any, last).
+UpstreamMessages ParseMessages(const json& messages) {
+  UpstreamMessages out;
+  for (const auto& m : messages) {
+    if (!m.is_object()) continue;
+    std::string role = m.value("role", "");
+    if (role == "system" && out.system.empty() && out.replies.empty()) {
+      out.system = TextOf(m);
+    } else if (role == "user" && out.replies.empty() && out.task.empty()) {
+      out.task = TextOf(m);
+    } else if (role == "assistant") {
+      // Upstream extracts from a string content only (a list of parts gives it no kernel).
+      const json* content = m.contains("content") ? &m["content"] : nullptr;
+      std::string raw = content && content->is_string() ? content->get<std::string>() : "";
+      out.replies.push_back({TextOf(m), UpstreamKernelOf(raw), std::nullopt});
+    } else if (role == "user" && !out.replies.empty() && !out.replies.back().observation) {
+      out.replies.back().observation =
+          m.contains("extra") && m["extra"].is_object() ? m["extra"] : json::object();
+    }
+  }
+  return out;
+}
+
+// kernels/<id>/kernel_t<N>.cu by N; empty when there is no such folder.
+std::map<int, std::string> KernelFiles(const std::string& dir) {
+  std::map<int, std::string> files;
+  if (!fs::is_directory(dir)) return files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::smatch m;
+    std::string name = e.path().filename().string();
+    // A link is never followed: the kernel's text goes into the trajectory and its records,
+    // so a folder from elsewhere must not be able to pull another file in (a key, a password).
+    if (!e.is_symlink() && e.is_regular_file() && std::regex_match(name, m, kKernelFile))
+      files[std::stoi(m[1].str())] = fs::absolute(e.path()).lexically_normal().string();
+  }
+  return files;
+}
+
+// Every kernel file must be the kernel of the assistant message of its number: one that is
+// not was numbered otherwise (from 1, or by kernels only), and pairing it would give each
+// kernel another turn's verdict.
+void CheckKernelNumbering(const std::map<int, std::string>& files,
+                          const std::vector<AssistantMessage>& replies) {
+  for (const auto& [n, path] : files) {
+    if (n >= static_cast<int>(replies.size()))
+      throw InputError(path + " has no assistant message " + std::to_string(n) +
+                       " (upstream numbers turns from 0, one per assistant message)");
+    if (replies[n].code.empty())
+      throw InputError(path + ": assistant message " + std::to_string(n) +
+                       " has no ```cpp block for it to come from (upstream numbers turns from "
+                       "0, one per assistant message): not numbered as upstream numbers them");
+  }
+}
+
+// The turns: each answered assistant message, its kernel from its file where there is one,
+// else from the message.
+std::vector<UpstreamTurn> ReadTurns(const std::vector<AssistantMessage>& replies,
+                                    const std::string& kernels_dir) {
+  std::map<int, std::string> files = KernelFiles(kernels_dir);
+  CheckKernelNumbering(files, replies);
+  std::vector<UpstreamTurn> turns;
+  for (size_t n = 0; n < replies.size(); ++n) {
+    const AssistantMessage& a = replies[n];
+    if (!a.observation) {
+      // Only the last can be unanswered (the run broke off there): upstream never judged it.
+      if (n + 1 < replies.size())
+        throw InputError("assistant message " + std::to_string(n) +
+                         " has no observation, yet more follow");
+      break;
+    }
+    UpstreamTurn u;
+    u.upstream_turn = static_cast<int>(n);
+    u.turn = u.upstream_turn + 1;
+    u.reply = a.text;
+    u.verdict = *a.observation;
+    auto file = files.find(u.upstream_turn);
+    if (file != files.end()) {
+      u.kernel = file->second;
+      u.kernel_from = "kernels";
+      u.code = ReadFile(u.kernel);
+    } else if (!a.code.empty()) {
+      u.kernel_from = "message";
+      u.code = a.code;
+    }
+    turns.push_back(std::move(u));
+  }
+  if (turns.empty()) throw InputError("no assistant message with an observation");
+  return turns;
+}
+
 UpstreamTrajectory ReadTrajectory(const std::string& folder, const std::string& id,
                                   const Catalog& catalog, const std::string& task) {
   std::string path = folder + "/trajectories/" + id + ".json";
@@ -86,59 +243,49 @@ UpstreamTrajectory ReadTrajectory(const std::string& folder, const std::string& 
   }
   t.exit_status = info.value("exit_status", "");
 
-  // Messages: system, task, then assistant/observation pairs (the exit message, if any, last).
-  std::vector<std::string> replies;
-  std::vector<json> verdicts;
-  std::string system, task_message;
-  for (const auto& m : j["messages"]) {
-    if (!m.is_object()) continue;
-    std::string role = m.value("role", "");
-    if (role == "system" && system.empty() && replies.empty()) {
-      system = TextOf(m);
-    } else if (role == "user" && replies.empty() && task_message.empty()) {
-      task_message = TextOf(m);
-    } else if (role == "assistant") {
-      replies.push_back(TextOf(m));
-      verdicts.push_back(json());
-    } else if (role == "user" && !replies.empty() && verdicts.back().is_null()) {
-      verdicts.back() = m.contains("extra") ? m["extra"] : json::object();
-    }
-  }
-  if (!system.empty() && !task_message.empty())
-    t.seed = {{"system", system}, {"user", task_message}};
+  UpstreamMessages m = ParseMessages(j["messages"]);
+  if (!m.system.empty() && !m.task.empty()) t.seed = {{"system", m.system}, {"user", m.task}};
   std::string why;
-  t.task = task.empty() ? FindTask(j, task_message, catalog, &why) : task;
+  t.task = task.empty() ? FindTask(j, m.task, catalog, &why) : task;
   if (t.task.empty()) throw InputError(why);
   catalog.Find(t.task);  // throws InputError naming the closest
-
-  std::string kernels = folder + "/kernels/" + id;
-  if (!fs::is_directory(kernels)) throw InputError("no kernels folder " + kernels);
-  std::vector<std::pair<int, std::string>> files;
-  for (const auto& e : fs::directory_iterator(kernels)) {
-    std::smatch m;
-    std::string name = e.path().filename().string();
-    // A link is never followed: the kernel's text goes into the trajectory and its records,
-    // so a folder from elsewhere must not be able to pull another file in (a key, a password).
-    if (!e.is_symlink() && e.is_regular_file() && std::regex_match(name, m, kKernelFile))
-      files.emplace_back(std::stoi(m[1].str()), fs::absolute(e.path()).lexically_normal().string());
-  }
-  if (files.empty()) throw InputError("no kernel_t<N>.cu in " + kernels);
-  std::sort(files.begin(), files.end());
-  // kernel_t0.cu, where upstream counts from 0, is the first assistant message too.
-  int first = files.front().first;
-  for (size_t k = 0; k < files.size(); ++k) {
-    UpstreamTurn u;
-    u.turn = static_cast<int>(k) + 1;
-    u.upstream_turn = files[k].first;
-    u.kernel = files[k].second;
-    size_t message = static_cast<size_t>(files[k].first - (first == 0 ? 0 : 1));
-    if (message < replies.size()) {
-      u.reply = replies[message];
-      u.verdict = verdicts[message];
-    }
-    t.turns.push_back(std::move(u));
-  }
+  t.turns = ReadTurns(m.replies, folder + "/kernels/" + id);
   return t;
+}
+
+// A fence longer than any run of backticks in `code`, so that the kernel cannot close it.
+std::string FenceFor(const std::string& code) {
+  size_t longest = 0, run = 0;
+  for (char c : code) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::string(std::max<size_t>(3, longest + 1), '`');
+}
+
+// Every line of `text` quoted ("> "): a fenced block inside is no longer one.
+std::string Quoted(const std::string& text) {
+  std::string out = "> ";
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += "> ";
+  }
+  return out;
+}
+
+// What the replay answers for a turn. A turn with a kernel: the reply, then the kernel in a
+// fenced block (the last block, which our extractor takes). A turn without: the reply alone,
+// quoted where our extractor would find a kernel in it (a ```cuda block, say) that upstream's
+// did not, so that it stays the extraction error upstream judged it.
+std::string ReplayText(const UpstreamTurn& u) {
+  if (u.HasKernel()) {
+    std::string fence = FenceFor(u.code);
+    std::string code = u.code.back() == '\n' ? u.code : u.code + "\n";
+    return u.reply + "\n\n" + fence + "cuda\n" + code + fence + "\n";
+  }
+  if (u.reply.empty())
+    return "(upstream turn " + std::to_string(u.upstream_turn) + ": an empty reply)";
+  return ExtractKernel(u.reply).found ? Quoted(u.reply) : u.reply;
 }
 
 }  // namespace
@@ -185,6 +332,16 @@ UpstreamExperiment ReadUpstreamExperiment(const std::string& folder, const Catal
   return e;
 }
 
+std::string UpstreamKernelOf(const std::string& reply) {
+  std::vector<std::string> blocks = CppBlocks(reply);
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    std::string code = PythonRstrip(*it);
+    if (!code.empty() && LooksLikeUpstreamCuda(code)) return code;
+  }
+  // None looks like a kernel: upstream takes the last block all the same, blank or not.
+  return blocks.empty() ? "" : PythonRstrip(blocks.back());
+}
+
 json UpstreamRunInfo(const UpstreamExperiment& e) {
   json trajectories = json::object();
   for (const auto& t : e.trajectories) {
@@ -193,6 +350,7 @@ json UpstreamRunInfo(const UpstreamExperiment& e) {
       turns.push_back({{"turn", u.turn},
                        {"upstream_turn", u.upstream_turn},
                        {"kernel", u.kernel},
+                       {"kernel_from", u.kernel_from},
                        {"upstream_verdict", u.verdict}});
     trajectories[t.id] = {{"task", t.task},
                           {"model", t.model},
@@ -210,14 +368,7 @@ json UpstreamRunInfo(const UpstreamExperiment& e) {
 UpstreamReplayProvider::UpstreamReplayProvider(const UpstreamExperiment& e) : folder_(e.folder) {
   for (const auto& t : e.trajectories) {
     auto& replies = replies_[t.id];
-    for (const auto& u : t.turns) {
-      std::string kernel = ReadFile(u.kernel);
-      if (!kernel.empty() && kernel.back() != '\n') kernel += '\n';
-      std::string head = u.reply.empty() ? "(upstream turn " + std::to_string(u.upstream_turn) +
-                                               ": no assistant message in the trajectory)"
-                                         : u.reply;
-      replies.push_back(head + "\n\n```cuda\n" + kernel + "```\n");
-    }
+    for (const auto& u : t.turns) replies.push_back(ReplayText(u));
   }
 }
 
@@ -233,7 +384,7 @@ ChatReply UpstreamReplayProvider::CompleteFor(const std::string& trajectory_id,
   // The loop's id is "<upstream id>-<k>".
   std::string id = trajectory_id.substr(0, trajectory_id.rfind('-'));
   auto it = replies_.find(id);
-  // The first assistant message after the seed is turn 1 (the seed has no assistant message).
+  // The k-th assistant message after the seed is upstream's turn k (the seed has none).
   size_t turn = 0;
   for (const auto& m : messages) turn += m.role == "assistant";
   if (it == replies_.end() || turn >= it->second.size()) {

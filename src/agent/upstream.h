@@ -3,14 +3,17 @@
 //
 //   trajectories/exp_NNN.json        mini-swe-agent-1.1: info, messages (system, task, then
 //                                    assistant/user pairs; a user observation's "extra" has
-//                                    upstream's verdict: returncode, all_passed, min_speedup, ...)
+//                                    upstream's verdict: returncode, event, all_passed, ...)
 //   kernels/exp_NNN/kernel_t{N}.cu   the kernel of turn N, as upstream's analysis wrote it
+//                                    (optional: upstream's own exporter reads the messages)
 //
-// Turn N is upstream's N-th assistant message; its verdict is the extra of the observation
-// that follows it. We replay the assistant messages verbatim, each followed by its kernel in a
-// fenced block (upstream's agent writes files with shell commands, so its replies need not hold
-// the kernel in a form our extractor reads); the feedback the replayed trajectory shows is
-// ours. Upstream's own verdicts are kept beside ours in run.json.
+// Upstream's turn N is its N-th assistant message, counted from 0, whether or not the reply
+// held a kernel (its agent, its analysis script and its per-turn CSV all count so): a reply
+// without a ```cpp block is a turn, "Extraction error" in its CSV, and the next reply is turn
+// N + 1 however many kernels came before. Its verdict is the extra of the observation that
+// follows it. We replay each turn's assistant message verbatim, followed by its kernel in a
+// fenced block where it had one; the feedback the replayed trajectory shows is ours.
+// Upstream's own verdicts are kept beside ours in run.json.
 #pragma once
 
 #include <map>
@@ -26,11 +29,14 @@
 namespace ptxbench {
 
 struct UpstreamTurn {
-  int turn = 0;            // ours: 1, 2, ... in the order of upstream's kernel files
-  int upstream_turn = 0;   // N of kernel_t{N}.cu
-  std::string kernel;      // path of kernel_t{N}.cu
-  std::string reply;       // the assistant message (empty when the trajectory has none for N)
-  nlohmann::json verdict;  // upstream's observation extra for that message; null when none
+  int turn = 0;             // ours: upstream_turn + 1 (our loop counts from 1)
+  int upstream_turn = 0;    // upstream's N: the index of its assistant message, from 0
+  std::string kernel;       // path of kernel_t{N}.cu; "" where the kernel came from the message
+  std::string kernel_from;  // "kernels" (the file), "message" (extracted), "" (no kernel)
+  std::string code;         // the kernel; "" where the reply had no ```cpp block
+  std::string reply;        // the assistant message
+  nlohmann::json verdict;   // upstream's observation extra for that message
+  bool HasKernel() const { return !code.empty(); }
 };
 
 struct UpstreamTrajectory {
@@ -58,10 +64,21 @@ bool IsUpstreamExperiment(const std::string& path);
 
 // Reads the folder. A trajectory's task: `task` when given; else the one catalog definition
 // named in its info (any string value equal to a definition's name), else the longest
-// definition name found in its task message. A trajectory that is malformed, names no task or
-// has no kernels is left out with a problem; throws InputError only when nothing is usable.
+// definition name found in its task message. Its turns: every assistant message an observation
+// answered (upstream's CSV has a row for each; a last one left unanswered, when the run broke
+// off, has none). A turn's kernel: kernels/<id>/kernel_t<N>.cu where that folder has it, else
+// what upstream's extractor takes from the message (UpstreamKernelOf). A trajectory that is
+// malformed, names no task, has no answered turn or kernel files that do not match its
+// messages is left out with a problem; throws InputError only when nothing is usable.
 UpstreamExperiment ReadUpstreamExperiment(const std::string& folder, const Catalog& catalog,
                                           const std::string& task = "");
+
+// The kernel upstream takes from an assistant message (accrl/utils/code_utils.py
+// extract_code_block, languages ["cpp"]): of the blocks that open with "```cpp" and a line
+// break, the last whose code looks like a CUDA kernel with a binding, else the last one;
+// trailing white space dropped; "" when there is none or that block is blank. Other tags
+// (```cuda, untagged) are not read: upstream calls such a reply an extraction error.
+std::string UpstreamKernelOf(const std::string& reply);
 
 // What run.json records of the experiment: the folder, and per trajectory the task, model,
 // exit status and every turn with upstream's verdict.

@@ -630,11 +630,19 @@ TEST(Cli, ImportSaysWhenTheBuildHasNoStore) {
 }
 
 // An upstream experiment folder (trajectories/exp_*.json, kernels/exp_*/kernel_t<N>.cu), made
-// from our upstream-style GEMM control: turn 1 does not compile, turn 2 is the control.
+// from our upstream-style GEMM control as upstream's agent and analysis write it: each reply
+// holds its kernel in a ```cpp block, and kernel_t<N>.cu is the N-th reply's, from 0. Turn 0
+// does not compile, turn 1 is the control.
 std::string UpstreamExperimentFolder(const ScratchDir& dir) {
   std::string root = dir.File("upstream-exp");
   MakeDirs(root + "/trajectories");
   MakeDirs(root + "/kernels/exp_007");
+  std::string control = ReadFile(Src() + "/controls/upstream/gemm_tvm_ffi.cu");
+  std::string broken = control + "\nthis does not compile\n";
+  auto reply = [](const std::string& words, const std::string& kernel) {
+    return nlohmann::json{{"role", "assistant"},
+                          {"content", words + "\n\n```cpp\n" + kernel + "```\n"}};
+  };
   nlohmann::json observation = {
       {"role", "user"}, {"content", "ok"}, {"extra", {{"returncode", 0}, {"all_passed", true}}}};
   nlohmann::json t = {{"trajectory_format", "mini-swe-agent-1.1"},
@@ -644,14 +652,13 @@ std::string UpstreamExperimentFolder(const ScratchDir& dir) {
                       {"messages",
                        {{{"role", "system"}, {"content", "upstream system prompt"}},
                         {{"role", "user"}, {"content", "Implement gemm_n128_k2048."}},
-                        {{"role", "assistant"}, {"content", "first"}},
+                        reply("first", broken),
                         observation,
-                        {{"role", "assistant"}, {"content", "second"}},
+                        reply("second", control),
                         observation}}};
   WriteFileAtomic(root + "/trajectories/exp_007.json", t.dump());
-  std::string control = ReadFile(Src() + "/controls/upstream/gemm_tvm_ffi.cu");
-  WriteFileAtomic(root + "/kernels/exp_007/kernel_t1.cu", control + "\nthis does not compile\n");
-  WriteFileAtomic(root + "/kernels/exp_007/kernel_t2.cu", control);
+  WriteFileAtomic(root + "/kernels/exp_007/kernel_t0.cu", broken);
+  WriteFileAtomic(root + "/kernels/exp_007/kernel_t1.cu", control);
   return root;
 }
 

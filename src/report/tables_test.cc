@@ -126,7 +126,9 @@ TEST(Report, ExportsCarryTheHandComputedFigures) {
             std::string::npos)
       << csv;
   // Upstream's per-turn CSV, column by column against a fixture written from the format's
-  // description (docs/upstream-formats.md): 18 columns, turns from 0, upstream's words.
+  // description (docs/upstream-formats.md): 18 columns, turns from 0, upstream's words, and
+  // its speedup cells (0.0 for a kernel that ran and failed, as its exporter writes; empty for
+  // one that did not compile).
   std::vector<std::string> want = SplitLines(
       ReadFile(std::string(PTXBENCH_SOURCE_DIR) + "/src/report/testdata/upstream_turns.csv"));
   std::vector<std::string> got = SplitLines(UpstreamTurnsCsv(d));

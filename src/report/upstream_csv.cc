@@ -21,6 +21,32 @@ std::string PythonFloat(double v) {
   return s;
 }
 
+// A run that replayed an upstream experiment (`run --upstream`, `import`; cmd_run.cc names its
+// provider so): its trajectories are upstream's, each played once as "<upstream id>-0".
+bool IsUpstreamReplay(const TrajectoryRow& t) { return t.provider == "upstream-replay"; }
+
+// Upstream's trajectory_id is its trajectory file's name: "exp_000" for a replayed upstream
+// trajectory (not our loop's "exp_000-0"), our own id for our runs.
+std::string UpstreamTrajectoryId(const TrajectoryRow& t) {
+  size_t dash = t.id.rfind('-');
+  return IsUpstreamReplay(t) && dash != std::string::npos ? t.id.substr(0, dash) : t.id;
+}
+
+// Whether the kernel compiled and ran. Upstream's test.py writes traces for every such kernel,
+// and its agent then sets the observation's min_speedup (0.0 unless all passed); a kernel that
+// never ran (no code, screened, not compiled) has no min_speedup.
+bool ReachedEvaluation(const TurnRow& r) {
+  return r.Correct() || r.status == "INCORRECT" || r.status == "RUNTIME_ERROR" ||
+         r.status == "TIMEOUT" || r.status == "MEMORY_ERROR";
+}
+
+// Upstream's speedup cell: the measured speedup; else, for a kernel that ran, the
+// observation's min_speedup its exporter falls back on, 0.0; else empty.
+std::string UpstreamSpeedup(const TurnRow& r) {
+  if (r.Correct() && r.speedup) return PythonFloat(*r.speedup);
+  return ReachedEvaluation(r) ? "0.0" : "";
+}
+
 }  // namespace
 
 const std::vector<std::string>& UpstreamTurnColumns() {
@@ -63,9 +89,10 @@ std::string UpstreamTurnsCsv(const Dataset& data) {
   std::string out = CsvRow(UpstreamTurnColumns());
   for (const TrajectoryRow& t : data.trajectories)
     for (const TurnRow& r : t.turns) {
-      std::vector<std::string> row = {runs.size() > 1 ? t.run_id + "/" + t.id : t.id,
+      std::string id = UpstreamTrajectoryId(t);
+      std::vector<std::string> row = {runs.size() > 1 ? t.run_id + "/" + id : id,
                                       std::to_string(r.turn - 1), UpstreamCorrectness(r),
-                                      r.Correct() && r.speedup ? PythonFloat(*r.speedup) : ""};
+                                      UpstreamSpeedup(r)};
       std::vector<std::string> sass = r.upstream_sass;
       sass.resize(14);
       if (!r.Correct()) sass.assign(14, "");

@@ -23,7 +23,10 @@ const std::vector<std::string>& UpstreamTurnColumns();
 std::string UpstreamCorrectness(const TurnRow& r);
 
 // One row per spent turn: turns counted from 0 as upstream does; trajectory_id is the
-// trajectory's id, prefixed with its run ("run/id") when the data holds more than one run.
+// trajectory's id (upstream's own, "exp_000", for a replayed upstream experiment), prefixed
+// with its run ("run/id") when the data holds more than one run; speedup is the measured one,
+// 0.0 for a kernel that ran without one (as upstream's exporter writes it), empty for a turn
+// whose kernel never ran (no kernel, screened, not compiled).
 std::string UpstreamTurnsCsv(const Dataset& data);
 
 }  // namespace ptxbench
