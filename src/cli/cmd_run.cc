@@ -116,12 +116,13 @@ struct GivenOptions {
 };
 
 // The options of `run` that a --resume may take back from run.json (the evaluation options
-// come back by their JSON keys, kRunEvaluationKeys). Not --db, --quiet: they say where the
-// results also go and what the terminal shows, not what the run is.
+// come back by their JSON keys, kRunEvaluationKeys). Not --db, --quiet, --evaluator: they say
+// where the results also go, what the terminal shows and which machine judges now, not what the
+// run is; and a service gone since could not be left out again (no option says "local GPU").
 const char* const kRecordedOptions[] = {
     "--model",    "--models",       "--replay",      "--upstream",       "--task",
     "--workload", "--trajectories", "--turns",       "--target-speedup", "--arch",
-    "--pack",     "--context",      "--concurrency", "--tasks-dir",      "--evaluator"};
+    "--pack",     "--context",      "--concurrency", "--tasks-dir"};
 
 struct RunOptions {
   std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
@@ -170,7 +171,9 @@ CommandRunner AddRunCommand(CLI::App& app) {
       ->capture_default_str();
   AddRangeOption(cmd, "--concurrency", &o->concurrency, "Trajectories in flight", 1, 1024);
   cmd->add_option("--out", o->out, "Run folder (default runs/<time>-<model>)");
-  cmd->add_flag("--resume", o->resume, "Continue the run in --out: finished turns are kept");
+  cmd->add_flag("--resume", o->resume,
+                "Continue the run in --out with the options its run.json recorded (any given "
+                "again must match): finished turns are kept");
   cmd->add_flag("--overwrite", o->overwrite, "Replace the run in --out (without it, refused)")
       ->excludes(cmd->get_option("--resume"));
   DeclaredEvaluationOptions evaluation =
@@ -275,7 +278,6 @@ void ReloadRecordedOptions(RunOptions* o) {
     Recorded(run, "context", *o, "--context", &o->context);
     Recorded(run, "concurrency", *o, "--concurrency", &o->concurrency);
     Recorded(run, "tasks_dir", *o, "--tasks-dir", &o->tasks_dir);
-    Recorded(run, "evaluator", *o, "--evaluator", &o->evaluator);
     RecordedEvaluationOptions(run, o);
   } catch (const json::exception& e) {
     throw InputError(file + ": cannot take the run's options back from it: " + e.what());

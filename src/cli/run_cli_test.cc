@@ -128,7 +128,9 @@ TEST(RunCli, AChangedDefinitionRefusesTheResumeNamingIt) {
   ASSERT_EQ(r.exit.code, 0) << r.output;
   std::string trajectory = ReadFile(out + "/trajectories/mha_with_lse_d64-0.json");
   ReplaceInFile(tasks + "/definitions/mha_with_lse_d64.json", "\"causal\": 0", "\"causal\": 1");
-  r = PtxbenchRun({"--resume", "--out", out, "--quiet"});
+  // The command of the first sitting typed again, as before --resume read the options back.
+  r = PtxbenchRun({"--resume", "--out", out, "--quiet", "--turns", "1", "--tasks-dir", tasks,
+                   "--task", "mha_with_lse_d64"});
   EXPECT_EQ(r.exit.code, 2) << r.output;
   EXPECT_NE(r.output.find("is another run: definitions/mha_with_lse_d64/definition_sha256 differs"),
             std::string::npos)
@@ -164,7 +166,7 @@ TEST(RunCli, TheRefusalShowsBothLongValuesInFull) {
               other = CopyOfTheTasks(deep + "/tasks-two");
   CommandResult r = AOneTurnRun(out, tasks, {});
   ASSERT_EQ(r.exit.code, 0) << r.output;
-  r = PtxbenchRun({"--resume", "--out", out, "--quiet", "--tasks-dir", other});
+  r = PtxbenchRun({"--resume", "--out", out, "--quiet", "--turns", "1", "--tasks-dir", other});
   EXPECT_EQ(r.exit.code, 2) << r.output;
   EXPECT_NE(r.output.find("tasks_dir differs: the run has \"" + tasks + "\", this command \"" +
                           other + "\""),
