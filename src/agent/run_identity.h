@@ -5,15 +5,29 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "task/definition.h"
 
 namespace ptxbench {
 
 // The first difference between the identity of an existing run.json (`before`) and the run
-// about to start (`now`), as one line naming the field and both values; nullopt when they
-// are the same run. A field missing on one side only counts as a difference, except
-// ptxbench_commit in a run.json written before runs recorded it.
+// about to start (`now`), as one line naming the one field that differs (the deepest one:
+// "model/temperature", "definitions/NAME/definition_sha256") and both values in full (a value
+// of thousands of characters: the stretch where they differ, with a note); nullopt when they
+// are the same run. The tasks are compared in any order. A field missing on one side only
+// counts as a difference, except ptxbench_commit in a run.json written before runs recorded it.
+// What run.json records, under "definitions", of the definitions a run judges under: for each
+// task, by name, the SHA-256 of its definition's canonical JSON (ToJson without the workloads,
+// keys sorted), the id of the workload it runs and the SHA-256 of that workload's. Any change
+// that could change a verdict or a prompt (an axis such as causal, a tolerance, the text)
+// changes a hash; a workload added beside the one run does not.
+nlohmann::json DefinitionsRecord(
+    const std::vector<std::pair<const Definition*, const Workload*>>& used);
+
 std::optional<std::string> RunIdentityDifference(const nlohmann::json& before,
                                                  const nlohmann::json& now);
 

@@ -14,6 +14,10 @@ json ARun() {
   return {{"model", {{"name", "m1"}, {"provider", "openai"}, {"temperature", 0.2}}},
           {"tasks", {"gemm_n7168_k5120"}},
           {"workload", ""},
+          {"tasks_dir", "/src/ptxbench/tasks"},
+          {"definitions",
+           {{"gemm_n7168_k5120",
+             {{"definition_sha256", "d1"}, {"workload", "w"}, {"workload_sha256", "w1"}}}}},
           {"trajectories", 2},
           {"turns", 8},
           {"target_speedup", nullptr},
@@ -39,24 +43,27 @@ TEST(RunIdentity, TheSameRunHasNoDifference) {
 }
 
 TEST(RunIdentity, EachFieldChangedIsNamed) {
-  const std::pair<const char*, json> changes[] = {{"/model/name", "m2"},
-                                                  {"/model/temperature", 0.7},
-                                                  {"/tasks", json::array()},
-                                                  {"/workload", "M=93"},
-                                                  {"/trajectories", 3},
-                                                  {"/turns", 4},
-                                                  {"/target_speedup", 1.5},
-                                                  {"/arch", "sm_100a"},
-                                                  {"/pack", "none"},
-                                                  {"/pack_info/sha256", "x"},
-                                                  {"/context", "condensed"},
-                                                  {"/sanitize", "never"},
-                                                  {"/timing", false},
-                                                  {"/timeout", 30},
-                                                  {"/timing_budget", 2.0},
-                                                  {"/ptxbench_version", "1"},
-                                                  {"/ptxbench_commit", "ffff"},
-                                                  {"/baseline", "cudnn"}};
+  const std::pair<const char*, json> changes[] = {
+      {"/model/name", "m2"},
+      {"/model/temperature", 0.7},
+      {"/tasks", json::array()},
+      {"/workload", "M=93"},
+      {"/tasks_dir", "/elsewhere"},
+      {"/definitions/gemm_n7168_k5120/definition_sha256", "d2"},
+      {"/trajectories", 3},
+      {"/turns", 4},
+      {"/target_speedup", 1.5},
+      {"/arch", "sm_100a"},
+      {"/pack", "none"},
+      {"/pack_info/sha256", "x"},
+      {"/context", "condensed"},
+      {"/sanitize", "never"},
+      {"/timing", false},
+      {"/timeout", 30},
+      {"/timing_budget", 2.0},
+      {"/ptxbench_version", "1"},
+      {"/ptxbench_commit", "ffff"},
+      {"/baseline", "cudnn"}};
   for (const auto& [field, value] : changes) {
     json now = ARun();
     now[json::json_pointer(field)] = value;
@@ -88,6 +95,120 @@ TEST(RunIdentity, ARunWithoutABaselineWasCudnn) {
   auto diff = RunIdentityDifference(before, ARun());
   ASSERT_TRUE(diff);
   EXPECT_NE(diff->find("baseline differs"), std::string::npos) << *diff;
+}
+
+// Issue 38: `--task b --task a` is the run of `--task a --task b` (trajectory ids come from the
+// task's name); another set of tasks is another run.
+TEST(RunIdentity, TheOrderOfTheTasksDoesNotMatter) {
+  json before = ARun(), now = ARun();
+  before["tasks"] = {"gemm_n7168_k5120", "mha_with_lse_d64"};
+  now["tasks"] = {"mha_with_lse_d64", "gemm_n7168_k5120"};
+  EXPECT_FALSE(RunIdentityDifference(before, now));
+  now["tasks"] = {"mha_with_lse_d64"};
+  auto diff = RunIdentityDifference(before, now);
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(diff->rfind("tasks differs", 0), 0u) << *diff;
+}
+
+// The refusal names the one field that differs, not the block around it.
+TEST(RunIdentity, TheDeepestDifferingFieldIsNamed) {
+  json now = ARun();
+  now["model"]["temperature"] = 0.7;
+  auto diff = RunIdentityDifference(ARun(), now);
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(*diff, "model/temperature differs: the run has 0.2, this command 0.7");
+  // Another model altogether (other keys): the whole model block, both in full.
+  now = ARun();
+  now["model"] = {{"name", "replay"}, {"provider", "replay"}, {"file", "default.json"}};
+  diff = RunIdentityDifference(ARun(), now);
+  ASSERT_TRUE(diff);
+  EXPECT_NE(diff->find("model differs: the run has " + ARun()["model"].dump() + ", this command " +
+                       now["model"].dump()),
+            std::string::npos)
+      << *diff;
+}
+
+// Issue 38: the values were cut at 120 characters, so two long ones that differ near their
+// end (a path, a system prompt) read the same. Both are shown in full.
+TEST(RunIdentity, BothLongValuesAreShownInFull) {
+  std::string stem = "/data/" + std::string(300, 'x') + "/tasks-";
+  json before = ARun(), now = ARun();
+  before["tasks_dir"] = stem + "old";
+  now["tasks_dir"] = stem + "new";
+  auto diff = RunIdentityDifference(before, now);
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(*diff,
+            "tasks_dir differs: the run has \"" + stem + "old\", this command \"" + stem + "new\"");
+}
+
+// A huge value is bounded: the stretch around where the two differ, with a note saying which
+// characters of how many are shown.
+TEST(RunIdentity, AHugeValueIsShownWhereItDiffersWithANote) {
+  std::string prompt(100000, 'p');
+  json before = ARun(), now = ARun();
+  before["model"]["system"] = prompt + "OLD" + prompt;
+  now["model"]["system"] = prompt + "NEW" + prompt;
+  auto diff = RunIdentityDifference(before, now);
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(diff->rfind("model/system differs", 0), 0u);
+  EXPECT_LT(diff->size(), 6000u);
+  EXPECT_NE(diff->find("OLD"), std::string::npos) << diff->substr(0, 300);
+  EXPECT_NE(diff->find("NEW"), std::string::npos);
+  EXPECT_NE(diff->find("of 200005)"), std::string::npos) << diff->substr(diff->size() - 300);
+}
+
+Definition ATask() {
+  Definition d;
+  d.name = "mha_with_lse_d64";
+  d.family = "attention";
+  d.constant_axes = {{"causal", 0}, {"D", 64}};
+  d.variable_axes = {"S"};
+  d.workloads = {{"w1", {{"S", 1024}}, true}, {"w2", {{"S", 4096}}, false}};
+  return d;
+}
+
+// Issue 38: a definition changed between two sittings (causal 0 -> 1) changes the identity;
+// the refusal names the task and says what the hash is of. A workload added beside the one run
+// changes nothing; the run's own workload changed does.
+TEST(RunIdentity, EachDefinitionAndWorkloadUsedIsPartOfTheIdentity) {
+  Definition d = ATask();
+  auto record = [](const Definition& def, const std::string& workload) {
+    return DefinitionsRecord({{&def, &def.FindWorkload(workload)}});
+  };
+  json before = ARun(), now = ARun();
+  before["definitions"] = record(d, "w1");
+  d.workloads.push_back({"w3", {{"S", 8192}}, false});
+  now["definitions"] = record(d, "w1");
+  EXPECT_FALSE(RunIdentityDifference(before, now));
+
+  Definition causal = ATask();
+  causal.constant_axes["causal"] = 1;
+  now["definitions"] = record(causal, "w1");
+  auto diff = RunIdentityDifference(before, now);
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(
+      diff->rfind(
+          "definitions/mha_with_lse_d64/definition_sha256 differs: the run has \"" +
+              before["definitions"]["mha_with_lse_d64"]["definition_sha256"].get<std::string>() +
+              "\", this command \"" +
+              now["definitions"]["mha_with_lse_d64"]["definition_sha256"].get<std::string>() + "\"",
+          0),
+      0u)
+      << *diff;
+  EXPECT_NE(diff->find("definition or workload changed"), std::string::npos) << *diff;
+
+  Definition other_axes = ATask();
+  other_axes.workloads[0].axes["S"] = 2048;
+  now["definitions"] = record(other_axes, "w1");
+  diff = RunIdentityDifference(before, now);
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(diff->rfind("definitions/mha_with_lse_d64/workload_sha256 differs", 0), 0u) << *diff;
+  // Where the definitions come from is part of it too.
+  now = before;
+  now["tasks_dir"] = "/elsewhere/tasks";
+  diff = RunIdentityDifference(before, now);
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(diff->rfind("tasks_dir differs", 0), 0u) << *diff;
 }
 
 TEST(RunFolder, ResumeNeedsARunAndANewRunNeverOverwritesSilently) {

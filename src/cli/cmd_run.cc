@@ -64,11 +64,11 @@ void OnInterrupt(int) {
 void StopOnInterrupt(const std::string& run_dir) {
   std::snprintf(g_first_notice, sizeof g_first_notice,
                 "\nrun: stopping: no new turns; the turns in flight finish and are saved (Ctrl-C "
-                "again stops now). Continue later with the same command and --resume --out %s\n",
+                "again stops now). Continue later with: ptxbench run --resume --out %s\n",
                 run_dir.c_str());
   std::snprintf(g_second_notice, sizeof g_second_notice,
-                "\nrun: stopped now; finished turns are kept in %s. Continue with the same "
-                "command and --resume --out %s\n",
+                "\nrun: stopped now; finished turns are kept in %s. Continue with: ptxbench run "
+                "--resume --out %s\n",
                 run_dir.c_str(), run_dir.c_str());
   struct sigaction sa = {};
   sa.sa_handler = OnInterrupt;
@@ -109,6 +109,21 @@ json PackInfo(const std::string& arch, const std::string& variant, const std::st
 const std::vector<std::string> kRunEvaluationKeys = {"sanitize", "timeout", "timing",
                                                      "timing_budget", "baseline"};
 
+// The options a command line gave: a --resume takes the others from run.json.
+struct GivenOptions {
+  std::set<std::string> names;               // "--turns", "--task", ...
+  std::vector<std::string> evaluation_keys;  // the evaluation options', by JSON key ("timeout")
+};
+
+// The options of `run` that a --resume may take back from run.json (the evaluation options
+// come back by their JSON keys, kRunEvaluationKeys). Not --db, --quiet, --evaluator: they say
+// where the results also go, what the terminal shows and which machine judges now, not what the
+// run is; and a service gone since could not be left out again (no option says "local GPU").
+const char* const kRecordedOptions[] = {
+    "--model",    "--models",       "--replay",      "--upstream",       "--task",
+    "--workload", "--trajectories", "--turns",       "--target-speedup", "--arch",
+    "--pack",     "--context",      "--concurrency", "--tasks-dir"};
+
 struct RunOptions {
   std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
   std::string tasks_dir, replay_file, db, evaluator, upstream;
@@ -117,6 +132,8 @@ struct RunOptions {
   double target_speedup = 0;
   EvaluationOptions evaluation;
   bool resume = false, overwrite = false, quiet = false;
+  // Set by the command line (RejudgeUpstream sets every option itself): what it gave.
+  std::optional<GivenOptions> given;
 };
 
 int RunWith(RunOptions* o);
@@ -154,10 +171,13 @@ CommandRunner AddRunCommand(CLI::App& app) {
       ->capture_default_str();
   AddRangeOption(cmd, "--concurrency", &o->concurrency, "Trajectories in flight", 1, 1024);
   cmd->add_option("--out", o->out, "Run folder (default runs/<time>-<model>)");
-  cmd->add_flag("--resume", o->resume, "Continue the run in --out: finished turns are kept");
+  cmd->add_flag("--resume", o->resume,
+                "Continue the run in --out with the options its run.json recorded (any given "
+                "again must match): finished turns are kept");
   cmd->add_flag("--overwrite", o->overwrite, "Replace the run in --out (without it, refused)")
       ->excludes(cmd->get_option("--resume"));
-  AddEvaluationOptions(cmd, &o->evaluation, EvaluationOptionSet::kAgent);
+  DeclaredEvaluationOptions evaluation =
+      AddEvaluationOptions(cmd, &o->evaluation, EvaluationOptionSet::kAgent);
   AddTasksDirOption(cmd, &o->tasks_dir);
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
   AddStoreOption(cmd, &o->db, "Also write every turn to this results store ($PTXBENCH_DB)",
@@ -167,7 +187,13 @@ CommandRunner AddRunCommand(CLI::App& app) {
                   "instead of the local GPU")
       ->check(ServiceUrl());
 
-  return [o]() { return RunWith(o.get()); };
+  return [o, cmd, evaluation]() {
+    o->given.emplace();
+    for (const char* name : kRecordedOptions)
+      if (cmd->count(name) > 0) o->given->names.insert(name);
+    o->given->evaluation_keys = evaluation.GivenKeys();
+    return RunWith(o.get());
+  };
 }
 
 int RejudgeUpstream(const UpstreamRejudge& r) {
@@ -184,6 +210,82 @@ int RejudgeUpstream(const UpstreamRejudge& r) {
 
 namespace {
 
+// --- `--resume --out DIR` alone: the run's options back from DIR/run.json ---
+
+bool Given(const RunOptions& o, const char* option) { return o.given->names.count(option) > 0; }
+
+// One option back from run.json's `key`, unless the command line gave it (then the identity
+// check compares the two).
+template <typename T>
+void Recorded(const json& run, const char* key, const RunOptions& o, const char* option, T* value) {
+  if (!Given(o, option) && run.contains(key) && !run.at(key).is_null())
+    *value = run.at(key).get<T>();
+}
+
+// Who wrote the run's kernels, from run.json's "model", when no --model, --replay or --upstream
+// is given: upstream's folder, a replayed file, or a model of the models file.
+void RecordedAuthor(const json& run, RunOptions* o) {
+  if (Given(*o, "--model") || Given(*o, "--replay") || Given(*o, "--upstream")) return;
+  const json model = run.value("model", json());
+  if (!model.is_object() || !model.contains("name")) return;
+  const std::string provider = model.value("provider", "");
+  if (provider == "upstream-replay")
+    o->upstream = model.at("folder").get<std::string>();
+  else if (provider == "replay" && model.at("name") == "replay")
+    o->replay_file = model.at("file").get<std::string>();
+  else
+    o->model = model.at("name").get<std::string>();
+  Recorded(run, "models_file", *o, "--models", &o->models_file);
+}
+
+// The tasks: as recorded, except for a rejudged upstream experiment, whose trajectories name
+// their own (its --task only names one for those that name none: the one recorded, if one).
+void RecordedTasks(const json& run, RunOptions* o) {
+  if (Given(*o, "--task") || !run.contains("tasks")) return;
+  auto tasks = run.at("tasks").get<std::vector<std::string>>();
+  if (o->upstream.empty() || tasks.size() == 1) o->tasks = tasks;
+}
+
+// The evaluation options not given, as run.json has them (checked as a service checks them).
+void RecordedEvaluationOptions(const json& run, RunOptions* o) {
+  const auto& given = o->given->evaluation_keys;
+  json recorded = json::object();
+  for (const std::string& key : kRunEvaluationKeys)
+    if (run.contains(key) && std::find(given.begin(), given.end(), key) == given.end())
+      recorded[key] = run.at(key);
+  ApplyEvaluationOptionsJson(recorded, &o->evaluation);
+}
+
+// A --resume from the command line: every option it does not give comes back from run.json,
+// so `ptxbench run --resume --out DIR` continues the run as it was started. Those it gives
+// stay, and must match (the loop refuses another run, naming the field). Without run.json,
+// nothing: PrepareRunFolder says there is nothing to resume.
+void ReloadRecordedOptions(RunOptions* o) {
+  if (!o->resume || !o->given || o->out.empty()) return;
+  const std::string file = o->out + "/run.json";
+  if (!FileExists(file)) return;
+  json run = ParseBoundedJson(ReadFile(file), file);
+  if (!run.is_object()) throw InputError(file + ": not a run's record (not a JSON object)");
+  try {
+    RecordedAuthor(run, o);
+    RecordedTasks(run, o);
+    Recorded(run, "workload", *o, "--workload", &o->workload);
+    Recorded(run, "trajectories", *o, "--trajectories", &o->trajectories);
+    Recorded(run, "turns", *o, "--turns", &o->turns);
+    Recorded(run, "target_speedup", *o, "--target-speedup", &o->target_speedup);
+    Recorded(run, "arch", *o, "--arch", &o->arch);
+    Recorded(run, "pack", *o, "--pack", &o->pack);
+    Recorded(run, "context", *o, "--context", &o->context);
+    Recorded(run, "concurrency", *o, "--concurrency", &o->concurrency);
+    Recorded(run, "tasks_dir", *o, "--tasks-dir", &o->tasks_dir);
+    RecordedEvaluationOptions(run, o);
+  } catch (const json::exception& e) {
+    throw InputError(file + ": cannot take the run's options back from it: " + e.what());
+  } catch (const Error& e) {
+    throw InputError(file + ": cannot take the run's options back from it: " + e.what());
+  }
+}
+
 // Who writes the kernels of a run: a model's endpoint, a replayed trajectory, or an upstream
 // experiment replayed turn by turn; and what run.json says about it.
 struct RunAuthor {
@@ -191,6 +293,7 @@ struct RunAuthor {
   json model_info;
   std::string model_name;
   std::string default_task;  // a replay's own task, used when --task is not given
+  std::string models_file;   // a model of a models file: the file (a --resume reads it again)
   bool replay = false;       // a replay reads no prompt: no pack by default
   std::optional<UpstreamExperiment> upstream;
 };
@@ -255,8 +358,11 @@ RunAuthor ModelAuthor(RunOptions* o) {
   const ModelConfig* m = nullptr;
   for (const auto& c : models)
     if (c.name == o->model) m = &c;
-  if (!m) throw UsageError("no model '" + o->model + "' in " + file);
+  if (!m)
+    throw UsageError("no model '" + o->model + "' in " + file +
+                     (o->resume ? " (resuming: --models names the models file that has it)" : ""));
   RunAuthor r;
+  r.models_file = std::filesystem::absolute(file).lexically_normal().string();
   if (m->provider == "replay") {
     auto replay = ReplayProvider::Load(ResolveReplayFile(m->file), PTXBENCH_SOURCE_DIR);
     r.default_task = replay->task();
@@ -328,12 +434,31 @@ std::vector<RunTask> RunTasks(const RunOptions& o, const Catalog& catalog,
   return tasks;
 }
 
-// What run.json records: enough to compare runs and to refuse a --resume with other settings.
-json RunInfo(const RunOptions& o, const RunAuthor& author, const std::string& pack,
-             const std::string& pack_text) {
+// The tasks folder the definitions come from, as one path however it was named (relative, or
+// through a link): the same folder is the same source.
+std::string TasksDir(const RunOptions& o) {
+  std::error_code ec;
+  std::string dir = o.tasks_dir.empty() ? Catalog::DefaultDir() : o.tasks_dir;
+  std::filesystem::path canonical = std::filesystem::weakly_canonical(dir, ec);
+  return ec ? std::filesystem::absolute(dir).lexically_normal().string() : canonical.string();
+}
+
+// Each definition and workload the run judges under (run_identity.h).
+json RunDefinitions(const std::vector<RunTask>& tasks) {
+  std::vector<std::pair<const Definition*, const Workload*>> used;
+  for (const RunTask& t : tasks) used.push_back({t.definition, t.workload});
+  return DefinitionsRecord(used);
+}
+
+// What run.json records: enough to compare runs, to refuse a --resume with other settings and
+// to take a --resume's options back from.
+json RunInfo(const RunOptions& o, const RunAuthor& author, const std::vector<RunTask>& tasks,
+             const std::string& pack, const std::string& pack_text) {
   json info = {{"model", author.model_info},
                {"tasks", o.tasks},
                {"workload", o.workload},
+               {"tasks_dir", TasksDir(o)},
+               {"definitions", RunDefinitions(tasks)},
                {"trajectories", o.trajectories},
                {"turns", o.turns},
                {"target_speedup", o.target_speedup > 0 ? json(o.target_speedup) : json()},
@@ -346,6 +471,7 @@ json RunInfo(const RunOptions& o, const RunAuthor& author, const std::string& pa
                {"ptxbench_commit", PtxbenchCommit()}};
   info.update(EvaluationOptionsJson(o.evaluation, kRunEvaluationKeys));
   if (author.upstream) info["upstream"] = UpstreamRunInfo(*author.upstream);
+  if (!author.models_file.empty()) info["models_file"] = author.models_file;
   return info;
 }
 
@@ -366,7 +492,7 @@ AgentOptions AgentOptionsFor(const RunOptions& o, const Catalog& catalog, const 
   a.progress = !o.quiet;
   a.run_dir = o.out.empty() ? "runs/" + Stamp() + "-" + author.model_name : o.out;
   PrepareRunFolder(a.run_dir, o.resume, o.overwrite);
-  a.run_info = RunInfo(o, author, pack, a.pack_text);
+  a.run_info = RunInfo(o, author, a.tasks, pack, a.pack_text);
   return a;
 }
 
@@ -379,15 +505,15 @@ int ReportRun(const std::string& run_dir, const RunSummary& s) {
       run_dir.c_str(), s.trajectories, s.finished, s.interrupted, s.turns_run, s.turns_reused,
       s.correct, s.verified, s.max_overhead_s * 1e3, s.mean_overhead_s * 1e3);
   if (g_stop_requested.load()) {
-    std::printf(
-        "run %s: stopped by Ctrl-C; continue it with the same command and --resume --out %s\n",
-        run_dir.c_str(), run_dir.c_str());
+    std::printf("run %s: stopped by Ctrl-C; continue it with: ptxbench run --resume --out %s\n",
+                run_dir.c_str(), run_dir.c_str());
     return 130;
   }
   return s.interrupted ? 3 : 0;
 }
 
 int RunWith(RunOptions* o) {
+  ReloadRecordedOptions(o);
   Catalog catalog = Catalog::Load(o->tasks_dir.empty() ? Catalog::DefaultDir() : o->tasks_dir);
   RunAuthor author = ChooseAuthor(o, catalog);
   std::string pack = ValidateRunOptions(o, author);
