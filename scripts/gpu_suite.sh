@@ -301,12 +301,14 @@ PY
     echo "cost libcrypto $i: $(python3 -c "print(round($(date +%s.%N) - $s0, 2))") s wall; $(python3 -c "
 import json; r = json.load(open('$out/cost-libcrypto-$i.json')); print(r['status'], 'speedup', round(r['performance'].get('speedup', 0), 3), 'total', round(r['stage_seconds']['total'], 2))")"
   done
-  # An upstream experiment folder, replayed turn by turn through our layers: turn 1 does not
-  # compile, turn 2 is the upstream GEMM control, unchanged.
+  # An upstream experiment folder, replayed turn by turn through our layers: its first reply
+  # (upstream's turn 0, kernel_t0.cu) does not compile, its second (kernel_t1.cu) is the
+  # upstream GEMM control, unchanged. Upstream numbers replies from 0, and its extractor takes
+  # ```cpp blocks only, so the replies carry them.
   exp="$out/upstream-exp"
   mkdir -p "$exp/trajectories" "$exp/kernels/exp_001"
-  printf 'void run( {\n' > "$exp/kernels/exp_001/kernel_t1.cu"
-  cp controls/upstream/gemm_tvm_ffi.cu "$exp/kernels/exp_001/kernel_t2.cu"
+  printf 'void run( {\n' > "$exp/kernels/exp_001/kernel_t0.cu"
+  cp controls/upstream/gemm_tvm_ffi.cu "$exp/kernels/exp_001/kernel_t1.cu"
   python3 - "$exp" <<'PY'
 import json, sys
 obs = lambda ok, s: {"role": "user", "content": "<returncode>0</returncode>",
@@ -315,8 +317,10 @@ json.dump({"trajectory_format": "mini-swe-agent-1.1",
            "info": {"exit_status": "Submitted",
                     "config": {"model": {"model_name": "upstream-model"}, "definition": "gemm_n128_k2048"}},
            "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "Write a GEMM."},
-                        {"role": "assistant", "content": "one"}, obs(False, 0),
-                        {"role": "assistant", "content": "two"}, obs(True, 0.2)]},
+                        {"role": "assistant", "content": "```cpp\nvoid run( {\n```"}, obs(False, 0),
+                        {"role": "assistant",
+                         "content": "```cpp\n" + open("controls/upstream/gemm_tvm_ffi.cu").read() + "```"},
+                        obs(True, 0.2)]},
           open(sys.argv[1] + "/trajectories/exp_001.json", "w"))
 PY
   "$bin" run --upstream "$exp" --out "$out/upstream-run" --quiet
