@@ -7,6 +7,7 @@
 
 #include "common/sandbox.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -225,12 +226,9 @@ nlohmann::json DeviceInfo() {
   cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device);
   char bus[32] = {};
   cudaDeviceGetPCIBusId(bus, sizeof bus, device);
-  char uuid[40] = {};
-  for (int i = 0; i < 16; ++i)
-    std::snprintf(uuid + 2 * i, 3, "%02x", static_cast<unsigned char>(p.uuid.bytes[i]));
   return {{"event", "device"},
           {"name", p.name},
-          {"uuid", uuid},
+          {"uuid", LowerHex(std::string_view(p.uuid.bytes, sizeof p.uuid.bytes))},
           {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
           {"sm_count", p.multiProcessorCount},
           {"l2_bytes", p.l2CacheSize},

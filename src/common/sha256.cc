@@ -8,6 +8,7 @@
 
 #include "common/dynamic_library.h"
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace ptxbench {
 namespace {
@@ -40,14 +41,7 @@ constexpr uint32_t SmallSigma0(uint32_t x) { return RotR(x, 7) ^ RotR(x, 18) ^ (
 constexpr uint32_t SmallSigma1(uint32_t x) { return RotR(x, 17) ^ RotR(x, 19) ^ (x >> 10); }
 
 std::string ToHex(const std::array<uint8_t, 32>& digest) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(64);
-  for (uint8_t byte : digest) {
-    hex.push_back(kDigits[byte >> 4]);
-    hex.push_back(kDigits[byte & 0xf]);
-  }
-  return hex;
+  return LowerHex(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 // OpenSSL 3's EVP digest calls, resolved once from libcrypto.so.3 (never required).

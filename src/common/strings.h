@@ -8,6 +8,9 @@
 namespace ptxbench {
 
 std::string Trim(std::string_view s);
+
+// Two lowercase hex digits per byte ("0a1b..."): digests, device UUIDs.
+std::string LowerHex(std::string_view bytes);
 std::vector<std::string> Split(std::string_view s, char sep);
 std::vector<std::string> SplitLines(std::string_view s);
 // "a, b, c": the parts with `sep` between them.

@@ -96,4 +96,10 @@ TEST(Csv, FieldsAreQuotedOnlyWhenTheyMustBeAndRowsJoinThem) {
 }
 
 }  // namespace
+// Bytes above 0x7f (a char is signed here) still give two digits each, as a UUID needs.
+TEST(Strings, LowerHexGivesTwoDigitsPerByte) {
+  EXPECT_EQ(LowerHex(std::string("\x00\x0a\xff\x80", 4)), "000aff80");
+  EXPECT_EQ(LowerHex(""), "");
+}
+
 }  // namespace ptxbench

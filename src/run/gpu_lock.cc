@@ -7,7 +7,6 @@
 
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -15,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace ptxbench {
 
@@ -90,10 +90,7 @@ std::string VisibleGpuId() {
     if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1 ||
         cudaGetDeviceProperties(&p, 0) != cudaSuccess)
       return std::string();
-    char uuid[33] = {};
-    for (int i = 0; i < 16; ++i)
-      std::snprintf(uuid + 2 * i, 3, "%02x", static_cast<unsigned char>(p.uuid.bytes[i]));
-    return std::string(uuid);
+    return LowerHex(std::string_view(p.uuid.bytes, sizeof p.uuid.bytes));
   }();
   return id;
 }
