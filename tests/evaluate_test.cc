@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -316,6 +317,20 @@ TEST_F(EvaluateTest, ForgedPeakLinesNeverReachThePeakCache) {
   EXPECT_EQ(r.performance["protocol"]["parent_decided"]["kept_outputs"], 5);
 }
 
+// A GPU lock that cannot be used at all (here a folder where the lock file belongs) is the
+// harness's failure, said in the record: INFRA_ERROR gpu_lock_error, nothing thrown.
+TEST_F(EvaluateTest, AnUnusableGpuLockIsInfraErrorNotAThrow) {
+  ::setenv("PTXBENCH_GPU_LOCK_DIR", dir_.File("bad-locks").c_str(), 1);
+  ::mkdir(dir_.File("bad-locks").c_str(), 0700);
+  ASSERT_EQ(::mkdir(GpuLockPath(VisibleGpuId()).c_str(), 0700), 0);
+  EvaluationRecord r = Eval("correct");
+  ::unsetenv("PTXBENCH_GPU_LOCK_DIR");
+  EXPECT_EQ(r.status, Status::kInfraError) << r.message;
+  EXPECT_EQ(r.reason, "gpu_lock_error");
+  EXPECT_NE(r.message.find("cannot take the GPU lock: cannot open the GPU lock"), std::string::npos)
+      << r.message;
+}
+
 // A tvm-ffi run whose parameters are not the task's tensors (upstream's own prompt example
 // for a GEMM task) ends before the build, naming what it takes and what the task passes.
 TEST_F(EvaluateTest, ATvmFfiRunThatIsNotTheTasksSignatureEndsBeforeTheBuild) {
@@ -365,6 +380,7 @@ TEST_F(EvaluateTest, TheGpuIsHeldAloneOnlyForTheTimedChildren) {
   // While another holder has the lock in `mode`: this evaluation, with a 1 s wait for the GPU
   // and caches of its own (nothing cached).
   const std::atomic<bool> never{false};
+  std::vector<std::string> stages;  // the progress lines of the last evaluation beside it
   auto beside = [&](GpuLock::Mode mode, const std::string& cache) {
     GpuLock other(lock, std::chrono::milliseconds(0), never, mode);
     EXPECT_EQ(other.outcome(), GpuLock::Outcome::kHeld);
@@ -372,10 +388,19 @@ TEST_F(EvaluateTest, TheGpuIsHeldAloneOnlyForTheTimedChildren) {
     req.options.sanitize = SanitizeMode::kNever;
     req.options.gpu_lock_timeout = std::chrono::seconds(1);
     req.cache_root = dir_.File(cache);
+    stages.clear();
+    req.on_stage = [&](const std::string& name, const std::string& what) {
+      stages.push_back(name + ": " + what);
+    };
     return Evaluate(req);
   };
   {
     EvaluationRecord blocked = beside(GpuLock::Mode::kAlone, "cache-2");
+    // The wait is said as it starts (`eval` shows it on stderr).
+    EXPECT_NE(std::find(stages.begin(), stages.end(),
+                        "gpu-lock: waiting for " + lock + " (another evaluation holds this GPU)"),
+              stages.end())
+        << Join(stages, "\n");
     EXPECT_EQ(blocked.status, Status::kInfraError) << blocked.message;
     EXPECT_EQ(blocked.reason, "gpu_lock_timeout");
     EXPECT_NE(blocked.message.find("not free within 1 s"), std::string::npos) << blocked.message;

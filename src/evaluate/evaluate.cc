@@ -937,8 +937,7 @@ ChildOutcome ProfileStage(const EvalContext& c, const ChildRequest& candidate,
   // the harness's failure (fail closed).
   auto hold = [&] {
     if (c.gpu->Hold(GpuLock::Mode::kShared)) return true;
-    v->Set(Status::kInfraError, c.gpu->stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
-           c.gpu->Failure() + " (the profiled call could not run)");
+    SetGpuRefused(*c.gpu, v, " (the profiled call could not run)");
     return false;
   };
   VerifyInstructions(c.req, c.fresh_seed ^ kProfileSeedSalt, c.def, c.wl, candidate, inspected.sass,
@@ -1012,7 +1011,8 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   const EvalContext& c = context;
   EvaluationRecord rec = StartRecord(c);
   // Each child that runs on the GPU holds it while it runs, shared or alone (gpu_access.h).
-  GpuAccess gpu(GpuLockPath(VisibleGpuId()), req.options.gpu_lock_timeout, req.stop);
+  GpuAccess gpu(GpuLockPath(VisibleGpuId()), req.options.gpu_lock_timeout, req.stop,
+                [&c](const std::string& what) { c.Stage("gpu-lock", what); });
   context.gpu = &gpu;
   Verdict v;
   auto finish = [&]() {
@@ -1091,8 +1091,7 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
     if (c.gpu->Hold(GpuLock::Mode::kShared))
       CrossCheckStage(c, scratch, run.outcome, memcheck, profiled, &rec, &v);
     else
-      v.Set(Status::kInfraError, gpu.stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
-            gpu.Failure() + " (the cross-check of the observed calls could not run)");
+      SetGpuRefused(gpu, &v, " (the cross-check of the observed calls could not run)");
   }
   return finish();
 }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -18,18 +19,22 @@ namespace ptxbench {
 
 class GpuAccess {
  public:
-  // `stop` (may be null): a service worker that is stopping ends a wait with it.
-  GpuAccess(std::string lock_path, std::chrono::seconds timeout, const std::atomic<bool>* stop);
+  // `stop` (may be null): a service worker that is stopping ends a wait with it. `on_wait`
+  // (may be empty) hears, in a sentence, that a hold has to wait for another evaluation.
+  GpuAccess(std::string lock_path, std::chrono::seconds timeout, const std::atomic<bool>* stop,
+            std::function<void(const std::string&)> on_wait = {});
 
   // Holds the GPU in `mode`: keeps a hold of that mode, lets go of the other one first (a
   // shared holder that waited for the GPU alone while holding it would deadlock with a
   // second one doing the same). False when the lock was not free within the timeout or the
-  // wait was stopped (Failure() says which, in a sentence for the record).
+  // wait was stopped, or when the lock file cannot be opened or locked at all (Reason() and
+  // Failure() say which, for the record).
   bool Hold(GpuLock::Mode mode);
   void Release();
 
   const std::string& path() const { return path_; }
-  bool stopped() const { return stopped_; }
+  // "gpu_lock_stopped", "gpu_lock_error" or "gpu_lock_timeout": why the last Hold failed.
+  std::string Reason() const;
   std::string Failure() const;
   double wait_seconds() const { return wait_s_; }
   double alone_seconds() const { return alone_s_; }
@@ -41,7 +46,9 @@ class GpuAccess {
   std::string path_;
   std::chrono::seconds timeout_;
   const std::atomic<bool>* stop_;
+  std::function<void(const std::string&)> on_wait_;
   std::optional<GpuLock> lock_;
+  std::string error_;  // the lock file could not be used (its error)
   SteadyClock::time_point held_since_{};
   double wait_s_ = 0, alone_s_ = 0, shared_s_ = 0;
   bool stopped_ = false, ever_held_ = false;

@@ -198,11 +198,13 @@ ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, con
   return RunChild(cr);
 }
 
+void SetGpuRefused(const GpuAccess& gpu, Verdict* v, const std::string& what_it_cost) {
+  v->Set(Status::kInfraError, gpu.Reason(), gpu.Failure() + what_it_cost);
+}
+
 bool HoldGpu(const EvalContext& c, GpuLock::Mode mode, Verdict* v) {
   if (!c.gpu || c.gpu->Hold(mode)) return true;
-  if (!v->decided)
-    v->Set(Status::kInfraError, c.gpu->stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
-           c.gpu->Failure());
+  if (!v->decided) SetGpuRefused(*c.gpu, v);
   return false;
 }
 

@@ -53,9 +53,15 @@ struct Verdict {
 };
 
 // What every stage reads: the request and what follows from it, fixed before the first stage.
+// The verdict when the GPU could not be had: INFRA_ERROR gpu_lock_timeout (gpu_lock_stopped
+// for a stopped wait, gpu_lock_error for a lock file that cannot be used), with the lock's
+// sentence and `what_it_cost` after it. Replaces any
+// verdict so far: a PASSED whose last layers could not run is not one (fail closed).
+void SetGpuRefused(const GpuAccess& gpu, Verdict* v, const std::string& what_it_cost = "");
+
 // Holds the GPU in `mode` for the child that follows (released with c.gpu->Release() when it
-// is done). False, with the verdict INFRA_ERROR gpu_lock_timeout (or gpu_lock_stopped) unless
-// one was decided already, when it cannot be had.
+// is done). False, with SetGpuRefused's verdict unless one was decided already, when it
+// cannot be had.
 struct EvalContext;
 bool HoldGpu(const EvalContext& c, GpuLock::Mode mode, Verdict* v);
 

@@ -283,18 +283,13 @@ TimingLayer::TimingLayer(const EvalContext& c, const ChildRequest& candidate,
 
 void TimingLayer::Run() {
   Plan();
-  // The baseline's runs and the candidate's timed calls side by side, alone on the GPU
-  // (another evaluation's kernels would change both and the witness's window); judging,
-  // revalidating and the witness's judgement need the GPU only for a reference, shared.
   // Each child alone on the GPU while it times (another evaluation's kernels would change
   // its figures and the witness's window): the baselines ask when their set-up is done, the
   // candidate's child holds it from its start (a loaded candidate is never left unwatched on
   // a GPU that another evaluation times on). Judging, revalidating and the witness's
   // judgement need the GPU only for a reference, shared.
   auto refused = [&] {
-    if (!v_->decided)
-      v_->Set(Status::kInfraError, c_.gpu->stopped() ? "gpu_lock_stopped" : "gpu_lock_timeout",
-              c_.gpu->Failure());
+    if (!v_->decided) SetGpuRefused(*c_.gpu, v_);
     perf_.state = "not_reached";
     perf_.reason = c_.gpu->Failure();
     rec_->performance = ToJson(perf_);
