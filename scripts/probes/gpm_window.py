@@ -12,11 +12,16 @@ outside any evaluation, whether that is right:
            windows of varying length, read the way the witness reads them (utilization x host
            seconds); prints busy/true, so a spread that follows the window's length against
            the refresh period shows.
+  aligned  the witness's rule since that finding (measure/gpm.h): the window ends 20 ms after a
+           whole number k of 100 ms refreshes and the rates are read over k x 100 ms; half of
+           these windows open NVML afresh, as each evaluation's parent does. Their busy/true
+           should not spread (k+1 refreshes, when one falls in the guard, read k/(k+1) low).
 
 Prints JSON lines; needs torch and libnvidia-ml. Never changes a GPU setting.
 """
 import ctypes
 import json
+import math
 import random
 import sys
 import time
@@ -131,4 +136,29 @@ for trial in range(int(sys.argv[1]) if len(sys.argv) > 1 else 24):
     print(json.dumps({"probe": "window", **rows[-1]}), flush=True)
 ratios = sorted(r["busy_over_true"] for r in rows)
 print(json.dumps({"probe": "windows", "n": len(ratios), "min": ratios[0], "max": ratios[-1],
+                  "median": ratios[len(ratios) // 2]}), flush=True)
+
+rows = []
+for trial in range(int(sys.argv[2]) if len(sys.argv) > 2 else 24):
+    if trial % 2:
+        nvml.nvmlShutdown()
+        assert nvml.nvmlInit_v2() == 0
+        assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(dev)) == 0
+        s1, s2 = alloc(), alloc()
+    time.sleep(0.3)
+    t1 = sample(s1)
+    ev0, ev1 = busy_for(random.uniform(0.02, 0.1))
+    torch.cuda.synchronize()
+    true_s = ev0.elapsed_time(ev1) / 1000
+    open_s = time.perf_counter() - t1
+    k = math.ceil(max(open_s + 0.3, 0.45) / 0.1)
+    time.sleep(max(0.0, t1 + k * 0.1 + 0.02 - time.perf_counter()))
+    t2 = sample(s2)
+    r, vals = metrics(s1, s2)
+    rows.append({"trial": trial, "fresh_nvml": bool(trial % 2), "host_s": round(t2 - t1, 4),
+                 "k": k, "true_s": round(true_s, 5), "sm_util": vals[0][1],
+                 "busy_over_true": vals[0][1] / 100 * k * 0.1 / true_s})
+    print(json.dumps({"probe": "aligned", **rows[-1]}), flush=True)
+ratios = sorted(r["busy_over_true"] for r in rows)
+print(json.dumps({"probe": "aligned_all", "n": len(ratios), "min": ratios[0], "max": ratios[-1],
                   "median": ratios[len(ratios) // 2]}), flush=True)

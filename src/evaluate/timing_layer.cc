@@ -265,11 +265,13 @@ void TimingConversation::OnMessage(const json& m, const ChildRequest::Reply& rep
   } else if (ev == "witness_done" && gpm && numbers.witness_calls > 0 && !witness_done) {
     witness_done = true;
     witness_digests = m.value("digests", json());
-    // Idle after the work, and a window no shorter than the judge needs: a fast kernel's
-    // calls take milliseconds, and a window under the minimum says nothing.
+    // Idle after the work, a window no shorter than the judge needs (a fast kernel's calls
+    // take milliseconds, and a window under the minimum says nothing), ended just after a
+    // whole number of the counters' refreshes (gpm.h: the rates are over those).
     double open_s = std::chrono::duration<double>(Clock::now() - window_begun).count();
-    double settle = std::max(kWitnessSettleSeconds, kWitnessMinWindowSeconds + 0.05 - open_s);
-    std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+    double at_least = std::max(open_s + kWitnessSettleSeconds, kWitnessMinWindowSeconds + 0.05);
+    std::this_thread::sleep_for(std::chrono::duration<double>(
+        gpm_error.empty() ? gpm->SecondsToAlignedEnd(at_least) : kWitnessSettleSeconds));
     if (gpm_error.empty()) window = gpm->End();
     witness_checks = Draw(numbers.witness_calls, kWitnessChecks);
     reply(ToJson(AfterLoopPlan{witness_checks, false, 0, 0}).dump());

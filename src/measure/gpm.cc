@@ -1,5 +1,6 @@
 #include "measure/gpm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -175,6 +176,14 @@ bool GpmWitness::Begin(std::string* why) {
   return true;
 }
 
+double GpmWitness::SecondsToAlignedEnd(double at_least_seconds) const {
+  if (!begun_) return 0;
+  const double open = std::chrono::duration<double>(Now() - begin_time_).count();
+  const double want = std::max({at_least_seconds, open, kGpmRefreshSeconds});
+  const double end = std::ceil(want / kGpmRefreshSeconds) * kGpmRefreshSeconds + kGpmRefreshGuardSeconds;
+  return std::max(0.0, end - open);
+}
+
 WitnessWindow GpmWitness::End() {
   WitnessWindow w;
   if (!begun_) {
@@ -190,6 +199,8 @@ WitnessWindow GpmWitness::End() {
     return w;
   }
   w.seconds = std::chrono::duration<double>(before + (after - before) / 2 - begin_time_).count();
+  const double steps = std::floor((w.seconds - kGpmRefreshGuardSeconds / 2) / kGpmRefreshSeconds);
+  if (steps >= 1) w.counter_seconds = steps * kGpmRefreshSeconds;
 
   gpm_abi::MetricsGet& req = *request_;
   std::memset(&req, 0, sizeof req);
@@ -213,7 +224,7 @@ WitnessWindow GpmWitness::End() {
 }
 
 nlohmann::json WitnessWindow::ToJson() const {
-  nlohmann::json j = {{"seconds", OrNull(seconds)}};
+  nlohmann::json j = {{"seconds", OrNull(seconds)}, {"counter_seconds", OrNull(counter_seconds)}};
   for (const MetricSlot& m : kMetrics) j[m.name] = OrNull(this->*m.field);
   j["sm_busy_seconds"] = OrNull(sm_busy_seconds());
   j["tensor_busy_seconds"] = OrNull(tensor_busy_seconds());
@@ -290,6 +301,10 @@ WitnessJudgement JudgeWitness(const WitnessWindow& window, const WitnessExpectat
                   "GPM window of " + FormatSeconds(window.seconds) + " is shorter than the " +
                       FormatSeconds(min_window_seconds) +
                       " needed: GPM counters are too coarse to read a shorter one");
+  if (!std::isfinite(window.counter_seconds) || !(window.counter_seconds > 0))
+    return refuse("unavailable", "GPM witness unavailable: the window of " +
+                                     FormatSeconds(window.seconds) +
+                                     " spans no whole refresh of the counters");
   auto metric_error = [&](const char* name) {
     for (const std::string& e : window.metric_errors)
       if (e.rfind(name, 0) == 0) return " (" + e + ")";
@@ -335,7 +350,8 @@ WitnessJudgement JudgeWitness(const WitnessWindow& window, const WitnessExpectat
   }
 
   std::string m = verdict + ": GPU busy " + FormatSeconds(j.per_call_busy_seconds) +
-                  " per call (SM " + Format("%.0f%%", window.sm_util_pct) + " of a " +
+                  " per call (SM " + Format("%.0f%%", window.sm_util_pct) + " over " +
+                  FormatSeconds(window.counter_seconds) + " of counter refreshes in a " +
                   FormatSeconds(window.seconds) + " window, " + Format("%.0f", calls) +
                   " calls), timed median " + FormatSeconds(expect.timed_median_seconds);
   if (window.sm_util_pct < 1)

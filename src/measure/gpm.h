@@ -37,11 +37,27 @@ using GpmApi = NvmlApi;
 // unloaded (NVML may leave threads behind after nvmlShutdown).
 std::optional<GpmApi> LoadGpmApi(const std::string& library, std::string* why);
 
+// What a sample reads is refreshed in steps: on an H100 (driver 580) successive samples
+// change every 100 +- 1 ms (scripts/probes/gpm_window.py, 2026-12-07), and the rates between
+// two samples are over the interval between the refreshes they read, a whole number of steps,
+// not over the time between the two calls. A window whose ends are H apart spans floor(H/step)
+// or ceil(H/step) steps: 24 windows of 0.36-0.47 s around the same 52 ms of matmuls read
+// utilizations of 8.3 %, 10.4 % or 14.0 % (5, 4 or 3 steps), and utilization x H read
+// 0.67-1.03 of the work. So the parent ends a window a guard after a whole number k of steps
+// (GpmWitness::SecondsToAlignedEnd): it then spans k steps, or k + 1 when a refresh fell
+// inside the guard, and the rates are taken over k steps, which is exact or reads the busy
+// time low by at most 1/(k+1), never high.
+inline constexpr double kGpmRefreshSeconds = 0.1;
+inline constexpr double kGpmRefreshGuardSeconds = 0.02;
+
 // What GPM saw between Begin() and End(). Utilizations are in percent
 // (0-100) averaged over the window; NaN when not read.
 struct WitnessWindow {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   double seconds = kNone;               // steady_clock time between the two samples
+  // The whole refresh steps the window is sure to span, floor((seconds - guard/2) / step) *
+  // step: what the rates are over (above). NaN when the window spans no whole step.
+  double counter_seconds = kNone;
   double sm_util_pct = kNone;           // share of SMs busy
   double sm_occupancy_pct = kNone;      // active warps vs the SMs' maximum
   double any_tensor_util_pct = kNone;   // time the SMs' tensor pipes did any work
@@ -56,12 +72,12 @@ struct WitnessWindow {
   std::string error;
 
   // SM-seconds of work over the window, in seconds of the whole GPU:
-  // sm_util_pct/100 * seconds.
-  double sm_busy_seconds() const { return sm_util_pct / 100.0 * seconds; }
-  // any_tensor_util_pct/100 * seconds.
-  double tensor_busy_seconds() const { return any_tensor_util_pct / 100.0 * seconds; }
+  // sm_util_pct/100 * counter_seconds.
+  double sm_busy_seconds() const { return sm_util_pct / 100.0 * counter_seconds; }
+  // any_tensor_util_pct/100 * counter_seconds.
+  double tensor_busy_seconds() const { return any_tensor_util_pct / 100.0 * counter_seconds; }
 
-  // {"seconds", "<metric>_pct" for each metric, "sm_busy_seconds",
+  // {"seconds", "counter_seconds", "<metric>_pct" for each metric, "sm_busy_seconds",
   // "tensor_busy_seconds"}, NaN as null, plus "metric_errors" and "error" when
   // there are any.
   nlohmann::json ToJson() const;
@@ -86,6 +102,10 @@ class GpmWitness {
   // Takes the first sample and notes the time. False, with *why set, when
   // NVML fails; End() then reports the window unavailable.
   bool Begin(std::string* why);
+  // How long to wait from now before End() so that the window is at least `at_least_seconds`
+  // long and ends a guard after a whole number of refresh steps (kGpmRefreshSeconds); 0 when
+  // that moment has passed or Begin() did not succeed.
+  double SecondsToAlignedEnd(double at_least_seconds) const;
   // Takes the second sample and reads the metrics between the two.
   //
   // What a sample holds lags the GPU: on an H200 (driver 580) the counters a
