@@ -180,7 +180,8 @@ double GpmWitness::SecondsToAlignedEnd(double at_least_seconds) const {
   if (!begun_) return 0;
   const double open = std::chrono::duration<double>(Now() - begin_time_).count();
   const double want = std::max({at_least_seconds, open, kGpmRefreshSeconds});
-  const double end = std::ceil(want / kGpmRefreshSeconds) * kGpmRefreshSeconds + kGpmRefreshGuardSeconds;
+  const double end =
+      std::ceil(want / kGpmRefreshSeconds) * kGpmRefreshSeconds + kGpmRefreshGuardSeconds;
   return std::max(0.0, end - open);
 }
 

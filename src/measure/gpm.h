@@ -54,7 +54,7 @@ inline constexpr double kGpmRefreshGuardSeconds = 0.02;
 // (0-100) averaged over the window; NaN when not read.
 struct WitnessWindow {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-  double seconds = kNone;               // steady_clock time between the two samples
+  double seconds = kNone;  // steady_clock time between the two samples
   // The whole refresh steps the window is sure to span, floor((seconds - guard/2) / step) *
   // step: what the rates are over (above). NaN when the window spans no whole step.
   double counter_seconds = kNone;
