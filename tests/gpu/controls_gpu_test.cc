@@ -362,7 +362,10 @@ TEST_F(Controls, AttentionTimingAtTheHeadline) {
   std::cout << "headline mha_fwd performance: " << p.dump(1).substr(0, 4000) << "\n";
   std::cout << "headline mha_fwd stages: " << fwd.record["stage_seconds"].dump() << "\n";
   EXPECT_EQ(p["baseline"]["state"], "ran") << p["baseline"].dump(1);
-  EXPECT_EQ(p["baseline"]["name"], "cuDNN SDPA");
+  // The forward's baseline is FlashInfer's sm90 prefill where its headers are installed (the
+  // paper's choice, issue 23; scripts/setup.sh), else cuDNN SDPA; either is named.
+  const std::string baseline = p["baseline"]["name"];
+  EXPECT_TRUE(baseline.rfind("FlashInfer ", 0) == 0 || baseline == "cuDNN SDPA") << baseline;
   EXPECT_GT(p["baseline"]["tflops"].get<double>(), 200.0);
   EXPECT_LT(p["speedup"].get<double>(), 1.0);  // CUDA cores against cuDNN's tensor cores
   EXPECT_GE(p["revalidation"]["calls"].size(), 3u);
