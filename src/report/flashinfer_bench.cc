@@ -95,7 +95,15 @@ FlashInferSolution ReadFlashInferSolution(const json& solution) {
   if (StrField(spec, "language") != "cuda")
     throw InputError("the solution's spec.language is \"" + StrField(spec, "language") +
                      "\": only cuda solutions run here");
+  // The binding says how the entry point is loaded. TVM-FFI's (upstream PTXBench's) and none
+  // (ptxbench's own C entry point) load here; any other (a torch extension) cannot, and is
+  // refused by name rather than loaded as if it were one of these.
   s.binding = StrField(spec, "binding");
+  if (!s.binding.empty() && s.binding != "tvm-ffi")
+    throw InputError("the solution's spec.binding is \"" + s.binding +
+                     "\": solutions load here through TVM-FFI (\"tvm-ffi\") or ptxbench's own "
+                     "entry point (no binding), not through \"" +
+                     s.binding + "\"");
   const std::string entry = StrField(spec, "entry_point");
   const size_t sep = entry.find("::");
   if (sep == std::string::npos || entry.substr(sep + 2) != "run")

@@ -111,6 +111,12 @@ TEST(FlashInferBench, SolutionsAreReadOrRefusedWithAReason) {
   json missing = Solution("x");
   missing["sources"][0]["path"] = "other.cu";
   refused(missing, "no source \"kernel.cu\"");
+  json torch = Solution("x");
+  torch["spec"]["binding"] = "torch";
+  refused(torch, "spec.binding is \"torch\"");
+  json no_binding = Solution("x");
+  no_binding["spec"].erase("binding");
+  EXPECT_EQ(ReadFlashInferSolution(no_binding).binding, "");
   json two = Solution("x");
   two["sources"].push_back({{"path", "helper.h"}, {"content", "y"}});
   refused(two, "2 source files");
