@@ -439,6 +439,57 @@ TEST(Cli, OneSourcePolicyForEvalInspectAndSubmit) {
   }
 }
 
+// A FlashInfer-Bench solution is read the same way by eval, inspect and submit: unpacked to its
+// entry file's source (screened like a .cu file), refused with one line naming the file when it
+// cannot run here, and refused for another definition where a --task is given.
+TEST(Cli, SolutionsAreReadAlikeByEvalInspectAndSubmit) {
+  ScratchDir dir("cli-solution");
+  std::string json_out = dir.File("out.json");
+  auto solution = [&](const std::string& name, const std::string& binding,
+                      const std::string& definition, const std::string& source) {
+    nlohmann::json spec = {{"language", "cuda"}, {"entry_point", "kernel.cu::run"}};
+    if (!binding.empty()) spec["binding"] = binding;
+    std::string path = dir.File(name);
+    WriteFileAtomic(path,
+                    nlohmann::json{{"name", name},
+                                   {"definition", definition},
+                                   {"spec", spec},
+                                   {"sources", {{{"path", "kernel.cu"}, {"content", source}}}}}
+                        .dump());
+    return path;
+  };
+  // The entry file is what inspect screens: a cuBLAS include inside the solution is rejected.
+  std::string rejected = solution("cublas.json", "tvm-ffi", "gemm_n7168_k5120",
+                                  "#include <cublas_v2.h>\n__global__ void k() {}\n");
+  CommandResult r = Ptxbench({"inspect", rejected});
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("REJECTED  line 1: #include <cublas_v2.h>", 0), 0u) << r.output;
+
+  const std::string task = "gemm_n7168_k5120";
+  std::string torch = solution("torch.json", "torch", task, "__global__ void k() {}\n");
+  std::string other = solution("other.json", "", "gemm_n128_k2048", "__global__ void k() {}\n");
+  struct Case {
+    std::string path, words;
+    bool needs_task;  // inspect takes no --task
+  };
+  for (const Case& c :
+       {Case{torch, "spec.binding is \"torch\"", false},
+        Case{other, "the solution is for gemm_n128_k2048, not --task " + task, true}}) {
+    std::vector<std::vector<std::string>> commands = {
+        {"eval", c.path, "--task", task, "--json", json_out},
+        {"submit", c.path, "--task", task, "--evaluator", "http://127.0.0.1:9", "--json",
+         json_out}};
+    if (!c.needs_task) commands.push_back({"inspect", c.path});
+    for (const auto& args : commands) {
+      r = Ptxbench(args);
+      EXPECT_EQ(r.exit.code, 2) << args[0] << " " << c.path << "\n" << r.output;
+      EXPECT_EQ(r.output.rfind("ptxbench: " + c.path + ": ", 0), 0u) << r.output;
+      EXPECT_NE(r.output.find(c.words), std::string::npos) << args[0] << ": " << r.output;
+      EXPECT_FALSE(FileExists(json_out)) << args[0];
+    }
+  }
+}
+
 // Every option with a range, a set of values or an input that must exist is checked by CLI11
 // while parsing: one line, "ptxbench: OPTION: why; see ptxbench COMMAND --help", exit 2, before
 // anything is read, started or written. No GPU, nvcc or network is needed to be refused.

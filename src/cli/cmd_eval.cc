@@ -49,7 +49,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   return [o]() {
     // Every problem of the request is found before any work starts.
     // The source policy (empty, over 1 MiB, NUL bytes, invalid UTF-8) and the output path.
-    std::string text = ReadSourceFile(o->kernel);
+    CandidateFile file = ReadCandidateFile(o->kernel, o->task);
     CheckOutputPaths({{"--json", o->json_path}, {"--trace", o->trace_path}});
     // FlashInfer-Bench's Trace requires the performance of every PASSED trace: a trace of an
     // evaluation without timing would be one their own model refuses.
@@ -62,22 +62,12 @@ CommandRunner AddEvalCommand(CLI::App& app) {
     req.kernel_path = o->kernel;
     req.definition = &catalog.Find(o->task);
     // A FlashInfer-Bench solution: its one CUDA file is the candidate, under the same policy.
-    std::optional<FlashInferSolution> solution;
+    const std::optional<FlashInferSolution>& solution = file.solution;
     std::unique_ptr<ScratchDir> unpacked;
-    if (EndsWith(o->kernel, ".json")) {
-      json parsed = json::parse(text, nullptr, false);
-      if (parsed.is_discarded())
-        throw InputError(o->kernel +
-                         ": not JSON (a .json candidate is a FlashInfer-Bench solution)");
-      solution = ReadFlashInferSolution(parsed);
-      if (!solution->definition.empty() && solution->definition != o->task)
-        throw InputError(o->kernel + ": the solution is for " + solution->definition +
-                         ", not --task " + o->task);
-      if (auto problem = SourceFileProblem(solution->source))
-        throw InputError(o->kernel + ": its " + solution->entry_file + ": " + *problem);
+    if (solution) {
       unpacked = std::make_unique<ScratchDir>("ptxbench-solution");
       req.kernel_path = unpacked->File("candidate.cu");
-      WriteFileAtomic(req.kernel_path, solution->source);
+      WriteFileAtomic(req.kernel_path, file.source);
     }
     req.workload = o->workload.empty() ? &req.definition->DefaultWorkload()
                                        : &req.definition->FindWorkload(o->workload);

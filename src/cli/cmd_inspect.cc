@@ -10,6 +10,7 @@
 #include "common/source_policy.h"
 #include "compile/nvcc.h"
 #include "inspect/sass.h"
+#include "report/flashinfer_bench.h"
 #include "screen/screen.h"
 
 namespace ptxbench {
@@ -22,14 +23,16 @@ CommandRunner AddInspectCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd =
       app.add_subcommand("inspect", "Show the instruction families in a kernel's SASS (no GPU)");
-  cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
+  cmd->add_option("kernel", o->kernel,
+                  "The candidate .cu file, or a FlashInfer-Bench solution (.json) holding one")
+      ->required();
   AddArchOption(cmd, &o->arch);
   AddCacheDirOption(cmd, &o->cache_dir, "Build cache");
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_flag("--evidence", o->all, "Print the matched instructions too");
   return [o]() {
     // The source policy first (empty, over 1 MiB, NUL bytes, invalid UTF-8): exit 2.
-    std::string source = ReadSourceFile(o->kernel);
+    std::string source = ReadCandidateFile(o->kernel, "").source;
     // With --json every answer is JSON on standard output, a refusal too.
     auto print_json = [](const nlohmann::json& j) {
       WriteOutput("-", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -12,6 +12,7 @@
 #include "common/source_policy.h"
 #include "compile/nvcc.h"
 #include "record/record.h"
+#include "report/flashinfer_bench.h"
 #include "serve/client.h"
 
 namespace ptxbench {
@@ -26,7 +27,9 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd =
       app.add_subcommand("submit", "Send one kernel to an evaluation service, wait for its record");
-  cmd->add_option("kernel", o->kernel, "The candidate .cu file")->required();
+  cmd->add_option("kernel", o->kernel,
+                  "The candidate .cu file, or a FlashInfer-Bench solution (.json) holding one")
+      ->required();
   cmd->add_option("--task", o->task, "Task definition")->required();
   cmd->add_option("--workload", o->workload, "Workload id or axis values (default: headline)");
   AddArchOption(cmd, &o->arch);
@@ -41,7 +44,7 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
   cmd->add_flag("--no-wait", o->no_wait, "Print the id and return without waiting");
   return [o]() {
     // Refused here, before any connection, with the words the service would answer.
-    std::string source = ReadSourceFile(o->kernel);
+    std::string source = ReadCandidateFile(o->kernel, o->task).source;
     CheckOutputPath(o->json_path, "--json");
     RemoteOptions r;
     r.url = o->evaluator;

@@ -5,6 +5,8 @@
 
 #include "common/error.h"
 #include "common/json_fields.h"
+#include "common/source_policy.h"
+#include "common/strings.h"
 #include "record/layers.h"
 #include "record/record.h"
 
@@ -120,6 +122,27 @@ FlashInferSolution ReadFlashInferSolution(const json& solution) {
       return s;
     }
   throw InputError("the solution has no source \"" + s.entry_file + "\" (its entry point's file)");
+}
+
+CandidateFile ReadCandidateFile(const std::string& path, const std::string& task) {
+  CandidateFile f;
+  f.source = ReadSourceFile(path);
+  if (!EndsWith(path, ".json")) return f;
+  json parsed = json::parse(f.source, nullptr, false);
+  if (parsed.is_discarded())
+    throw InputError(path + ": not JSON (a .json candidate is a FlashInfer-Bench solution)");
+  try {
+    f.solution = ReadFlashInferSolution(parsed);
+  } catch (const Error& e) {
+    throw Error(e.kind(), path + ": " + e.what());
+  }
+  if (!task.empty() && !f.solution->definition.empty() && f.solution->definition != task)
+    throw InputError(path + ": the solution is for " + f.solution->definition + ", not --task " +
+                     task);
+  if (auto problem = SourceFileProblem(f.solution->source))
+    throw InputError(path + ": its " + f.solution->entry_file + ": " + *problem);
+  f.source = f.solution->source;
+  return f;
 }
 
 }  // namespace ptxbench

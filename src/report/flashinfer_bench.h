@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,15 @@ struct FlashInferSolution {
   std::string name, definition, binding, entry_file, source;
 };
 FlashInferSolution ReadFlashInferSolution(const nlohmann::json& solution);
+
+// A candidate as the commands that take one read it (eval, inspect, submit): a .cu file's
+// text, or a FlashInfer-Bench solution (.json) unpacked to its entry file's source, under the
+// same source policy. With `task` given, a solution for another definition is refused.
+// Throws InputError naming the file.
+struct CandidateFile {
+  std::string source;
+  std::optional<FlashInferSolution> solution;
+};
+CandidateFile ReadCandidateFile(const std::string& path, const std::string& task);
 
 }  // namespace ptxbench
