@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <regex>
+#include <set>
 
 #include "common/error.h"
 #include "common/json_fields.h"
@@ -9,6 +12,7 @@
 #include "common/strings.h"
 #include "record/layers.h"
 #include "record/record.h"
+#include "screen/screen.h"
 
 namespace ptxbench {
 
@@ -87,6 +91,154 @@ json FlashInferTrace(const json& json_record, const std::vector<std::string>& va
           {"evaluation", evaluation}};
 }
 
+namespace {
+
+// A solution's files by path, each path relative and inside the solution (no absolute path,
+// no "..", no empty or "." part), each given once.
+std::map<std::string, std::string> ReadSources(const json& sources) {
+  if (!sources.is_array() || sources.empty())
+    throw InputError("the solution has no \"sources\" array of {path, content}");
+  std::map<std::string, std::string> files;
+  for (const json& f : sources) {
+    const std::string path = StrField(f, "path");
+    if (!f.is_object() || !f.contains("content") || !f["content"].is_string())
+      throw InputError("the solution's source \"" + path + "\" has no text content");
+    bool inside = !path.empty() && path.front() != '/';
+    for (const std::string& part : Split(path, '/'))
+      if (part.empty() || part == "." || part == "..") inside = false;
+    if (!inside)
+      throw InputError("the solution's source path \"" + path +
+                       "\" is not a relative path inside the solution");
+    if (auto problem = SourceFileProblem(f["content"].get<std::string>()))
+      throw InputError("the solution's " + path + ": " + *problem);
+    if (!files.emplace(path, f["content"].get<std::string>()).second)
+      throw InputError("the solution gives \"" + path + "\" twice");
+  }
+  return files;
+}
+
+// The folder part of a path ("" at the top), and a path joined to it with "." and ".." parts
+// resolved, as an include "x.h" in "dir/a.cu" names "dir/x.h". Empty when it leaves the top.
+std::string FolderOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+std::string Resolve(const std::string& folder, const std::string& name) {
+  std::vector<std::string> parts;
+  for (const std::string& part : Split(folder + name, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part != "..") {
+      parts.push_back(part);
+    } else if (parts.empty()) {
+      return "";
+    } else {
+      parts.pop_back();
+    }
+  }
+  return Join(parts, "/");
+}
+
+// One translation unit from the entry file: each `#include "X"` that names a file of the
+// solution is replaced by that file (once; later includes of it are dropped, as an include
+// guard would), between #line directives so that the compiler's messages name the files.
+// Other includes stay. A source file (not a header) that the entry does not include would be
+// a second translation unit: refused.
+class Bundler {
+ public:
+  explicit Bundler(const std::map<std::string, std::string>& files) : files_(files) {}
+
+  std::string Bundle(const std::string& entry) {
+    if (!files_.count(entry))
+      throw InputError("the solution has no source \"" + entry + "\" (its entry point's file)");
+    std::string out;
+    Inline(entry, &out);
+    for (const auto& [path, text] : files_)
+      if (!done_.count(path) && !IsHeader(path))
+        throw InputError("the solution's " + path + " is not included by its entry file " + entry +
+                         ": a candidate here is one translation unit");
+    return out;
+  }
+
+ private:
+  static bool IsHeader(const std::string& path) {
+    for (const char* ext : {".h", ".hpp", ".hh", ".cuh", ".inc", ".inl"})
+      if (EndsWith(path, ext)) return true;
+    return false;
+  }
+
+  void Inline(const std::string& path, std::string* out) {
+    done_.insert(path);
+    static const std::regex quoted(R"re(^\s*#\s*include\s*"([^"]+)"\s*$)re");
+    const std::vector<std::string> lines = Split(files_.at(path), '\n');
+    // The part after a final newline is empty: the file's last line has ended.
+    const size_t count = !lines.empty() && lines.back().empty() ? lines.size() - 1 : lines.size();
+    for (size_t i = 0; i < count; ++i) {
+      std::smatch m;
+      std::string target;
+      if (std::regex_match(lines[i], m, quoted)) target = Resolve(FolderOf(path), m[1].str());
+      if (target.empty() || !files_.count(target)) {
+        *out += lines[i] + "\n";
+        continue;
+      }
+      if (!done_.count(target)) {
+        *out += "#line 1 \"" + LastPart(target) + "\"\n";
+        Inline(target, out);
+      }
+      *out += "#line " + std::to_string(i + 2) + " \"" + LastPart(path) + "\"\n";
+    }
+  }
+
+  // #line takes a plain name here (the screen refuses a path there).
+  static std::string LastPart(const std::string& path) {
+    return path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  }
+
+  const std::map<std::string, std::string>& files_;
+  std::set<std::string> done_;  // inlined, or being inlined: a later include is dropped
+};
+
+std::string BundleSources(const std::string& entry,
+                          const std::map<std::string, std::string>& files) {
+  std::string bundle = Bundler(files).Bundle(entry);
+  if (auto problem = SourceFileProblem(bundle))
+    throw InputError("the solution's files together: " + *problem);
+  return bundle;
+}
+
+// A TVM-FFI entry point of another name is exported as run too (the symbol the harness
+// loads): the export macro's name is rewritten. Where run is exported already, or the symbol
+// is not exported at all, or it is ptxbench's own ABI (whose entry point is the C function
+// run), there is nothing to load by that name: refused.
+void ExportEntryAsRun(FlashInferSolution& s) {
+  const std::string& name = s.entry_symbol;
+  if (s.binding != "tvm-ffi")
+    throw InputError("the solution's entry point is " + name +
+                     ": without a binding the entry point is ptxbench's C function run");
+  auto export_of = [](const std::string& symbol) {
+    return std::regex(R"(TVM_FFI_DLL_EXPORT_TYPED_FUNC\s*\(\s*)" + symbol + R"(\s*,)");
+  };
+  const std::regex wanted = export_of(name);
+  // Counted in the code only: a comment may mention the macro (upstream's kernels do).
+  const std::string code = StripCommentsAndStrings(s.source);
+  const auto count = [&](const std::regex& r) {
+    return std::distance(std::sregex_iterator(code.begin(), code.end(), r), std::sregex_iterator());
+  };
+  if (count(wanted) != 1)
+    throw InputError("the solution's entry point " + name +
+                     " is not exported once by TVM_FFI_DLL_EXPORT_TYPED_FUNC(" + name + ", ...)");
+  if (count(export_of("run")) != 0)
+    throw InputError("the solution exports run besides its entry point " + name +
+                     ": which one to call is ambiguous");
+  // Comments and literals are blanked in `code` at the same offsets: the one export found
+  // there is the one rewritten in the source.
+  std::smatch m;
+  std::regex_search(code, m, wanted);
+  s.source.replace(static_cast<size_t>(m.position(0)), static_cast<size_t>(m.length(0)),
+                   "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run,");
+}
+
+}  // namespace
+
 FlashInferSolution ReadFlashInferSolution(const json& solution) {
   if (!solution.is_object()) throw InputError("a FlashInfer-Bench solution is a JSON object");
   FlashInferSolution s;
@@ -108,20 +260,13 @@ FlashInferSolution ReadFlashInferSolution(const json& solution) {
                      s.binding + "\"");
   const std::string entry = StrField(spec, "entry_point");
   const size_t sep = entry.find("::");
-  if (sep == std::string::npos || entry.substr(sep + 2) != "run")
-    throw InputError("the solution's spec.entry_point \"" + entry +
-                     "\" is not FILE::run (the entry point here is always run)");
+  if (sep == std::string::npos || sep == 0 || sep + 2 == entry.size())
+    throw InputError("the solution's spec.entry_point \"" + entry + "\" is not FILE::SYMBOL");
   s.entry_file = entry.substr(0, sep);
-  const json sources = solution.value("sources", json());
-  for (const json& f : sources.is_array() ? sources : json::array())
-    if (StrField(f, "path") == s.entry_file && f.contains("content") && f["content"].is_string()) {
-      s.source = f["content"].get<std::string>();
-      if (sources.size() > 1)
-        throw InputError("the solution has " + std::to_string(sources.size()) +
-                         " source files: a candidate here is one self-contained file");
-      return s;
-    }
-  throw InputError("the solution has no source \"" + s.entry_file + "\" (its entry point's file)");
+  s.entry_symbol = entry.substr(sep + 2);
+  s.source = BundleSources(s.entry_file, ReadSources(solution.value("sources", json())));
+  if (s.entry_symbol != "run") ExportEntryAsRun(s);
+  return s;
 }
 
 CandidateFile ReadCandidateFile(const std::string& path, const std::string& task) {
@@ -139,8 +284,6 @@ CandidateFile ReadCandidateFile(const std::string& path, const std::string& task
   if (!task.empty() && !f.solution->definition.empty() && f.solution->definition != task)
     throw InputError(path + ": the solution is for " + f.solution->definition + ", not --task " +
                      task);
-  if (auto problem = SourceFileProblem(f.solution->source))
-    throw InputError(path + ": its " + f.solution->entry_file + ": " + *problem);
   f.source = f.solution->source;
   return f;
 }

@@ -27,10 +27,12 @@ nlohmann::json FlashInferTrace(const nlohmann::json& record,
                                const std::vector<std::string>& input_names,
                                const std::string& solution_name);
 
-// A Solution's CUDA source: the file its entry point names ("kernel.cu::run"). Throws
-// InputError, naming what is wrong, for anything that is not a CUDA solution we can run.
+// A Solution's CUDA source: the file its entry point names ("kernel.cu::run") with the
+// solution's own headers (and source files) it includes inlined, one translation unit; a
+// TVM-FFI entry point of another name is exported as run. Throws InputError, naming what is
+// wrong, for anything that is not a CUDA solution we can run.
 struct FlashInferSolution {
-  std::string name, definition, binding, entry_file, source;
+  std::string name, definition, binding, entry_file, entry_symbol, source;
 };
 FlashInferSolution ReadFlashInferSolution(const nlohmann::json& solution);
 

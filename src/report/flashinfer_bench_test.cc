@@ -105,21 +105,82 @@ TEST(FlashInferBench, SolutionsAreReadOrRefusedWithAReason) {
   json triton = Solution("x");
   triton["spec"]["language"] = "triton";
   refused(triton, "only cuda solutions");
-  json other_entry = Solution("x");
-  other_entry["spec"]["entry_point"] = "kernel.cu::forward";
-  refused(other_entry, "not FILE::run");
+  json no_symbol = Solution("x");
+  no_symbol["spec"]["entry_point"] = "kernel.cu";
+  refused(no_symbol, "not FILE::SYMBOL");
   json missing = Solution("x");
   missing["sources"][0]["path"] = "other.cu";
   refused(missing, "no source \"kernel.cu\"");
-  json torch = Solution("x");
-  torch["spec"]["binding"] = "torch";
-  refused(torch, "spec.binding is \"torch\"");
-  json no_binding = Solution("x");
-  no_binding["spec"].erase("binding");
-  EXPECT_EQ(ReadFlashInferSolution(no_binding).binding, "");
-  json two = Solution("x");
-  two["sources"].push_back({{"path", "helper.h"}, {"content", "y"}});
-  refused(two, "2 source files");
+  json outside = Solution("x");
+  outside["sources"].push_back({{"path", "../secret.h"}, {"content", "y"}});
+  refused(outside, "not a relative path inside the solution");
+  json twice = Solution("x");
+  twice["sources"].push_back(twice["sources"][0]);
+  refused(twice, "gives \"kernel.cu\" twice");
+}
+
+// FlashInfer-Bench's solutions come as several files (a header, the kernels, a binding file);
+// the entry file and what it includes of them become one translation unit.
+TEST(FlashInferBench, SolutionFilesBecomeOneTranslationUnit) {
+  json s = Solution("#include \"kernel.h\"\n#include <cuda_runtime.h>\nint main_part;\n");
+  s["sources"].push_back(
+      {{"path", "kernel.h"},
+       {"content", "#pragma once\n#include \"detail/tile.cuh\"\nint from_header;\n"}});
+  s["sources"].push_back(
+      {{"path", "detail/tile.cuh"}, {"content", "#include \"../kernel.h\"\nint from_tile;\n"}});
+  s["sources"].push_back({{"path", "unused.h"}, {"content", "int never;\n"}});
+  FlashInferSolution f = ReadFlashInferSolution(s);
+  // kernel.h inlined where it was included, its include of tile.cuh inside it, tile.cuh's
+  // include of kernel.h (already being inlined) dropped as a guard would; system includes stay.
+  EXPECT_EQ(f.source,
+            "#line 1 \"kernel.h\"\n#pragma once\n#line 1 \"tile.cuh\"\n#line 2 \"tile.cuh\"\n"
+            "int from_tile;\n#line 3 \"kernel.h\"\nint from_header;\n#line 2 \"kernel.cu\"\n"
+            "#include <cuda_runtime.h>\nint main_part;\n");
+  EXPECT_EQ(f.source.find("never"), std::string::npos);  // a header nobody includes is left out
+
+  // A second source file the entry does not include would be a second translation unit.
+  json binding_file = Solution("int k;\n");
+  binding_file["sources"].push_back({{"path", "main.cpp"}, {"content", "int m;\n"}});
+  try {
+    ReadFlashInferSolution(binding_file);
+    ADD_FAILURE() << "main.cpp accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("main.cpp is not included by its entry file kernel.cu"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// An entry point of another name is TVM-FFI's export of that name, exported as run; without a
+// binding (ptxbench's C ABI) only run can be the entry point.
+TEST(FlashInferBench, ATvmFfiEntryPointOfAnotherNameIsExportedAsRun) {
+  json s = Solution(
+      "// exported like upstream's TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, ...), under another name\n"
+      "void impl(int x) {}\nTVM_FFI_DLL_EXPORT_TYPED_FUNC( gemm_fp16 , impl);\n");
+  s["spec"]["entry_point"] = "kernel.cu::gemm_fp16";
+  FlashInferSolution f = ReadFlashInferSolution(s);
+  EXPECT_EQ(f.entry_symbol, "gemm_fp16");
+  EXPECT_NE(f.source.find("TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, impl);"), std::string::npos)
+      << f.source;
+  auto refusal = [](const json& j) {
+    try {
+      ReadFlashInferSolution(j);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  json both = s;
+  both["sources"][0]["content"] =
+      s["sources"][0]["content"].get<std::string>() + "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, impl);\n";
+  EXPECT_NE(refusal(both).find("ambiguous"), std::string::npos) << refusal(both);
+  json absent = s;
+  absent["spec"]["entry_point"] = "kernel.cu::other";
+  EXPECT_NE(refusal(absent).find("not exported once"), std::string::npos) << refusal(absent);
+  json native = s;
+  native["spec"].erase("binding");
+  EXPECT_NE(refusal(native).find("ptxbench's C function run"), std::string::npos)
+      << refusal(native);
 }
 
 // `eval` takes a solution file: its definition must be --task's; its source passes the same
@@ -143,7 +204,9 @@ TEST(FlashInferBench, EvalTakesASolutionFile) {
   r = RunCommand({bin, "eval", dir.File("empty.json"), "--task", "gemm_n128_k2048", "--quiet"},
                  std::chrono::seconds(120));
   EXPECT_EQ(r.exit.code, 2) << r.output;
-  EXPECT_NE(r.output.find("its kernel.cu: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("empty.json: the solution's kernel.cu: the source is empty"),
+            std::string::npos)
+      << r.output;
 
   r = RunCommand({bin, "eval", dir.File("s.json"), "--task", "gemm_n128_k2048", "--workload",
                   "M=93", "--quiet", "--sanitize", "never", "--json", dir.File("r.json"), "--trace",
