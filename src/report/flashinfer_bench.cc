@@ -1,10 +1,11 @@
 #include "report/flashinfer_bench.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
-#include <regex>
 #include <set>
+#include <string_view>
 
 #include "common/error.h"
 #include "common/json_fields.h"
@@ -138,6 +139,60 @@ std::string Resolve(const std::string& folder, const std::string& name) {
   return Join(parts, "/");
 }
 
+bool IsIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+bool IsIdentifier(std::string_view s) {
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(), IsIdentifierChar);
+}
+
+size_t SkipBlanks(std::string_view text, size_t p) {
+  while (p < text.size() && std::isspace(static_cast<unsigned char>(text[p]))) ++p;
+  return p;
+}
+
+// X of a line that is `#include "X"` and nothing else; "" for any other line. Scanned by hand:
+// std::regex recurses per character and a long line would exhaust the stack.
+std::string QuotedInclude(std::string_view line) {
+  size_t p = SkipBlanks(line, 0);
+  if (p >= line.size() || line[p] != '#') return "";
+  p = SkipBlanks(line, p + 1);
+  constexpr std::string_view kInclude = "include";
+  if (line.substr(p, kInclude.size()) != kInclude) return "";
+  p = SkipBlanks(line, p + kInclude.size());
+  if (p >= line.size() || line[p] != '"') return "";
+  const size_t close = line.find('"', p + 1);
+  if (close == std::string_view::npos || close == p + 1) return "";
+  if (SkipBlanks(line, close + 1) != line.size()) return "";
+  return std::string(line.substr(p + 1, close - p - 1));
+}
+
+// TVM_FFI_DLL_EXPORT_TYPED_FUNC(NAME, ...) in code whose comments and literals are blanked:
+// each NAME and where it starts.
+struct TvmFfiExport {
+  std::string name;
+  size_t name_begin = 0;
+};
+std::vector<TvmFfiExport> TvmFfiExports(std::string_view code) {
+  constexpr std::string_view kMacro = "TVM_FFI_DLL_EXPORT_TYPED_FUNC";
+  std::vector<TvmFfiExport> found;
+  for (size_t at = code.find(kMacro); at != std::string_view::npos;
+       at = code.find(kMacro, at + 1)) {
+    if (at > 0 && IsIdentifierChar(code[at - 1])) continue;
+    size_t p = at + kMacro.size();
+    if (p < code.size() && IsIdentifierChar(code[p])) continue;
+    p = SkipBlanks(code, p);
+    if (p >= code.size() || code[p] != '(') continue;
+    const size_t begin = SkipBlanks(code, p + 1);
+    size_t end = begin;
+    while (end < code.size() && IsIdentifierChar(code[end])) ++end;
+    if (end == begin || SkipBlanks(code, end) >= code.size() || code[SkipBlanks(code, end)] != ',')
+      continue;
+    found.push_back({std::string(code.substr(begin, end - begin)), begin});
+  }
+  return found;
+}
+
 // One translation unit from the entry file: each `#include "X"` that names a file of the
 // solution is replaced by that file (once; later includes of it are dropped, as an include
 // guard would), between #line directives so that the compiler's messages name the files.
@@ -168,14 +223,12 @@ class Bundler {
 
   void Inline(const std::string& path, std::string* out) {
     done_.insert(path);
-    static const std::regex quoted(R"re(^\s*#\s*include\s*"([^"]+)"\s*$)re");
     const std::vector<std::string> lines = Split(files_.at(path), '\n');
     // The part after a final newline is empty: the file's last line has ended.
     const size_t count = !lines.empty() && lines.back().empty() ? lines.size() - 1 : lines.size();
     for (size_t i = 0; i < count; ++i) {
-      std::smatch m;
-      std::string target;
-      if (std::regex_match(lines[i], m, quoted)) target = Resolve(FolderOf(path), m[1].str());
+      const std::string name = QuotedInclude(lines[i]);
+      const std::string target = name.empty() ? "" : Resolve(FolderOf(path), name);
       if (target.empty() || !files_.count(target)) {
         *out += lines[i] + "\n";
         continue;
@@ -214,27 +267,22 @@ void ExportEntryAsRun(FlashInferSolution& s) {
   if (s.binding != "tvm-ffi")
     throw InputError("the solution's entry point is " + name +
                      ": without a binding the entry point is ptxbench's C function run");
-  auto export_of = [](const std::string& symbol) {
-    return std::regex(R"(TVM_FFI_DLL_EXPORT_TYPED_FUNC\s*\(\s*)" + symbol + R"(\s*,)");
-  };
-  const std::regex wanted = export_of(name);
   // Counted in the code only: a comment may mention the macro (upstream's kernels do).
-  const std::string code = StripCommentsAndStrings(s.source);
-  const auto count = [&](const std::regex& r) {
-    return std::distance(std::sregex_iterator(code.begin(), code.end(), r), std::sregex_iterator());
+  // Comments and literals are blanked at the same offsets, so an export found in the code is
+  // rewritten at its place in the source.
+  const std::vector<TvmFfiExport> exports = TvmFfiExports(StripCommentsAndStrings(s.source));
+  const auto named = [&](const std::string& n) {
+    return std::count_if(exports.begin(), exports.end(),
+                         [&](const TvmFfiExport& e) { return e.name == n; });
   };
-  if (count(wanted) != 1)
+  if (named(name) != 1)
     throw InputError("the solution's entry point " + name +
                      " is not exported once by TVM_FFI_DLL_EXPORT_TYPED_FUNC(" + name + ", ...)");
-  if (count(export_of("run")) != 0)
+  if (named("run") != 0)
     throw InputError("the solution exports run besides its entry point " + name +
                      ": which one to call is ambiguous");
-  // Comments and literals are blanked in `code` at the same offsets: the one export found
-  // there is the one rewritten in the source.
-  std::smatch m;
-  std::regex_search(code, m, wanted);
-  s.source.replace(static_cast<size_t>(m.position(0)), static_cast<size_t>(m.length(0)),
-                   "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run,");
+  for (const TvmFfiExport& e : exports)
+    if (e.name == name) s.source.replace(e.name_begin, name.size(), "run");
 }
 
 }  // namespace
@@ -264,6 +312,8 @@ FlashInferSolution ReadFlashInferSolution(const json& solution) {
     throw InputError("the solution's spec.entry_point \"" + entry + "\" is not FILE::SYMBOL");
   s.entry_file = entry.substr(0, sep);
   s.entry_symbol = entry.substr(sep + 2);
+  if (!IsIdentifier(s.entry_symbol))
+    throw InputError("the solution's spec.entry_point \"" + entry + "\" names no C identifier");
   s.source = BundleSources(s.entry_file, ReadSources(solution.value("sources", json())));
   if (s.entry_symbol != "run") ExportEntryAsRun(s);
   return s;

@@ -160,7 +160,7 @@ TEST(FlashInferBench, ATvmFfiEntryPointOfAnotherNameIsExportedAsRun) {
   s["spec"]["entry_point"] = "kernel.cu::gemm_fp16";
   FlashInferSolution f = ReadFlashInferSolution(s);
   EXPECT_EQ(f.entry_symbol, "gemm_fp16");
-  EXPECT_NE(f.source.find("TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, impl);"), std::string::npos)
+  EXPECT_NE(f.source.find("TVM_FFI_DLL_EXPORT_TYPED_FUNC( run , impl);"), std::string::npos)
       << f.source;
   auto refusal = [](const json& j) {
     try {
@@ -177,6 +177,20 @@ TEST(FlashInferBench, ATvmFfiEntryPointOfAnotherNameIsExportedAsRun) {
   json absent = s;
   absent["spec"]["entry_point"] = "kernel.cu::other";
   EXPECT_NE(refusal(absent).find("not exported once"), std::string::npos) << refusal(absent);
+  json not_a_name = s;
+  not_a_name["spec"]["entry_point"] = "kernel.cu::gemm(.*)";
+  EXPECT_NE(refusal(not_a_name).find("names no C identifier"), std::string::npos)
+      << refusal(not_a_name);
+  // Lines and comments near the size limit are scanned without recursion (a regex would run
+  // out of stack on them): an unterminated quoted include stays as it is, and an export whose
+  // name follows a long comment is still found.
+  json long_lines = s;
+  long_lines["sources"][0]["content"] =
+      "#include \"" + std::string(900000, 'a') + "\n" + "void impl(int x) {}\n" +
+      "TVM_FFI_DLL_EXPORT_TYPED_FUNC(/*" + std::string(100000, ' ') + "*/ gemm_fp16, impl);\n";
+  FlashInferSolution big = ReadFlashInferSolution(long_lines);
+  EXPECT_NE(big.source.find("run, impl);"), std::string::npos);
+  EXPECT_EQ(big.source.rfind("#include \"aaaa", 0), 0u);
   json native = s;
   native["spec"].erase("binding");
   EXPECT_NE(refusal(native).find("ptxbench's C function run"), std::string::npos)
