@@ -32,7 +32,8 @@
 #                                   eight honest evaluations at once), PTXBENCH_CONTROL_FILTER the
 #                                   controls (docs/gpu-runs/2026-12-06-h100-issue34.md has the runs)
 #   scripts/gpu_suite.sh formats    issue 22: upstream (TVM-FFI) kernels judged unchanged, a
-#                                   FlashInfer-Bench solution and its trace, the upstream CSV;
+#                                   FlashInfer-Bench solution and its trace, the upstream CSV,
+#                                   an fp16 GEMM solution on their fp16 definition (issue 38);
 #                                   the headline GEMM's wall time with SHA-256 via libcrypto
 #   scripts/gpu_suite.sh throughput issue 37: evaluations per GPU-hour at the headline GEMM, N
 #                                   distinct kernels through a pool of `eval`s and through the
@@ -327,6 +328,22 @@ PY
   echo "== upstream replay: exit $?"
   python3 -c "import json; r = json.load(open('$out/upstream-run/run.json')); print(json.dumps(r.get('upstream'), indent=1)[:1500])"
   find "$out/upstream-run" -name '*.json' | head -20
+  # Issue 38: FlashInfer-Bench's GEMM definitions are fp16 (gemm_f16). The fixture set's GEMM
+  # made fp16, and an fp16 TVM-FFI solution whose entry point is not named run.
+  rm -rf "$out/f16-set" && cp -r tests/fixtures/flashinfer-trace-set "$out/f16-set"
+  sed -i 's/bfloat16/float16/g' "$out/f16-set/definitions/gemm/gemm_n256_k512.json"
+  python3 - "$out/f16-set/solution.json" <<'PY'
+import json, sys
+json.dump({"name": "naive_f16", "definition": "gemm_n256_k512",
+           "spec": {"language": "cuda", "binding": "tvm-ffi", "entry_point": "kernel.cu::gemm_fp16"},
+           "sources": [{"path": "kernel.cu", "content": open("tests/fixtures/fp16-gemm/kernel.cu").read()}]},
+          open(sys.argv[1], "w"))
+PY
+  "$bin" eval "$out/f16-set/solution.json" --tasks-dir "$out/f16-set" --task gemm_n256_k512 \
+    --quiet --json "$out/f16-gemm.json" --trace "$out/f16-gemm-trace.jsonl"
+  echo "== fp16 gemm solution: exit $?"
+  python3 -c "import json; r = json.load(open('$out/f16-gemm.json')); p = r.get('performance') or {}
+print(r['status'], r.get('reason'), '|', r['message'][:300]); print('  baseline', (p.get('baseline') or {}).get('name'), json.dumps((p.get('baseline') or {}).get('library'))[:200], '| speedup', p.get('speedup'))"
   rm -rf "$out/cache" "$out/replay-run"
   exit 0
 fi

@@ -28,6 +28,24 @@ float Bf16ToFloat(uint16_t bits) {
   return f;
 }
 
+float F16ToFloat(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1Fu;
+  const uint32_t mantissa = bits & 0x3FFu;
+  uint32_t w;
+  if (exponent == 0x1F) {  // infinity or NaN, the payload kept
+    w = sign | 0x7F800000u | (mantissa << 13);
+  } else if (exponent != 0) {  // normal: rebias 15 -> 127
+    w = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  } else {  // zero or subnormal: mantissa x 2^-24, exact in a float
+    float f = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -f : f;
+  }
+  float f;
+  std::memcpy(&f, &w, sizeof f);
+  return f;
+}
+
 bool WithinTolerance(double got, double expected, const Tolerance& tol) {
   double diff = std::fabs(got - expected);
   if (tol.rule == ToleranceRule::kPublished)
@@ -115,6 +133,12 @@ OutputComparison CompareBf16(const uint16_t* got, const float* expected, size_t 
                              const Tolerance& tol) {
   return CompareParallel([got](size_t i) { return double(Bf16ToFloat(got[i])); },
                          [got](size_t i) { return got[i] == kPoisonBf16; }, expected, n, tol);
+}
+
+OutputComparison CompareF16(const uint16_t* got, const float* expected, size_t n,
+                            const Tolerance& tol) {
+  return CompareParallel([got](size_t i) { return double(F16ToFloat(got[i])); },
+                         [got](size_t i) { return got[i] == kPoisonF16; }, expected, n, tol);
 }
 
 OutputComparison CompareF32(const float* got, const float* expected, size_t n,

@@ -38,6 +38,9 @@ struct OutputComparison {
 // got: candidate bf16 bits; expected: fp32 reference; both `n` elements.
 OutputComparison CompareBf16(const uint16_t* got, const float* expected, size_t n,
                              const Tolerance& tol);
+// got: candidate fp16 (IEEE half) bits.
+OutputComparison CompareF16(const uint16_t* got, const float* expected, size_t n,
+                            const Tolerance& tol);
 // got: candidate fp32 values.
 OutputComparison CompareF32(const float* got, const float* expected, size_t n,
                             const Tolerance& tol);
@@ -45,6 +48,7 @@ OutputComparison CompareF32(const float* got, const float* expected, size_t n,
 // Whether one finite value passes the rule (exposed for tests).
 bool WithinTolerance(double got, double expected, const Tolerance& tol);
 float Bf16ToFloat(uint16_t bits);
+float F16ToFloat(uint16_t bits);  // exact: every half is a float
 
 nlohmann::json ToJson(const OutputComparison& c);
 // "C: 1234 of 58720256 elements outside tolerance (max abs 0.51, max rel 0.031); first at

@@ -88,6 +88,30 @@ TEST(Compare, ComputedNaNAndInfAreNonFiniteNotUnwritten) {
   EXPECT_NE(ToBf16(-std::numeric_limits<float>::quiet_NaN()), kPoisonBf16);
 }
 
+// IEEE half to float: normals, subnormals, signed zero, infinities, NaN; the poison pattern is
+// a NaN in half too, so an fp16 output the candidate never wrote is "unwritten".
+TEST(Compare, F16OutputsAreReadAsIeeeHalf) {
+  EXPECT_EQ(F16ToFloat(0x3C00), 1.0f);
+  EXPECT_EQ(F16ToFloat(0xC100), -2.5f);
+  EXPECT_EQ(F16ToFloat(0x7BFF), 65504.0f);               // the largest half
+  EXPECT_EQ(F16ToFloat(0x0001), std::ldexp(1.0f, -24));  // the smallest subnormal
+  EXPECT_EQ(F16ToFloat(0x03FF), std::ldexp(1023.0f, -24));
+  EXPECT_TRUE(std::signbit(F16ToFloat(0x8000)));
+  EXPECT_EQ(F16ToFloat(0x7C00), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(F16ToFloat(0x7E00)));
+  EXPECT_TRUE(std::isnan(F16ToFloat(kPoisonF16)));
+  std::vector<float> exp = {1.0f, -2.5f, 0.5f};
+  std::vector<uint16_t> got = {0x3C00, 0xC100, 0x3800};
+  EXPECT_EQ(CompareF16(got.data(), exp.data(), exp.size(), kPublished).verdict,
+            CompareVerdict::kMatch);
+  got[1] = kPoisonF16;
+  got[2] = 0x3C00;  // 1.0 where 0.5 is expected
+  OutputComparison c = CompareF16(got.data(), exp.data(), exp.size(), kPublished);
+  EXPECT_EQ(c.verdict, CompareVerdict::kUnwritten);
+  EXPECT_EQ(c.unwritten, 1u);
+  EXPECT_EQ(c.mismatched, 1u);
+}
+
 TEST(Compare, F32OutputsUseTheirOwnPoison) {
   std::vector<float> exp = {0.5f, 0.25f, 1.0f};
   std::vector<float> got = exp;

@@ -9,6 +9,7 @@
 #include "inspect/ncu.h"
 #include "record/instructions_layer.h"
 #include "record/performance_layer.h"
+#include "task/family.h"
 
 namespace ptxbench::evaluation {
 
@@ -138,7 +139,7 @@ std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile
 // The tag: the paper's rule (upstream_arch_tag), then ours, which also asks that the tensor
 // cores did the work and that the witness saw them do it.
 void DecideArchTag(const EvalRequest& req, const DynamicInspection& dyn, double nominal, int calls,
-                   const EvaluationRecord& rec_view, InstructionsLayer& ins,
+                   DType element, const EvaluationRecord& rec_view, InstructionsLayer& ins,
                    const VerificationWriter& set) {
   const FamilyExecution& g = dyn.families.at("gmma");
   std::string tag = ArchTag(req.arch);
@@ -174,7 +175,7 @@ void DecideArchTag(const EvalRequest& req, const DynamicInspection& dyn, double 
   if (g.static_count > 0) {
     char buf[64];
     // Three significant digits, so that a token wgmma shows as 0.00977%, not 0.0%.
-    std::snprintf(buf, sizeof buf, " bf16 GMMA %.3g%% of FLOPs",
+    std::snprintf(buf, sizeof buf, " %s GMMA %.3g%% of FLOPs", ToString(element).c_str(),
                   100.0 * g.gmma_flops / (nominal * calls));
     msg += buf;
   }
@@ -198,14 +199,16 @@ void Verify(const EvalRequest& req, uint64_t profile_seed, const Definition& def
   if (!p) return;
   const std::vector<ProfiledKernel>& kernels = p->kernels;
   const int calls = p->calls;
-  DynamicInspection dyn = JoinProfile(kernels, sass.functions);
+  // The task's element type (its first input's): only GMMA on it counts as its work.
+  const DType element = FindFamily(def.family)->Tensors(def.FullAxes(wl)).front().dtype;
+  DynamicInspection dyn = JoinProfile(kernels, sass.functions, element);
   ins.dynamic = dyn.ToJson();
   std::vector<std::string> not_run;
   for (const auto& f : required)
     if (dyn.families[f].thread_executions_true <= 0) not_run.push_back(f);
   double nominal = def.Flops(wl);
   const FamilyExecution& g = dyn.families["gmma"];
-  // Only bf16 GMMA counts (the tasks' type; ncu.cc JoinProfile), averaged over the calls.
+  // Only GMMA on the task's type counts (ncu.cc JoinProfile), averaged over the calls.
   ins.tensor_core_work_fraction = g.static_count > 0 && nominal > 0
                                       ? NullableField<double>(g.gmma_flops / (nominal * calls))
                                       : WrittenNull<double>();
@@ -215,7 +218,7 @@ void Verify(const EvalRequest& req, uint64_t profile_seed, const Definition& def
         list + " is in the SASS but never executed with a true predicate");
     return;
   }
-  DecideArchTag(req, dyn, nominal, calls, rec, ins, set);
+  DecideArchTag(req, dyn, nominal, calls, element, rec, ins, set);
 }
 
 }  // namespace

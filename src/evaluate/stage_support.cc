@@ -88,11 +88,12 @@ OutputComparison CompareOutputFile(const TensorSpec& spec, const std::string& ex
     throw CandidateFileError("the output file of " + spec.name + " has " +
                              std::to_string(got.size()) + " bytes, not " +
                              std::to_string(spec.Bytes()));
+  const float* expected = static_cast<const float*>(exp.data());
   OutputComparison c = spec.dtype == DType::kBF16
-                           ? CompareBf16(static_cast<const uint16_t*>(got.data()),
-                                         static_cast<const float*>(exp.data()), n, tol)
-                           : CompareF32(static_cast<const float*>(got.data()),
-                                        static_cast<const float*>(exp.data()), n, tol);
+                           ? CompareBf16(static_cast<const uint16_t*>(got.data()), expected, n, tol)
+                       : spec.dtype == DType::kF16
+                           ? CompareF16(static_cast<const uint16_t*>(got.data()), expected, n, tol)
+                           : CompareF32(static_cast<const float*>(got.data()), expected, n, tol);
   c.name = spec.name;
   return c;
 }

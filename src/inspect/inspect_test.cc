@@ -126,6 +126,21 @@ TEST(Ncu, JoinsByInstructionStreamAndCountsFamiliesAndFlops) {
   EXPECT_DOUBLE_EQ(d.families["mma_sync"].thread_executions_true, 0);  // present, never ran
 }
 
+// Only GMMA on the task's own input type is its work: the bf16 HGMMA of the sample does none
+// of an fp16 task's FLOPs (it still ran: its executions are counted).
+TEST(Ncu, AnFp16TaskCountsOnlyFp16Gmma) {
+  EXPECT_TRUE(IsF16Gmma("HGMMA.64x128x16.F32"));
+  EXPECT_TRUE(IsF16Gmma("HGMMA.64x256x16.F16"));
+  EXPECT_FALSE(IsF16Gmma("HGMMA.64x128x16.F32.BF16"));
+  EXPECT_FALSE(IsF16Gmma("HGMMA.64x128x8.F32.TF32"));
+  EXPECT_FALSE(IsF16Gmma("QGMMA.64x128x32.F32.E4M3.E4M3"));
+  EXPECT_FALSE(IsBf16Gmma("HGMMA.64x128x16.F32"));
+  DynamicInspection d =
+      JoinProfile(ParseNcuSourceCsv(kNcuSample), ParseCuobjdumpSass(kSassSample), DType::kF16);
+  EXPECT_DOUBLE_EQ(d.families["gmma"].warp_executions, 20);
+  EXPECT_DOUBLE_EQ(d.families["gmma"].gmma_flops, 0);
+}
+
 TEST(Ncu, AProfileOfAnotherKernelIsNotJoined) {
   auto fns = ParseCuobjdumpSass(kSassSample);
   const char* other =

@@ -168,7 +168,7 @@ std::vector<std::string> NcuImportCommand(const std::string& ncu, const std::str
 std::optional<std::string> FindNcu() { return FindProgram("ncu"); }
 
 DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
-                              const std::vector<SassFunction>& functions) {
+                              const std::vector<SassFunction>& functions, DType element) {
   DynamicInspection d;
   for (const auto& f : InstructionFamilies()) d.families[f] = {};
   for (const auto& fn : functions)
@@ -213,9 +213,12 @@ DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
       FamilyExecution& e = d.families[*fam];
       e.warp_executions += p.inst_executed;
       e.thread_executions_true += p.thread_inst_executed_true;
-      // Work counts only in the tasks' own type: bf16 inputs (HGMMA….BF16). A one-bit BGMMA
-      // or an int8 IGMMA on junk has a bigger shape per instruction and does none of the work.
-      if (*fam == "gmma" && IsBf16Gmma(it->second->opcode))
+      // Work counts only in the task's own type: bf16 inputs (HGMMA….BF16), or fp16 for an
+      // fp16 task. A one-bit BGMMA or an int8 IGMMA on junk has a bigger shape per
+      // instruction and does none of the work.
+      const bool own_type =
+          element == DType::kF16 ? IsF16Gmma(it->second->opcode) : IsBf16Gmma(it->second->opcode);
+      if (*fam == "gmma" && own_type)
         if (auto flops = GmmaFlops(it->second->opcode))
           e.gmma_flops += *flops * p.inst_executed / 4.0;
       if (d.evidence.size() < 32)

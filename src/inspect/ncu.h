@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inspect/sass.h"
+#include "task/family.h"
 
 namespace ptxbench {
 
@@ -67,7 +68,10 @@ struct DynamicInspection {
 // counts warps, so one warpgroup-level HGMMA.MxNxK is 4 warp executions and 2·M·N·K FLOPs:
 // FLOPs = Σ over GMMA instructions of 2·M·N·K · inst_executed / 4. (Calibrated on
 // controls/gemm/wgmma_tma.cu, whose wgmma count is known; see docs/gpu-runs.)
+// Only GMMA on the task's own input type counts toward its FLOPs: `element` kBF16 (the
+// paper's tasks) or kF16 (gemm_f16).
 DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
-                              const std::vector<SassFunction>& functions);
+                              const std::vector<SassFunction>& functions,
+                              DType element = DType::kBF16);
 
 }  // namespace ptxbench

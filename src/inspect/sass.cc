@@ -94,6 +94,15 @@ bool IsBf16Gmma(std::string_view opcode) {
   return false;
 }
 
+bool IsF16Gmma(std::string_view opcode) {
+  if (opcode.rfind("HGMMA.", 0) != 0) return false;
+  for (std::string_view other : {".BF16", ".TF32"})
+    for (size_t at = opcode.find(other); at != std::string_view::npos;
+         at = opcode.find(other, at + 1))
+      if (at + other.size() == opcode.size() || opcode[at + other.size()] == '.') return false;
+  return true;
+}
+
 std::optional<double> GmmaFlops(std::string_view opcode) {
   static const std::regex shape(R"(\.(\d+)x(\d+)x(\d+))");
   std::string s(opcode);

@@ -47,6 +47,9 @@ std::vector<std::string> InstructionFamilies();
 // Whether a GMMA opcode multiplies bf16 inputs ("HGMMA.64x128x16.F32.BF16"): the only kind
 // that counts toward a bf16 task's tensor-core work.
 bool IsBf16Gmma(std::string_view opcode);
+// Whether a GMMA opcode multiplies fp16 inputs: HGMMA without a .BF16 or .TF32 part
+// ("HGMMA.64x128x16.F32", fp16 being HGMMA's own type), for an fp16 task (gemm_f16).
+bool IsF16Gmma(std::string_view opcode);
 // FLOPs of one warpgroup-level GMMA from its shape ("HGMMA.64x128x16.F32.BF16" → 2·64·128·16);
 // nullopt when the opcode carries no shape.
 std::optional<double> GmmaFlops(std::string_view opcode);

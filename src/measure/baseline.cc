@@ -9,9 +9,9 @@ namespace {
 
 class GemmBaseline : public Baseline {
  public:
-  GemmBaseline(const Axes& axes) : lt_(CublasLtGemm::Load()) {
+  GemmBaseline(const Axes& axes, bool half) : lt_(CublasLtGemm::Load()) {
     lt_->Prepare(static_cast<int>(axes.at("M")), static_cast<int>(axes.at("N")),
-                 static_cast<int>(axes.at("K")));
+                 static_cast<int>(axes.at("K")), half);
   }
   std::string Name() const override { return "cuBLASLt"; }
   void Run(const std::vector<DeviceTensor>& t, Stream stream) override {
@@ -109,7 +109,8 @@ nlohmann::json PrepareBaselineOptions(const Family& family, const Axes& axes,
 
 std::unique_ptr<Baseline> MakeBaseline(const Family& family, const Axes& axes,
                                        const nlohmann::json& options, std::string* why) {
-  if (family.Name() == "gemm") return std::make_unique<GemmBaseline>(axes);
+  if (family.Name() == "gemm") return std::make_unique<GemmBaseline>(axes, false);
+  if (family.Name() == "gemm_f16") return std::make_unique<GemmBaseline>(axes, true);
   if (family.Name() == "mha_fwd") {
     if (AttentionBaselineOf(options) == AttentionBaseline::kFlashInfer)
       return std::make_unique<FlashInferBaseline>(axes, options);

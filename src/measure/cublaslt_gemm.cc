@@ -84,6 +84,7 @@ struct CublasLtGemm::Impl {
   // The plan made by Prepare(); the descriptors describe cuBLASLt's operands.
   bool prepared = false;
   int M = 0, N = 0, K = 0;
+  bool half = false;  // fp16 operands, else bf16
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
@@ -132,7 +133,7 @@ CublasLtGemm::~CublasLtGemm() {
   // keep threads and callbacks, so unloading it mid-process risks a crash.
 }
 
-void CublasLtGemm::Prepare(int M, int N, int K) {
+void CublasLtGemm::Prepare(int M, int N, int K, bool half) {
   if (M <= 0 || N <= 0 || K <= 0)
     throw BaselineError("cuBLASLt: Prepare: M, N, K must be positive, got " + std::to_string(M) +
                         ", " + std::to_string(N) + ", " + std::to_string(K));
@@ -158,11 +159,12 @@ void CublasLtGemm::Prepare(int M, int N, int K) {
       api,
       api.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb),
       "cublasLtMatmulDescSetAttribute(TRANSB)");
-  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K),
+  const cudaDataType_t element = half ? CUDA_R_16F : CUDA_R_16BF;
+  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.a, element, K, N, K),
                         "cublasLtMatrixLayoutCreate(A)");
-  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, K),
+  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.b, element, K, M, K),
                         "cublasLtMatrixLayoutCreate(B)");
-  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, M, N),
+  PTXBENCH_CHECK_STATUS(api, api.cublasLtMatrixLayoutCreate(&p.c, element, N, M, N),
                         "cublasLtMatrixLayoutCreate(C)");
 
   cublasLtMatmulPreference_t pref = nullptr;
@@ -207,6 +209,7 @@ void CublasLtGemm::Prepare(int M, int N, int K) {
   p.M = M;
   p.N = N;
   p.K = K;
+  p.half = half;
   p.prepared = true;
 }
 
@@ -237,6 +240,7 @@ nlohmann::json CublasLtGemm::Describe() const {
   j["M"] = p.M;
   j["N"] = p.N;
   j["K"] = p.K;
+  j["dtype"] = p.half ? "f16" : "bf16";
   j["layout"] = "TN (C = A·Bᵀ, row-major)";
   j["algorithm"] = p.algorithm;
   j["workspace_bytes"] = p.workspace_bytes;

@@ -36,9 +36,10 @@ class CublasLtGemm {
   // workspace (cudaMalloc). Replaces an earlier plan. Throws BaselineError when
   // a call fails or no algorithm fits, CudaError when the workspace cannot be
   // allocated.
-  void Prepare(int M, int N, int K);
+  // `half` plans fp16 operands instead of bf16 (FlashInfer-Bench's GEMM definitions).
+  void Prepare(int M, int N, int K, bool half = false);
   // One cublasLtMatmul on `stream` (asynchronous): C = A·Bᵀ with the shapes
-  // of Prepare(). A [M,K], B [N,K], C [M,N] are device pointers to bf16, each
+  // of Prepare(). A [M,K], B [N,K], C [M,N] are device pointers to bf16 (fp16), each
   // 256-byte aligned (as cudaMalloc returns them), which is what the
   // heuristic's algorithm assumes. Throws BaselineError.
   void Run(const void* A, const void* B, void* C, cudaStream_t stream);
@@ -46,7 +47,7 @@ class CublasLtGemm {
   // The loaded library's version, "13.1.0".
   std::string Version() const;
   // VendorLibrary::Describe's keys ("header_version": of the <cublasLt.h>
-  // ptxbench was built with), and "M", "N", "K", "layout",
+  // ptxbench was built with), and "M", "N", "K", "dtype" ("bf16", "f16"), "layout",
   //  "algorithm": {"id", "tile_id", "stages_id", "splitk", "reduction_scheme",
   //  "cta_swizzling", "custom_option", "inner_shape_id", "cluster_shape_id",
   //  "waves_count"}, "workspace_bytes"}; the plan's keys only after Prepare(),

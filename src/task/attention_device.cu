@@ -14,8 +14,8 @@
 #include <numeric>
 
 #include "common/cuda_check.h"
-#include "task/device_ops.h"
 #include "task/attention.h"
+#include "task/device_ops.h"
 #include "task/random_normal.h"
 
 namespace ptxbench {

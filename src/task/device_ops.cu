@@ -1,4 +1,5 @@
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -11,6 +12,12 @@
 
 namespace ptxbench {
 namespace {
+
+__global__ void ptxbench_fill_normal_f16(__half* out, size_t n, uint64_t seed, uint32_t tensor) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    out[i] = __float2half_rn(static_cast<float>(StandardNormal(seed, tensor, i)));
+}
 
 __global__ void ptxbench_fill_normal_bf16(__nv_bfloat16* out, size_t n, uint64_t seed,
                                           uint32_t tensor) {
@@ -113,6 +120,9 @@ void FillStandardNormal(void* data, DType dtype, size_t n, uint64_t seed, uint32
   if (dtype == DType::kBF16)
     ptxbench_fill_normal_bf16<<<GridFor(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(data), n,
                                                               seed, tensor);
+  else if (dtype == DType::kF16)
+    ptxbench_fill_normal_f16<<<GridFor(n), 256, 0, stream>>>(static_cast<__half*>(data), n, seed,
+                                                             tensor);
   else
     ptxbench_fill_normal_f32<<<GridFor(n), 256, 0, stream>>>(static_cast<float*>(data), n, seed,
                                                              tensor);
@@ -120,9 +130,9 @@ void FillStandardNormal(void* data, DType dtype, size_t n, uint64_t seed, uint32
 }
 
 void FillPoison(void* data, DType dtype, size_t n, Stream stream) {
-  if (dtype == DType::kBF16)
-    ptxbench_fill_pattern<uint16_t>
-        <<<GridFor(n), 256, 0, stream>>>(static_cast<uint16_t*>(data), n, kPoisonBf16);
+  if (dtype != DType::kF32)
+    ptxbench_fill_pattern<uint16_t><<<GridFor(n), 256, 0, stream>>>(
+        static_cast<uint16_t*>(data), n, dtype == DType::kF16 ? kPoisonF16 : kPoisonBf16);
   else
     ptxbench_fill_pattern<uint32_t>
         <<<GridFor(n), 256, 0, stream>>>(static_cast<uint32_t*>(data), n, kPoisonF32);

@@ -15,6 +15,7 @@ namespace ptxbench {
 // arithmetic produces, so a surviving pattern means "never written", distinct from a NaN
 // the candidate computed.
 constexpr uint16_t kPoisonBf16 = 0xFFB7;
+constexpr uint16_t kPoisonF16 = 0xFFB7;  // a NaN in IEEE half too
 constexpr uint32_t kPoisonF32 = 0xFFB7D1E5u;
 
 void FillStandardNormal(void* data, DType dtype, size_t elements, uint64_t seed, uint32_t tensor,

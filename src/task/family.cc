@@ -6,8 +6,10 @@
 
 namespace ptxbench {
 
-size_t SizeOf(DType t) { return t == DType::kBF16 ? 2 : 4; }
-std::string ToString(DType t) { return t == DType::kBF16 ? "bf16" : "f32"; }
+size_t SizeOf(DType t) { return t == DType::kF32 ? 4 : 2; }
+std::string ToString(DType t) {
+  return t == DType::kBF16 ? "bf16" : t == DType::kF16 ? "f16" : "f32";
+}
 
 int64_t TensorSpec::Elements() const {
   int64_t n = 1;
@@ -24,9 +26,10 @@ int Family::Call(const CandidateEntry& entry, const std::vector<DeviceTensor>& t
 
 std::vector<const Family*> AllFamilies() {
   static const GemmFamily gemm;
+  static const GemmFamily gemm_f16(DType::kF16);
   static const MhaForwardFamily mha_fwd;
   static const MhaBackwardFamily mha_bwd;
-  return {&gemm, &mha_fwd, &mha_bwd};
+  return {&gemm, &gemm_f16, &mha_fwd, &mha_bwd};
 }
 
 const Family* FindFamily(std::string_view name) {

@@ -20,7 +20,8 @@ namespace ptxbench {
 
 using Stream = CUstream_st*;
 
-enum class DType { kBF16, kF32 };
+// bf16 and fp16 (IEEE half) are 16-bit floats; f32 is IEEE single.
+enum class DType { kBF16, kF16, kF32 };
 size_t SizeOf(DType t);
 std::string ToString(DType t);
 

@@ -207,8 +207,11 @@ bool MapGemm(const Parsed& p, const std::vector<Tensor>& in, Mapping* m, std::st
              " is not";
       return false;
     }
-    if (t->dtype != "bfloat16") {
-      *why = t->name + " is " + t->dtype + "; the gemm family is bfloat16 throughout";
+    // bfloat16 (the paper's gemm) or float16 (gemm_f16, their GEMM definitions), one type
+    // for all three tensors.
+    if ((t->dtype != "bfloat16" && t->dtype != "float16") || t->dtype != A.dtype) {
+      *why = t->name + " is " + t->dtype + " and A is " + A.dtype +
+             "; a gemm is bfloat16 or float16 throughout";
       return false;
     }
   }
@@ -230,7 +233,7 @@ bool MapGemm(const Parsed& p, const std::vector<Tensor>& in, Mapping* m, std::st
   if (!bind.Bind("M", A.shape[0], why) || !bind.Bind("K", A.shape[1], why) ||
       !bind.Bind("N", B.shape[0], why))
     return false;
-  m->family = "gemm";
+  m->family = A.dtype == "float16" ? "gemm_f16" : "gemm";
   m->axis_names = bind.map();
   m->tensor_names = {A.name, B.name, C.name};
   return true;
@@ -508,6 +511,7 @@ FamilyTaskDefaults DefaultsForFamily(const std::string& family, bool causal) {
     tensor_cores[std::string(a.name)] = {std::string(a.tensor_family)};
   // FLOPs as our definitions count them: a causal mask halves the score work.
   if (family == "gemm") return {"2*M*N*K", tensor_cores, "cublaslt_bf16_fp32acc"};
+  if (family == "gemm_f16") return {"2*M*N*K", tensor_cores, "cublaslt_f16_fp32acc"};
   if (family == "mha_fwd")
     return {causal ? "2*B*H*S*S*D" : "4*B*H*S*S*D", tensor_cores, "cudnn_sdpa_fwd"};
   if (family == "mha_bwd")
@@ -570,7 +574,8 @@ FlashInferTaskSet LoadFlashInferTaskSet(const std::string& trace_set) {
       else
         d.variable_axes.push_back(ours);
     }
-    if (m.family != "gemm") d.constant_axes["causal"] = m.causal ? 1 : 0;
+    if (m.family == "mha_fwd" || m.family == "mha_bwd")
+      d.constant_axes["causal"] = m.causal ? 1 : 0;
     FamilyTaskDefaults defaults = DefaultsForFamily(m.family, m.causal);
     d.flops_formula = defaults.flops_formula;
     d.required_families = defaults.required_families;

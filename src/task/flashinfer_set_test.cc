@@ -269,6 +269,35 @@ TEST(FlashInferSet, MalformedFilesAreErrorsNamingTheFileAndLine) {
   EXPECT_TRUE(Contains(bare.LoadError(), "needs a workloads/ folder")) << bare.LoadError();
 }
 
+// FlashInfer-Bench's own GEMM definitions are fp16: they become gemm_f16 tasks (fp16 tensors,
+// an fp16 cuBLASLt baseline); a GEMM mixing types is left out with the reason.
+TEST(FlashInferSet, AnFp16GemmDefinitionBecomesAnFp16GemmTask) {
+  BrokenSet set;
+  std::string def = ReadFile(set.Path("definitions/gemm/gemm_n256_k512.json"));
+  for (size_t at = def.find("bfloat16"); at != std::string::npos; at = def.find("bfloat16"))
+    def.replace(at, 8, "float16");
+  set.Write("definitions/gemm/gemm_n256_k512.json", def);
+  Catalog c = Catalog::Load(set.Path());
+  const Definition& d = c.Find("gemm_n256_k512");
+  EXPECT_EQ(d.family, "gemm_f16");
+  EXPECT_EQ(d.baseline, "cublaslt_f16_fp32acc");
+  EXPECT_EQ(d.flops_formula, "2*M*N*K");
+  EXPECT_EQ(d.constant_axes, (Axes{{"N", 256}, {"K", 512}}));  // no causal axis for a GEMM
+  for (const TensorSpec& t : FindFamily(d.family)->Tensors(d.FullAxes(d.workloads[0])))
+    EXPECT_EQ(t.dtype, DType::kF16) << t.name;
+
+  std::string mixed = def;
+  mixed.replace(mixed.find("float16"), 7, "bfloat16");  // A alone bf16
+  set.Write("definitions/gemm/gemm_n256_k512.json", mixed);
+  Catalog m = Catalog::Load(set.Path());
+  const LeftOutDefinition* l = LeftOut(m, "gemm_n256_k512");
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(Contains(l->reason,
+                       "B is float16 and A is bfloat16; a gemm is bfloat16 or float16 "
+                       "throughout"))
+      << l->reason;
+}
+
 TEST(FlashInferSet, ADefinitionWithoutUsableWorkloadsIsLeftOut) {
   BrokenSet set;
   fs::remove(set.Path("workloads/gemm/gemm_n256_k512.jsonl"));

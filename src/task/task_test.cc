@@ -141,6 +141,28 @@ TEST(Gemm, TensorsFollowTheAbi) {
   EXPECT_NE(f->Signature().find("cudaStream_t stream"), std::string::npos);
 }
 
+// The fp16 GEMM (FlashInfer-Bench's definitions) is the bf16 one in IEEE half: same shapes,
+// fp16 tensors and signature, and a reference cache key of its own.
+TEST(Gemm, TheFp16FamilyIsTheGemmInHalf) {
+  const Family* bf = FindFamily("gemm");
+  const Family* f16 = FindFamily("gemm_f16");
+  ASSERT_NE(f16, nullptr);
+  const Axes axes = {{"M", 3}, {"N", 5}, {"K", 7}};
+  auto a = bf->Tensors(axes), b = f16->Tensors(axes);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].shape, b[i].shape);
+    EXPECT_EQ(a[i].dtype, DType::kBF16);
+    EXPECT_EQ(b[i].dtype, DType::kF16);
+    EXPECT_EQ(b[i].Bytes(), a[i].Bytes());
+  }
+  EXPECT_NE(f16->Signature().find("const __half* A"), std::string::npos) << f16->Signature();
+  EXPECT_NE(f16->Semantics().find("rounded to fp16"), std::string::npos);
+  EXPECT_NE(f16->ReferenceVersion(), bf->ReferenceVersion());
+  EXPECT_EQ(ToString(DType::kF16), "f16");
+  EXPECT_EQ(SizeOf(DType::kF16), 2u);
+}
+
 TEST(RandomNormal, IsDeterministicAndStandard) {
   double sum = 0, sq = 0;
   const int n = 200000;
