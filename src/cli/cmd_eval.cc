@@ -30,9 +30,7 @@ CommandRunner AddEvalCommand(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate one candidate kernel on one task");
-  cmd->add_option("kernel", o->kernel,
-                  "The candidate .cu file, or a FlashInfer-Bench solution (.json) holding one")
-      ->required();
+  AddCandidateArgument(cmd, &o->kernel);
   cmd->add_option("--task", o->task, "Task definition (see `ptxbench tasks`)")->required();
   cmd->add_option("--workload", o->workload,
                   "Workload id, or axis values such as M=8192 (default: the headline or largest)");

@@ -23,9 +23,7 @@ CommandRunner AddInspectCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd =
       app.add_subcommand("inspect", "Show the instruction families in a kernel's SASS (no GPU)");
-  cmd->add_option("kernel", o->kernel,
-                  "The candidate .cu file, or a FlashInfer-Bench solution (.json) holding one")
-      ->required();
+  AddCandidateArgument(cmd, &o->kernel);
   AddArchOption(cmd, &o->arch);
   AddCacheDirOption(cmd, &o->cache_dir, "Build cache");
   cmd->add_flag("--json", o->json, "Machine-readable output");

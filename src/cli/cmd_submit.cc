@@ -27,9 +27,7 @@ CommandRunner AddSubmitCommand(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd =
       app.add_subcommand("submit", "Send one kernel to an evaluation service, wait for its record");
-  cmd->add_option("kernel", o->kernel,
-                  "The candidate .cu file, or a FlashInfer-Bench solution (.json) holding one")
-      ->required();
+  AddCandidateArgument(cmd, &o->kernel);
   cmd->add_option("--task", o->task, "Task definition")->required();
   cmd->add_option("--workload", o->workload, "Workload id or axis values (default: headline)");
   AddArchOption(cmd, &o->arch);

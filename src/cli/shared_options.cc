@@ -153,6 +153,13 @@ DeclaredEvaluationOptions AddEvaluationOptions(CLI::App* cmd, EvaluationOptions*
   return d;
 }
 
+CLI::Option* AddCandidateArgument(CLI::App* cmd, std::string* kernel) {
+  return cmd
+      ->add_option("kernel", *kernel,
+                   "The candidate .cu file, or a FlashInfer-Bench solution (.json) holding one")
+      ->required();
+}
+
 CLI::Option* AddArchOption(CLI::App* cmd, std::string* arch) {
   const std::vector<std::string> names = SupportedArchs();
   return cmd->add_option("--arch", *arch, "Target architecture: " + Join(names, " or "))

@@ -44,6 +44,10 @@ struct DeclaredEvaluationOptions {
 DeclaredEvaluationOptions AddEvaluationOptions(CLI::App* cmd, EvaluationOptions* options,
                                                EvaluationOptionSet set);
 
+// The candidate argument of eval, inspect and submit: a .cu file or a FlashInfer-Bench solution
+// (report/flashinfer_bench.h ReadCandidateFile reads either).
+CLI::Option* AddCandidateArgument(CLI::App* cmd, std::string* kernel);
+
 // --arch: one of the architecture table's (record/vocabulary.h, through SupportedArchs()),
 // its default shown.
 CLI::Option* AddArchOption(CLI::App* cmd, std::string* arch);

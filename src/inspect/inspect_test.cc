@@ -129,12 +129,16 @@ TEST(Ncu, JoinsByInstructionStreamAndCountsFamiliesAndFlops) {
 // Only GMMA on the task's own input type is its work: the bf16 HGMMA of the sample does none
 // of an fp16 task's FLOPs (it still ran: its executions are counted).
 TEST(Ncu, AnFp16TaskCountsOnlyFp16Gmma) {
-  EXPECT_TRUE(IsF16Gmma("HGMMA.64x128x16.F32"));
-  EXPECT_TRUE(IsF16Gmma("HGMMA.64x256x16.F16"));
-  EXPECT_FALSE(IsF16Gmma("HGMMA.64x128x16.F32.BF16"));
-  EXPECT_FALSE(IsF16Gmma("HGMMA.64x128x8.F32.TF32"));
-  EXPECT_FALSE(IsF16Gmma("QGMMA.64x128x32.F32.E4M3.E4M3"));
-  EXPECT_FALSE(IsBf16Gmma("HGMMA.64x128x16.F32"));
+  const std::vector<std::pair<std::string, bool>> opcodes = {
+      {"HGMMA.64x128x16.F32", true},
+      {"HGMMA.64x256x16.F16", true},
+      {"HGMMA.64x128x16.F32.BF16", false},
+      {"HGMMA.64x128x8.F32.TF32", false},
+      {"QGMMA.64x128x32.F32.E4M3.E4M3", false}};
+  for (const auto& [opcode, fp16] : opcodes) {
+    EXPECT_EQ(IsF16Gmma(opcode), fp16) << opcode;
+    if (fp16) EXPECT_FALSE(IsBf16Gmma(opcode)) << opcode;
+  }
   DynamicInspection d =
       JoinProfile(ParseNcuSourceCsv(kNcuSample), ParseCuobjdumpSass(kSassSample), DType::kF16);
   EXPECT_DOUBLE_EQ(d.families["gmma"].warp_executions, 20);

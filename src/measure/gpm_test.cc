@@ -326,8 +326,7 @@ TEST(GpmWitness, FailedEndSampleIsAnError) {
 // A window of `seconds` with the SM and tensor utilizations given.
 WitnessWindow Window(double seconds, double sm_pct, double tensor_pct) {
   WitnessWindow w;
-  w.seconds = seconds;
-  w.counter_seconds = seconds;
+  w.seconds = w.counter_seconds = seconds;
   w.sm_util_pct = sm_pct;
   w.any_tensor_util_pct = tensor_pct;
   w.hmma_tensor_util_pct = tensor_pct;
