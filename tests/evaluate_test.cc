@@ -1,6 +1,7 @@
 // The evaluation's orchestration and statuses, with a fake child standing in for the GPU
 // (tests/fake_child.cc) and the real screen and nvcc in front of it.
 #include "evaluate/evaluate.h"
+#include "evaluate/baseline_run.h"
 
 #include <gtest/gtest.h>
 
@@ -354,6 +355,38 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, add_scaled);
 // from every child that runs there; one holding it shared (its own trials) lets this one's
 // references and trials run beside it, and keeps its timing waiting. A wait that outlasts the
 // timeout ends INFRA_ERROR gpu_lock_timeout, never a verdict on the candidate.
+// `ptxbench baseline` times the vendor library as an evaluation does, so it holds the GPU
+// alone as an evaluation's timed children do: its child finds the lock held alone, and while
+// another holder has the GPU it waits, then says why it measured nothing.
+TEST_F(EvaluateTest, TheBaselineCommandHoldsTheGpuAlone) {
+  ::setenv("PTXBENCH_GPU_LOCK_DIR", dir_.File("locks").c_str(), 1);
+  ::mkdir(dir_.File("locks").c_str(), 0700);
+  ::setenv("PTXBENCH_FAKE_MODE", "correct", 1);
+  const std::string lock = GpuLockPath(VisibleGpuId());
+  BaselineRequest req;
+  req.definition = &catalog_.Find("gemm_n128_k2048");
+  req.workload = &req.definition->FindWorkload("M=93");
+  req.warmup = 2;
+  req.iterations = 5;
+  req.timeout = std::chrono::seconds(10);
+  req.executable = FAKE_CHILD_PATH;
+  req.cache_root = dir_.File("cache");
+  req.gpu_lock_timeout = std::chrono::seconds(1);
+  ::setenv("PTXBENCH_FAKE_LOCK", lock.c_str(), 1);  // the fake child checks the lock's state
+  json m = MeasureBaseline(req);
+  EXPECT_EQ(m["state"], "ran") << m.dump();
+  {
+    const std::atomic<bool> never{false};
+    GpuLock other(lock, std::chrono::milliseconds(0), never, GpuLock::Mode::kShared);
+    ASSERT_EQ(other.outcome(), GpuLock::Outcome::kHeld);
+    m = MeasureBaseline(req);
+  }
+  ::unsetenv("PTXBENCH_FAKE_LOCK");
+  ::unsetenv("PTXBENCH_GPU_LOCK_DIR");
+  EXPECT_EQ(m["state"], "failed") << m.dump();
+  EXPECT_NE(m.value("reason", "").find("was not free within 1 s"), std::string::npos) << m.dump();
+}
+
 TEST_F(EvaluateTest, TheGpuIsHeldAloneOnlyForTheTimedChildren) {
   ::setenv("PTXBENCH_GPU_LOCK_DIR", dir_.File("locks").c_str(), 1);
   ::mkdir(dir_.File("locks").c_str(), 0700);

@@ -1,9 +1,11 @@
 #include "evaluate/baseline_run.h"
 
 #include "common/files.h"
+#include "evaluate/gpu_access.h"
 #include "evaluate/timing_judge.h"
 #include "measure/baseline.h"
 #include "run/children.h"
+#include "run/gpu_lock.h"
 
 namespace ptxbench {
 
@@ -35,7 +37,19 @@ json MeasureBaseline(const BaselineRequest& req) {
              {"baseline_only", true},
              {"baseline_options", baseline_options},
              {"peak_n", 0}};
+  GpuAccess gpu(GpuLockPath(VisibleGpuId()), req.gpu_lock_timeout, nullptr);
+  if (!gpu.Hold(GpuLock::Mode::kAlone))
+    return {
+        {"task", def.name},
+        {"workload", wl.id},
+        {"axes", axes},
+        {"flops", def.Flops(wl)},
+        {"headline", wl.headline},
+        {"state", "failed"},
+        {"reason", gpu.Failure()},
+        {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
   ChildOutcome to = RunChild(tc);
+  gpu.Release();
 
   TimingContext ctx;
   ctx.flops = def.Flops(wl);

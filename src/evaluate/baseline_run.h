@@ -1,6 +1,7 @@
 // The vendor baseline alone at one workload (`ptxbench baseline`, the baseline tables): the
 // timing child's baseline phase, exactly as an evaluation times it (fresh inputs, poisoned
-// outputs, cold L2, CUPTI spans), without a candidate.
+// outputs, cold L2, CUPTI spans), without a candidate, and holding the GPU alone while it
+// runs (run/gpu_lock.h), so that neither it nor an evaluation beside it times the other's work.
 #pragma once
 
 #include <chrono>
@@ -22,12 +23,14 @@ struct BaselineRequest {
   std::string executable;  // the ptxbench binary that the child runs; empty: this one
   AttentionBaseline attention = AttentionBaseline::kFlashInfer;  // mha_fwd's library
   std::string cache_root;  // where FlashInfer's builds are cached; empty: CacheRoot()
+  std::chrono::seconds gpu_lock_timeout{3600};  // the longest wait for the GPU alone
 };
 
 // {"task", "workload", "axes", "flops", "state" ("ran", "unsupported", "skipped", "failed"),
 //  "reason" (unless ran), "median"/"p10"/"p90" (s), "tflops", "name" (the library as the
 //  record names it, when it ran), "choice" (mha_fwd: "flashinfer" or "cudnn"), "library" (the
 //  baseline's Describe()), "protocol", "gpu", "seconds" (wall, FlashInfer's build included)}.
+// "failed" with the lock's reason when the GPU could not be had alone in gpu_lock_timeout.
 nlohmann::json MeasureBaseline(const BaselineRequest& request);
 
 }  // namespace ptxbench
