@@ -101,15 +101,23 @@ std::map<std::string, std::string> ReadSources(const json& sources) {
     throw InputError("the solution has no \"sources\" array of {path, content}");
   std::map<std::string, std::string> files;
   for (const json& f : sources) {
+    if (!f.is_object()) throw InputError("the solution's \"sources\" holds a non-object");
     const std::string path = StrField(f, "path");
-    if (!f.is_object() || !f.contains("content") || !f["content"].is_string())
-      throw InputError("the solution's source \"" + path + "\" has no text content");
+    // Quoted as JSON in messages: the name is the solution's, and may hold anything.
+    const std::string quoted = json(path).dump();
+    if (!f.contains("content") || !f["content"].is_string())
+      throw InputError("the solution's source " + quoted + " has no text content");
+    // A plain relative path: it names a #line directive's file and resolves includes.
     bool inside = !path.empty() && path.front() != '/';
+    for (char c : path)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' &&
+          c != '/')
+        inside = false;
     for (const std::string& part : Split(path, '/'))
       if (part.empty() || part == "." || part == "..") inside = false;
     if (!inside)
-      throw InputError("the solution's source path \"" + path +
-                       "\" is not a relative path inside the solution");
+      throw InputError("the solution's source path " + quoted +
+                       " is not a relative path inside the solution (letters, digits, _ - . /)");
     if (auto problem = SourceFileProblem(f["content"].get<std::string>()))
       throw InputError("the solution's " + path + ": " + *problem);
     if (!files.emplace(path, f["content"].get<std::string>()).second)

@@ -114,6 +114,9 @@ TEST(FlashInferBench, SolutionsAreReadOrRefusedWithAReason) {
   json outside = Solution("x");
   outside["sources"].push_back({{"path", "../secret.h"}, {"content", "y"}});
   refused(outside, "not a relative path inside the solution");
+  json quote = Solution("x");
+  quote["sources"].push_back({{"path", "a.h\"\nint evil;"}, {"content", "y"}});
+  refused(quote, "\"a.h\\\"\\nint evil;\" is not a relative path");
   json twice = Solution("x");
   twice["sources"].push_back(twice["sources"][0]);
   refused(twice, "gives \"kernel.cu\" twice");
