@@ -11,6 +11,7 @@ namespace ptxbench {
 // function returns the process exit code.
 using CommandRunner = std::function<int()>;
 CommandRunner AddEvalCommand(CLI::App& app);
+CommandRunner AddMcpCommand(CLI::App& app);
 CommandRunner AddTasksCommand(CLI::App& app);
 CommandRunner AddDoctorCommand(CLI::App& app);
 CommandRunner AddInspectCommand(CLI::App& app);

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
       {"serve", ptxbench::AddServeCommand(app)},
       {"worker", ptxbench::AddWorkerCommand(app)},
       {"submit", ptxbench::AddSubmitCommand(app)},
+      {"mcp", ptxbench::AddMcpCommand(app)},
   };
   // An unknown subcommand gets a "did you mean" instead of CLI11's generic message.
   if (argc >= 2 && argv[1][0] != '-' && !runners.count(argv[1])) {
