@@ -257,7 +257,10 @@ void TimingConversation::OnMessage(const json& m, const ChildRequest::Reply& rep
     reply(ToJson(plan).dump());
   } else if (ev == "witness_ready" && gpm && numbers.witness_calls > 0) {
     witness_calls_reported = m.value("calls", -1);
-    std::this_thread::sleep_for(std::chrono::duration<double>(kWitnessSettleSeconds));
+    // Idle before the window, and a phase in the counters' refresh cycle the child cannot
+    // choose (gpm.h).
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(kWitnessSettleSeconds + RefreshPhaseDelaySeconds(rng())));
     std::string why;
     if (!gpm->Begin(&why)) gpm_error = why;
     window_begun = Clock::now();

@@ -176,6 +176,10 @@ bool GpmWitness::Begin(std::string* why) {
   return true;
 }
 
+double RefreshPhaseDelaySeconds(uint64_t draw) {
+  return static_cast<double>(draw >> 11) * 0x1.0p-53 * kGpmRefreshSeconds;
+}
+
 double GpmWitness::SecondsToAlignedEnd(double at_least_seconds) const {
   if (!begun_) return 0;
   const double open = std::chrono::duration<double>(Now() - begin_time_).count();

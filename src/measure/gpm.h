@@ -50,6 +50,13 @@ std::optional<GpmApi> LoadGpmApi(const std::string& library, std::string* why);
 inline constexpr double kGpmRefreshSeconds = 0.1;
 inline constexpr double kGpmRefreshGuardSeconds = 0.02;
 
+// Whether a refresh falls inside the guard depends on where the window starts in the refresh
+// cycle. The child chooses when it is ready for the window, so a child that can see the cycle
+// (its own NVML samples) could time its readiness to land in the guard every time and be read
+// low in every window. The parent therefore waits a part of one refresh of its own drawing
+// before the window: `draw` (any 64-bit draw) to a delay in [0, kGpmRefreshSeconds).
+double RefreshPhaseDelaySeconds(uint64_t draw);
+
 // What GPM saw between Begin() and End(). Utilizations are in percent
 // (0-100) averaged over the window; NaN when not read.
 struct WitnessWindow {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <vector>
 
 namespace ptxbench {
@@ -307,6 +308,19 @@ TEST(GpmWitness, WindowsEndJustAfterWholeRefreshes) {
   EXPECT_NEAR(win.seconds, 0.52, 1e-9);
   EXPECT_NEAR(win.counter_seconds, 0.5, 1e-9);
   EXPECT_NEAR(win.sm_busy_seconds(), 0.05, 1e-9);
+}
+
+// The parent's delay before a window covers one refresh cycle evenly, from its own draws: a
+// child timing its readiness cannot place the window's start in the cycle.
+TEST(GpmWitness, TheWindowsPhaseIsTheParentsDraw) {
+  EXPECT_EQ(RefreshPhaseDelaySeconds(0), 0.0);
+  EXPECT_LT(RefreshPhaseDelaySeconds(~uint64_t{0}), kGpmRefreshSeconds);
+  EXPECT_NEAR(RefreshPhaseDelaySeconds(uint64_t{1} << 63), kGpmRefreshSeconds / 2, 1e-12);
+  std::mt19937_64 rng(7);
+  int tenths[10] = {};
+  for (int i = 0; i < 10000; ++i)
+    ++tenths[static_cast<int>(RefreshPhaseDelaySeconds(rng()) / kGpmRefreshSeconds * 10)];
+  for (int t : tenths) EXPECT_NEAR(t, 1000, 150);  // every tenth of the cycle, about as often
 }
 
 TEST(GpmWitness, FailedEndSampleIsAnError) {
