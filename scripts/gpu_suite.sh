@@ -35,6 +35,8 @@
 #                                   FlashInfer-Bench solution and its trace, the upstream CSV,
 #                                   an fp16 GEMM solution on their fp16 definition (issue 38);
 #                                   the headline GEMM's wall time with SHA-256 via libcrypto
+#   scripts/gpu_suite.sh solutions  issue 38: FlashInfer-Bench solutions on the GPU: an fp16 GEMM
+#                                   on their fp16 definition, a solution of two files
 #   scripts/gpu_suite.sh throughput issue 37: evaluations per GPU-hour at the headline GEMM, N
 #                                   distinct kernels through a pool of `eval`s and through the
 #                                   service's workers (scripts/throughput.py; N, POOL, WORKERS,
@@ -328,8 +330,18 @@ PY
   echo "== upstream replay: exit $?"
   python3 -c "import json; r = json.load(open('$out/upstream-run/run.json')); print(json.dumps(r.get('upstream'), indent=1)[:1500])"
   find "$out/upstream-run" -name '*.json' | head -20
-  # Issue 38: FlashInfer-Bench's GEMM definitions are fp16 (gemm_f16). The fixture set's GEMM
-  # made fp16, and an fp16 TVM-FFI solution whose entry point is not named run.
+  "$0" solutions
+  rm -rf "$out/cache" "$out/replay-run"
+  exit 0
+fi
+
+if [[ "${1:-}" == "solutions" ]]; then
+  # Issue 38: FlashInfer-Bench solutions as their project writes them. Its GEMM definitions are
+  # fp16 (gemm_f16): the fixture set's GEMM made fp16, and an fp16 TVM-FFI solution whose entry
+  # point is not named run. Then a solution of two files (a header and the entry file), bundled
+  # into one translation unit.
+  build_or_exit
+  export PTXBENCH_CACHE="$out/cache"
   rm -rf "$out/f16-set" && cp -r tests/fixtures/flashinfer-trace-set "$out/f16-set"
   sed -i 's/bfloat16/float16/g' "$out/f16-set/definitions/gemm/gemm_n256_k512.json"
   python3 - "$out/f16-set/solution.json" <<'PY'
@@ -344,7 +356,22 @@ PY
   echo "== fp16 gemm solution: exit $?"
   python3 -c "import json; r = json.load(open('$out/f16-gemm.json')); p = r.get('performance') or {}
 print(r['status'], r.get('reason'), '|', r['message'][:300]); print('  baseline', (p.get('baseline') or {}).get('name'), json.dumps((p.get('baseline') or {}).get('library'))[:200], '| speedup', p.get('speedup'))"
-  rm -rf "$out/cache" "$out/replay-run"
+  python3 - "$out/multi-file.json" <<'PY'
+import json, sys
+src = open("controls/upstream/gemm_tvm_ffi.cu").read()
+json.dump({"name": "two_files", "definition": "gemm_n128_k2048",
+           "spec": {"language": "cuda", "binding": "tvm-ffi", "entry_point": "kernel.cu::run"},
+           "sources": [{"path": "kernel.h", "content": "#pragma once\n#define TWO_FILES_FROM_HEADER 1\n"},
+                       {"path": "kernel.cu", "content": '#include "kernel.h"\n'
+                        "static_assert(TWO_FILES_FROM_HEADER == 1, \"the header was bundled\");\n" + src}]},
+          open(sys.argv[1], "w"))
+PY
+  "$bin" eval "$out/multi-file.json" --task gemm_n128_k2048 --workload M=93 --quiet \
+    --json "$out/multi-file-record.json" --trace "$out/multi-file-trace.jsonl"
+  echo "== two-file solution: exit $?"
+  python3 -c "import json; r = json.load(open('$out/multi-file-record.json')); c = r.get('candidate') or {}
+print(r['status'], r.get('reason'), '|', r['message'][:300]); print('  abi', c.get('abi'), '| solution', json.dumps(c.get('solution'))[:300])"
+  rm -rf "$out/cache"
   exit 0
 fi
 
