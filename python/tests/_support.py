@@ -180,3 +180,40 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+class StandInService:
+    """An evaluation service that judges every kernel INCORRECT (the candidate's verdict, which
+    counts) at once, keeping what was submitted; stopped by stop()."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        submitted = self.submitted = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def reply(self, status, doc):
+                body = json.dumps(doc).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                submitted.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.reply(202, {"id": "e%d" % len(submitted)})
+
+            def do_GET(self):
+                self.reply(200, {"status": "INCORRECT", "reason": "numerical", "arch": "sm_90a",
+                                 "message": "C: 12 of 11904 elements outside tolerance"})
+
+            def log_message(self, *args):
+                pass
+
+        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.http.server_address[1]
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.http.shutdown()

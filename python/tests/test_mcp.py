@@ -3,13 +3,11 @@ standard input and output, against a real `ptxbench serve`. Without a GPU every 
 INFRA_ERROR no_gpu, which must come back as the machine's (outcome infra, the turn given back),
 never as the candidate's."""
 
-import http.server
 import json
 import os
 import select
 import shutil
 import subprocess
-import threading
 import unittest
 
 import _support as S
@@ -143,38 +141,15 @@ class McpBudgetTest(McpTest):
     @classmethod
     def setUpClass(cls):
         S.binary()
-        cls.submitted = []
-
-        class Service(http.server.BaseHTTPRequestHandler):
-            def reply(self, status, doc):
-                body = json.dumps(doc).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self):
-                doc = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                cls.submitted.append(doc)
-                self.reply(202, {"id": "e%d" % len(cls.submitted)})
-
-            def do_GET(self):
-                self.reply(200, {"status": "INCORRECT", "reason": "numerical", "arch": "sm_90a",
-                                 "message": "C: 12 of 11904 elements outside tolerance"})
-
-            def log_message(self, *args):
-                pass
-
-        cls.http = http.server.HTTPServer(("127.0.0.1", 0), Service)
-        threading.Thread(target=cls.http.serve_forever, daemon=True).start()
+        cls.service = S.StandInService()
+        cls.submitted = cls.service.submitted
 
     @classmethod
     def tearDownClass(cls):
-        cls.http.shutdown()
+        cls.service.stop()
 
     def setUp(self):
-        self.start("http://127.0.0.1:%d" % self.http.server_address[1], "unused")
+        self.start(self.service.url, "unused")
 
     test_a_session = None  # the real service's session is McpTest's
     test_an_unreadable_kernel_is_not_a_turn = None

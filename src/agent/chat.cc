@@ -8,6 +8,7 @@ constexpr EnumName<ChatOutcome> kChatOutcomeNames[] = {
     {ChatOutcome::kOk, "ok"},
     {ChatOutcome::kInfraError, "infra_error"},
     {ChatOutcome::kModelError, "model_error"},
+    {ChatOutcome::kEnded, "ended"},
 };
 std::string ToString(ChatOutcome o) { return NameOf<ChatOutcome>(kChatOutcomeNames, o, "unknown"); }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,10 @@ struct ChatMessage {
 // model's: the turn is not spent, and `ptxbench run --resume` retries it. A model failure
 // (the endpoint answered properly and refused: 400 on our request, a content filter) is
 // recorded as the model's outcome.
-enum class ChatOutcome { kOk, kInfraError, kModelError };
+//
+// A coding agent (agent/coding_agent.h) can also end its trajectory without a turn: it exited,
+// or its wall-time budget ran out (kEnded; finish_reason is the trajectory's exit status).
+enum class ChatOutcome { kOk, kInfraError, kModelError, kEnded };
 std::string ToString(ChatOutcome o);
 
 struct ChatReply {
@@ -36,6 +40,9 @@ struct ChatReply {
   int attempts = 0;
   double seconds = 0;  // wall, all attempts and waits
   std::string error;   // why, when not kOk: one line, never containing the API key
+  // A coding agent's kernel file, handed in as it is (no extraction from `text`, which only
+  // shows it in the trajectory).
+  std::optional<std::string> kernel;
 };
 
 class ChatProvider {
@@ -49,6 +56,13 @@ class ChatProvider {
                                 const std::vector<ChatMessage>& messages) {
     (void)trajectory_id;
     return Complete(messages);
+  }
+  // The loop is done with a trajectory (its exit status: turn_limit, target_reached, ...), the
+  // last message being the feedback on its last turn. A coding agent hears it and is stopped.
+  virtual void TrajectoryEnded(const std::string& trajectory_id,
+                               const std::vector<ChatMessage>& messages,
+                               const std::string& exit_status) {
+    (void)trajectory_id, (void)messages, (void)exit_status;
   }
   virtual std::string Describe() const = 0;  // "openai gpt-x at https://…", no secrets
 };

@@ -11,6 +11,7 @@
 #include "common/enum_names.h"
 #include "common/strings.h"
 #include "record/layers.h"
+#include "record/outcome.h"
 #include "record/record.h"
 
 namespace ptxbench {
@@ -673,6 +674,16 @@ std::string SummarizeTurn(int turn, const EvaluationRecord& record) {
     detail = reason + (detail.empty() ? "" : ": " + detail);
   if (!detail.empty()) s += " (" + OneLine(detail, 160) + ")";
   return OneLine(s, 240);
+}
+
+nlohmann::json ToolSummary(int turn, const EvaluationRecord& r, const std::string& arch) {
+  const PerformanceView p = r.Performance();
+  return {{"turn", turn},
+          {"status", ToString(r.status)},
+          {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
+          {"outcome", ToString(JudgeTurn(r, arch).outcome)},
+          {"arch_tag", r.Instructions().arch_tag},
+          {"speedup", p.speedup ? nlohmann::json(*p.speedup) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace ptxbench

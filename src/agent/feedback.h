@@ -37,6 +37,9 @@ std::string RenderFeedback(const nlohmann::json& record, const std::optional<Bes
 // A one-line summary of a turn, for condensed histories and the progress display:
 // "turn 3: INCORRECT (O: 12 of 4096 outside tolerance)".
 std::string SummarizeTurn(int turn, const EvaluationRecord& record);
+// The machine-readable part of a coding agent's tool answer (serve/mcp.h): turn, status,
+// reason, outcome under the credit rule of `arch`, arch_tag, speedup.
+nlohmann::json ToolSummary(int turn, const EvaluationRecord& record, const std::string& arch);
 std::string SummarizeTurn(int turn, const nlohmann::json& record);
 
 }  // namespace ptxbench

@@ -271,8 +271,20 @@ class Runner {
       EndOnModelFailure(t, turn, reply);
       return false;
     }
+    if (reply.outcome == ChatOutcome::kEnded) {  // a coding agent ended: no turn
+      t.exit_status = reply.finish_reason;
+      Save(t);
+      Progress(t, "ended without turn " + std::to_string(turn.turn) + ": " + reply.error);
+      return false;
+    }
     std::string feedback;
-    Extraction ex = ExtractKernel(reply.text);
+    Extraction ex;
+    if (reply.kernel) {  // handed in as a file: nothing to extract
+      ex.found = true;
+      ex.code = *reply.kernel;
+    } else {
+      ex = ExtractKernel(reply.text);
+    }
     std::optional<EvaluationRecord> record;
     if (!ex.found) {
       turn.outcome = "extraction";
@@ -352,6 +364,7 @@ class Runner {
       t.exit_status = "turn_limit";
       Save(t);
     }
+    model_.TrajectoryEnded(t.id, t.messages, t.exit_status);  // a coding agent is stopped
     Count(t, ran, false);
     progress_->TrajectoryDone(t.SpentTurns());
     if (!t.Finished() || t.exit_status == "target_reached" || t.exit_status == "model_error")

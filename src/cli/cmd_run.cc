@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/coding_agent.h"
 #include "agent/loop.h"
 #include "agent/model_config.h"
 #include "agent/pack.h"
@@ -120,13 +121,16 @@ struct GivenOptions {
 // where the results also go, what the terminal shows and which machine judges now, not what the
 // run is; and a service gone since could not be left out again (no option says "local GPU").
 const char* const kRecordedOptions[] = {
-    "--model",    "--models",       "--replay",      "--upstream",       "--task",
-    "--workload", "--trajectories", "--turns",       "--target-speedup", "--arch",
-    "--pack",     "--context",      "--concurrency", "--tasks-dir"};
+    "--model",         "--models",         "--replay",     "--upstream", "--task",
+    "--agent-command", "--agent-name",     "--agent-wall", "--workload", "--trajectories",
+    "--turns",         "--target-speedup", "--arch",       "--pack",     "--context",
+    "--concurrency",   "--tasks-dir"};
 
 struct RunOptions {
   std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
   std::string tasks_dir, replay_file, db, evaluator, upstream;
+  std::string agent_command, agent_name;  // a coding agent (agent/coding_agent.h)
+  double agent_wall = 3600;
   std::vector<std::string> tasks;
   int trajectories = 1, turns = 0, concurrency = 4;
   double target_speedup = 0;
@@ -153,6 +157,16 @@ CommandRunner AddRunCommand(CLI::App& app) {
                   "trajectories (trajectories/exp_*.json, kernels/exp_*/kernel_t<N>.cu) turn by "
                   "turn through our layers")
       ->check(CLI::ExistingDirectory);
+  cmd->add_option("--agent-command", o->agent_command,
+                  "A coding agent writes the kernels: this command (run by /bin/sh in each "
+                  "trajectory's workspace) launches it; its MCP tool evaluate_kernel is a turn "
+                  "(README: Coding agents)");
+  cmd->add_option("--agent-name", o->agent_name,
+                  "The coding agent's name in reports (default: the command's first word)");
+  cmd->add_option("--agent-wall", o->agent_wall,
+                  "Wall-time budget of one trajectory's agent, seconds")
+      ->check(CLI::Range(1.0, 7 * 86400.0))
+      ->capture_default_str();
   cmd->add_option("--task", o->tasks, "Task definitions (repeatable; default: the replay's)");
   cmd->add_option("--workload", o->workload, "Workload (default: each task's headline)");
   AddRangeOption(cmd, "--trajectories", &o->trajectories, "Trajectories per task", 1, 10000);
@@ -225,10 +239,18 @@ void Recorded(const json& run, const char* key, const RunOptions& o, const char*
 // Who wrote the run's kernels, from run.json's "model", when no --model, --replay or --upstream
 // is given: upstream's folder, a replayed file, or a model of the models file.
 void RecordedAuthor(const json& run, RunOptions* o) {
-  if (Given(*o, "--model") || Given(*o, "--replay") || Given(*o, "--upstream")) return;
+  if (Given(*o, "--model") || Given(*o, "--replay") || Given(*o, "--upstream") ||
+      Given(*o, "--agent-command"))
+    return;
   const json model = run.value("model", json());
   if (!model.is_object() || !model.contains("name")) return;
   const std::string provider = model.value("provider", "");
+  if (provider == "coding-agent") {
+    o->agent_command = model.at("command").get<std::string>();
+    o->agent_name = model.at("name").get<std::string>();
+    o->agent_wall = model.at("wall_seconds").get<double>();
+    return;
+  }
   if (provider == "upstream-replay")
     o->upstream = model.at("folder").get<std::string>();
   else if (provider == "replay" && model.at("name") == "replay")
@@ -383,9 +405,43 @@ RunAuthor ModelAuthor(RunOptions* o) {
   return r;
 }
 
+// `--agent-command CMD`: a coding agent; its provider is made once the run folder is known
+// (AgentFor).
+RunAuthor CodingAgentAuthor(RunOptions* o) {
+  if (!o->model.empty() || !o->replay_file.empty() || !o->upstream.empty())
+    throw UsageError(
+        "--agent-command: the coding agent writes the kernels; no --model, --replay "
+        "or --upstream with it");
+  if (o->agent_name.empty()) {
+    const std::string first = Split(Trim(o->agent_command), ' ').front();
+    o->agent_name = std::filesystem::path(first).filename().string();
+  }
+  RunAuthor r;
+  r.model_name = o->agent_name;
+  // The command and the budget decide the turns: they are the run's identity.
+  r.model_info = {{"name", o->agent_name},
+                  {"provider", "coding-agent"},
+                  {"command", o->agent_command},
+                  {"wall_seconds", o->agent_wall}};
+  return r;
+}
+
+std::unique_ptr<ChatProvider> AgentFor(const RunOptions& o, const AgentOptions& a) {
+  CodingAgentOptions c;
+  c.command = o.agent_command;
+  c.name = o.agent_name;
+  c.run_dir = std::filesystem::absolute(a.run_dir).lexically_normal().string();
+  c.evaluations = a.turns;
+  c.wall_seconds = o.agent_wall;
+  c.ptxbench = SelfExecutable();
+  c.arch = o.arch;
+  return std::make_unique<CodingAgentProvider>(c);
+}
+
 RunAuthor ChooseAuthor(RunOptions* o, const Catalog& catalog) {
   if (!o->model.empty() && !o->replay_file.empty())
     throw UsageError("--model and --replay exclude each other");
+  if (!o->agent_command.empty()) return CodingAgentAuthor(o);
   if (!o->upstream.empty()) return UpstreamAuthor(o, catalog);
   if (o->model.empty()) return ReplayAuthor(o);
   return ModelAuthor(o);
@@ -532,6 +588,7 @@ int RunWith(RunOptions* o) {
     store = std::make_unique<StoreFollower>(o->db, a.run_dir, "run", o->resume, o->quiet);
     a.on_save = store->OnSave();
   }
+  if (!o->agent_command.empty()) author.provider = AgentFor(*o, a);
   StopOnInterrupt(a.run_dir);
   a.stop_requested = &g_stop_requested;
   RunSummary s = RunAgent(a, *author.provider, evaluate);

@@ -301,7 +301,8 @@ CandidateDetail CandidateOf(const std::string& path, const std::string& source, 
   return {.sha256 = Sha256Hex(source),
           .abi = ToString(abi),
           .path = ValidUtf8(path),
-          .bytes = source.size()};
+          .bytes = source.size(),
+          .solution = std::nullopt};  // eval adds a solution's after the evaluation
 }
 
 // The source against the rules. False when that decided the verdict.

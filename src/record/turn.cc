@@ -44,7 +44,8 @@ TurnRecord TurnFromJson(const json& j, const std::string& where) {
 
 bool TrajectoryExitFinished(std::string_view exit_status) {
   return exit_status == "turn_limit" || exit_status == "target_reached" ||
-         exit_status == "model_error";
+         exit_status == "model_error" || exit_status == "agent_exit" ||
+         exit_status == "wall_limit";
 }
 
 }  // namespace ptxbench

@@ -44,7 +44,8 @@ nlohmann::json TurnToJson(const TurnRecord& t);
 TurnRecord TurnFromJson(const nlohmann::json& j, const std::string& where = "a turn");
 
 // A trajectory is finished when it has had all the turns it will get: the turn limit, the
-// target reached, or the model refusing. "running" (stopped or still going) and "infra_error"
+// target reached, the model refusing, or a coding agent that exited (agent_exit) or ran out of
+// wall time (wall_limit). "running" (stopped or still going) and "infra_error"
 // (the harness failed; resume retries it) are not, nor is a status this version does not know.
 bool TrajectoryExitFinished(std::string_view exit_status);
 

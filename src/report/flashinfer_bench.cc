@@ -14,6 +14,7 @@
 #include "record/layers.h"
 #include "record/record.h"
 #include "screen/screen.h"
+#include "task/abi.h"
 
 namespace ptxbench {
 
@@ -173,32 +174,6 @@ std::string QuotedInclude(std::string_view line) {
   if (close == std::string_view::npos || close == p + 1) return "";
   if (SkipBlanks(line, close + 1) != line.size()) return "";
   return std::string(line.substr(p + 1, close - p - 1));
-}
-
-// TVM_FFI_DLL_EXPORT_TYPED_FUNC(NAME, ...) in code whose comments and literals are blanked:
-// each NAME and where it starts.
-struct TvmFfiExport {
-  std::string name;
-  size_t name_begin = 0;
-};
-std::vector<TvmFfiExport> TvmFfiExports(std::string_view code) {
-  constexpr std::string_view kMacro = "TVM_FFI_DLL_EXPORT_TYPED_FUNC";
-  std::vector<TvmFfiExport> found;
-  for (size_t at = code.find(kMacro); at != std::string_view::npos;
-       at = code.find(kMacro, at + 1)) {
-    if (at > 0 && IsIdentifierChar(code[at - 1])) continue;
-    size_t p = at + kMacro.size();
-    if (p < code.size() && IsIdentifierChar(code[p])) continue;
-    p = SkipBlanks(code, p);
-    if (p >= code.size() || code[p] != '(') continue;
-    const size_t begin = SkipBlanks(code, p + 1);
-    size_t end = begin;
-    while (end < code.size() && IsIdentifierChar(code[end])) ++end;
-    if (end == begin || SkipBlanks(code, end) >= code.size() || code[SkipBlanks(code, end)] != ',')
-      continue;
-    found.push_back({std::string(code.substr(begin, end - begin)), begin});
-  }
-  return found;
 }
 
 // One translation unit from the entry file: each `#include "X"` that names a file of the

@@ -1,6 +1,8 @@
 #include "serve/mcp.h"
 
+#include <chrono>
 #include <istream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -8,6 +10,7 @@
 #include <utility>
 
 #include "agent/feedback.h"
+#include "agent/mcp_bridge.h"
 #include "common/error.h"
 #include "common/source_policy.h"
 #include "common/strings.h"
@@ -55,8 +58,8 @@ json ToolAnswer(const std::string& text, const json& summary, bool error) {
 
 class McpSession {
  public:
-  McpSession(const McpServerOptions& o, McpEvaluate evaluate, std::ostream& out)
-      : o_(o), evaluate_(std::move(evaluate)), out_(out) {}
+  McpSession(const McpServerOptions& o, McpJudge judge, std::ostream& out)
+      : o_(o), judge_(std::move(judge)), out_(out) {}
   ~McpSession() { Finish(); }
 
   // One line of input: a request (answered), a notification or a client's answer (not).
@@ -156,30 +159,16 @@ class McpSession {
         {"contents", json::array({{{"uri", uri}, {"mimeType", "text/plain"}, {"text", *text}}})}};
   }
 
-  json Summary(int turn, const std::optional<json>& record) {
-    json s = {{"turn", turn}, {"evaluations_left", o_.max_evaluations - used_}};
-    if (!record) return s;
-    const EvaluationRecord r = FromJson(*record);
-    const PerformanceView p = r.Performance();
-    s["status"] = ToString(r.status);
-    s["reason"] = r.reason.empty() ? json(nullptr) : json(r.reason);
-    s["outcome"] = ToString(JudgeTurn(r, o_.service.arch).outcome);
-    s["arch_tag"] = r.Instructions().arch_tag;
-    s["speedup"] = p.speedup ? json(*p.speedup) : json(nullptr);
-    return s;
-  }
-
   json CallTool(const json& params, const json& id);
   void Evaluate(json id, int turn, std::string source);
 
   const McpServerOptions& o_;
-  McpEvaluate evaluate_;
+  McpJudge judge_;
   std::ostream& out_;
   std::mutex out_mu_, state_mu_;
   std::thread worker_;
   bool busy_ = false;
-  int used_ = 0;  // evaluations made or in flight (one the service could not judge is given back)
-  std::optional<BestSoFar> best_;
+  int used_ = 0;  // evaluations made or in flight (one that was not judged is given back)
 };
 
 json McpSession::CallTool(const json& params, const json& id) {
@@ -202,7 +191,7 @@ json McpSession::CallTool(const json& params, const json& id) {
     if (used_ >= o_.max_evaluations)
       return ToolAnswer(
           "the run's budget of " + std::to_string(o_.max_evaluations) + " evaluations is spent",
-          Summary(used_, std::nullopt), true);
+          {{"turn", used_}, {"evaluations_left", 0}}, true);
     try {
       source = ReadSourceFile(o_.kernel_path);
     } catch (const Error& e) {
@@ -217,46 +206,72 @@ json McpSession::CallTool(const json& params, const json& id) {
   return nullptr;
 }
 
-// On the worker thread: the service's verdict, fed back as the agent loop feeds it back.
+// On the worker thread: the judge's answer; a turn it does not count is given back.
 void McpSession::Evaluate(json id, int turn, std::string source) {
-  std::optional<json> record;
-  std::string failure;
-  try {
-    record = evaluate_(source);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
+  McpToolAnswer a = judge_(source, turn);
   std::lock_guard<std::mutex> l(state_mu_);
   busy_ = false;
-  if (!record) {
-    --used_;  // the service's failure is not the agent's turn
-    Send(RpcResult(id, ToolAnswer("the evaluation service could not judge the kernel (" + failure +
-                                      "); the turn is not counted: call again",
-                                  Summary(turn, std::nullopt), true)));
-    return;
-  }
-  const EvaluationRecord r = FromJson(*record);
-  const TurnVerdict v = JudgeTurn(r, o_.service.arch);
-  // A verdict on the machine (no GPU, a tool missing) is not the agent's turn either.
-  if (v.outcome == TurnOutcome::kInfra) --used_;
-  const PerformanceView p = r.Performance();
-  if (v.Correct()) {
-    const double s = p.speedup.value_or(0);
-    if (!best_ || s > best_->speedup || (s == best_->speedup && v.Verified() && !best_->verified))
-      best_ = BestSoFar{turn, s, p.tflops.value_or(0), v.Verified()};
-  }
-  Send(RpcResult(id, ToolAnswer(RenderFeedback(r, best_), Summary(turn, record),
-                                v.outcome == TurnOutcome::kInfra)));
+  if (!a.counted) --used_;
+  if (!a.summary.is_object()) a.summary = json::object();
+  if (!a.summary.contains("turn")) a.summary["turn"] = turn;
+  a.summary["evaluations_left"] = o_.max_evaluations - used_;
+  Send(RpcResult(id, ToolAnswer(a.text, a.summary, a.error)));
 }
+
+// The service's verdict on a source, fed back as the agent loop feeds it back: the feedback,
+// and the best correct kernel so far among this server's evaluations.
+class ServiceJudge {
+ public:
+  ServiceJudge(McpEvaluate evaluate, std::string arch)
+      : evaluate_(std::move(evaluate)), arch_(std::move(arch)) {}
+
+  McpToolAnswer operator()(const std::string& source, int turn) {
+    json record;
+    try {
+      record = evaluate_(source);
+    } catch (const std::exception& e) {
+      // The service's failure is not the agent's turn.
+      return {"the evaluation service could not judge the kernel (" + std::string(e.what()) +
+                  "); the turn is not counted: call again",
+              json::object(), true, false};
+    }
+    const EvaluationRecord r = FromJson(record);
+    const TurnVerdict v = JudgeTurn(r, arch_);
+    const PerformanceView p = r.Performance();
+    std::lock_guard<std::mutex> l(mu_);
+    if (v.Correct()) {
+      const double s = p.speedup.value_or(0);
+      if (!best_ || s > best_->speedup || (s == best_->speedup && v.Verified() && !best_->verified))
+        best_ = BestSoFar{turn, s, p.tflops.value_or(0), v.Verified()};
+    }
+    // A verdict on the machine (no GPU, a tool missing) is not the agent's turn either.
+    const bool infra = v.outcome == TurnOutcome::kInfra;
+    return {RenderFeedback(r, best_), ToolSummary(turn, r, arch_), infra, !infra};
+  }
+
+ private:
+  McpEvaluate evaluate_;
+  std::string arch_;
+  std::mutex mu_;
+  std::optional<BestSoFar> best_;
+};
 
 }  // namespace
 
-int ServeMcpWith(const McpServerOptions& options, const McpEvaluate& evaluate, std::istream& in,
-                 std::ostream& out) {
-  McpSession session(options, evaluate, out);
+int ServeMcpJudged(const McpServerOptions& options, const McpJudge& judge, std::istream& in,
+                   std::ostream& out) {
+  McpSession session(options, judge, out);
   for (std::string line; std::getline(in, line);) session.Handle(line);
   session.Finish();
   return session.evaluations();
+}
+
+int ServeMcpWith(const McpServerOptions& options, const McpEvaluate& evaluate, std::istream& in,
+                 std::ostream& out) {
+  auto judge = std::make_shared<ServiceJudge>(evaluate, options.service.arch);
+  return ServeMcpJudged(
+      options, [judge](const std::string& source, int turn) { return (*judge)(source, turn); }, in,
+      out);
 }
 
 int ServeMcp(const McpServerOptions& options, std::istream& in, std::ostream& out) {
@@ -267,6 +282,31 @@ int ServeMcp(const McpServerOptions& options, std::istream& in, std::ostream& ou
         return client.Wait(client.Submit(options.task, options.workload, source));
       },
       in, out);
+}
+
+int ServeMcpBridge(const std::string& socket_path, const std::string& token, std::istream& in,
+                   std::ostream& out) {
+  const json info = BridgeCall(socket_path, token, {{"op", "info"}}, std::chrono::seconds(30));
+  if (info.value("error", false) == true)
+    throw EnvironmentError("the run refused the MCP server: " + info.value("text", ""));
+  McpServerOptions o;
+  o.task = info.value("task", "");
+  o.kernel_path = info.value("kernel", "");
+  o.task_statement = info.value("statement", "");
+  o.pack = info.value("pack", "");
+  o.max_evaluations = info.value("evaluations", 0);
+  const McpJudge judge = [&](const std::string& source, int) -> McpToolAnswer {
+    try {
+      // An evaluation takes what the run's evaluator takes; the run ends it, not this wait.
+      const json a = BridgeCall(socket_path, token, {{"op", "evaluate"}, {"source", source}},
+                                std::chrono::hours(24));
+      return {a.value("text", ""), a.value("summary", json::object()), a.value("error", false),
+              a.value("counted", true)};
+    } catch (const Error& e) {
+      return {e.what(), json::object(), true, false};
+    }
+  };
+  return ServeMcpJudged(o, judge, in, out);
 }
 
 }  // namespace ptxbench

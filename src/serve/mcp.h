@@ -40,4 +40,23 @@ using McpEvaluate = std::function<nlohmann::json(const std::string& source)>;
 int ServeMcpWith(const McpServerOptions& options, const McpEvaluate& evaluate, std::istream& in,
                  std::ostream& out);
 
+// What the tool answers for one evaluation: the text for the agent, the summary for programs,
+// whether it is an error, and whether it counts against the budget (the agent's turn).
+struct McpToolAnswer {
+  std::string text;
+  nlohmann::json summary = nlohmann::json::object();
+  bool error = false, counted = true;
+};
+// Judges the source as turn `turn` (1-based); never throws.
+using McpJudge = std::function<McpToolAnswer(const std::string& source, int turn)>;
+int ServeMcpJudged(const McpServerOptions& options, const McpJudge& judge, std::istream& in,
+                   std::ostream& out);
+
+// A coding agent's server inside a `ptxbench run --agent-command` run (agent/coding_agent.h):
+// the task, kernel file, resources and budget come from the run over its bridge socket
+// (agent/mcp_bridge.h), and each evaluation is a turn the run judges and feeds back. Throws
+// EnvironmentError when the run cannot be reached.
+int ServeMcpBridge(const std::string& socket_path, const std::string& token, std::istream& in,
+                   std::ostream& out);
+
 }  // namespace ptxbench

@@ -1,5 +1,6 @@
 #include "task/abi.h"
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string>
@@ -164,29 +165,41 @@ bool IsTensorParameter(std::string_view parameter) {
   return false;
 }
 
+std::vector<TvmFfiExport> TvmFfiExports(std::string_view code) {
+  std::vector<TvmFfiExport> found;
+  ForEachWord(code, "TVM_FFI_DLL_EXPORT_TYPED_FUNC", [&](size_t p) {
+    p = SkipSpace(code, p);
+    if (p >= code.size() || code[p] != '(') return false;
+    p = SkipSpace(code, p + 1);
+    const size_t begin = p;
+    const std::string_view name = Ident(code, &p);
+    if (name.empty()) return false;
+    p = SkipSpace(code, p);
+    if (p >= code.size() || code[p] != ',') return false;
+    found.push_back({std::string(name), begin, p + 1});
+    return false;
+  });
+  return found;
+}
+
 std::optional<std::vector<std::string>> TvmFfiRunParameters(std::string_view source) {
   const std::string stripped = StripCommentsAndStrings(source);
   const std::string_view code = stripped;
   std::optional<std::vector<std::string>> params;
   int exports = 0;
-  ForEachWord(code, "TVM_FFI_DLL_EXPORT_TYPED_FUNC", [&](size_t p) {
-    p = SkipSpace(code, p);
-    if (p >= code.size() || code[p] != '(') return false;
-    p = SkipSpace(code, p + 1);
-    if (Ident(code, &p) != "run") return false;
-    p = SkipSpace(code, p);
-    if (p >= code.size() || code[p] != ',') return false;
+  for (const TvmFfiExport& e : TvmFfiExports(code)) {
+    if (e.name != "run") continue;
     ++exports;
-    p = SkipSpace(code, p + 1);
+    size_t p = SkipSpace(code, e.after_comma);
     if (p < code.size() && code[p] == '[') {  // a lambda: [captures](parameters) { ... }
       size_t q = MatchingClose(code, p);
-      if (q == std::string_view::npos) return false;
+      if (q == std::string_view::npos) continue;
       q = SkipSpace(code, q + 1);
-      if (q >= code.size() || code[q] != '(') return false;
+      if (q >= code.size() || code[q] != '(') continue;
       size_t close = MatchingClose(code, q);
       if (close != std::string_view::npos)
         params = SplitParameters(code.substr(q + 1, close - q - 1));
-      return false;
+      continue;
     }
     std::string_view name;  // the last part of a qualified name
     while (true) {
@@ -199,8 +212,7 @@ std::optional<std::vector<std::string>> TvmFfiRunParameters(std::string_view sou
         break;
     }
     if (!name.empty()) params = DefinitionParameters(code, name);
-    return false;
-  });
+  }
   if (exports != 1) return std::nullopt;
   return params;
 }
@@ -210,14 +222,9 @@ CandidateAbi DetectCandidateAbi(std::string_view source) {
   // decides nothing.
   const std::string stripped = StripCommentsAndStrings(source);
   const std::string_view code = stripped;
-  bool exports_tvm_run = ForEachWord(code, "TVM_FFI_DLL_EXPORT_TYPED_FUNC", [&](size_t p) {
-    p = SkipSpace(code, p);
-    if (p >= code.size() || code[p] != '(') return false;
-    p = SkipSpace(code, p + 1);
-    if (Ident(code, &p) != "run") return false;
-    p = SkipSpace(code, p);
-    return p < code.size() && code[p] == ',';
-  });
+  const std::vector<TvmFfiExport> exports = TvmFfiExports(code);
+  const bool exports_tvm_run = std::any_of(exports.begin(), exports.end(),
+                                           [](const TvmFfiExport& e) { return e.name == "run"; });
   if (!exports_tvm_run) return CandidateAbi::kNative;
   bool native_run =
       ForEachWord(code, "extern", [&](size_t p) { return NativeRunAfterExternC(code, p); });

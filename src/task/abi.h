@@ -36,6 +36,16 @@ CandidateAbi DetectCandidateAbi(std::string_view source);
 // nullopt when the source does not say unambiguously (the call itself checks then).
 std::optional<std::vector<std::string>> TvmFfiRunParameters(std::string_view source);
 
+// One TVM_FFI_DLL_EXPORT_TYPED_FUNC(NAME, ...) in code whose comments and literals are blanked
+// at their offsets (StripCommentsAndStrings), so that positions hold in the original source.
+struct TvmFfiExport {
+  std::string name;        // NAME, an identifier
+  size_t name_begin = 0;   // where NAME starts
+  size_t after_comma = 0;  // where the exported function (or lambda) is written
+};
+// Every such export, in order (a word inside another identifier is not the macro).
+std::vector<TvmFfiExport> TvmFfiExports(std::string_view code);
+
 // Whether a parameter as written is a tensor (TensorView, Tensor, DLTensor*).
 bool IsTensorParameter(std::string_view parameter);
 

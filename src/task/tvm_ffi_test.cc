@@ -87,6 +87,21 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, go);)")
           .has_value());
 }
 
+TEST(TvmFfiExports, NamesAndPlacesEachExportInTheCode) {
+  const std::string code =
+      "TVM_FFI_DLL_EXPORT_TYPED_FUNC( gemm_fp16 , go);\n"
+      "MY_TVM_FFI_DLL_EXPORT_TYPED_FUNC(other, go);\n"      // another macro
+      "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run [](int a) {});\n"  // no comma after the name
+      "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, [](int a) {});\n";
+  const std::vector<TvmFfiExport> e = TvmFfiExports(code);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].name, "gemm_fp16");
+  EXPECT_EQ(code.substr(e[0].name_begin, 9), "gemm_fp16");
+  EXPECT_EQ(code.substr(e[0].after_comma, 4), " go)");
+  EXPECT_EQ(e[1].name, "run");
+  EXPECT_EQ(code.substr(e[1].after_comma, 3), " []");
+}
+
 TEST(CandidateAbi, DetectedFromTheSource) {
   // The controls: ours native, upstream's tvm-ffi.
   EXPECT_EQ(DetectCandidateAbi(Control("gemm/tiled_correct.cu")), CandidateAbi::kNative);

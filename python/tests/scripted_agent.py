@@ -1,0 +1,109 @@
+"""A scripted coding agent for the tests of `ptxbench run --agent-command` (issue 39).
+
+It does what a coding CLI does with the workspace that ptxbench prepared: reads .mcp.json,
+starts the MCP server it names, speaks MCP to it over stdio, writes kernel.cu and calls
+evaluate_kernel. What it saw goes to the JSON file $SCRIPTED_AGENT_LOG (outside the workspace).
+
+    scripted_agent.py KERNEL SCENARIO
+      play     evaluate until the run says it is over (a malformed line and a second call while
+               one is in flight on the way)
+      quit     evaluate once, then exit
+      sleep    never evaluate: sleep until killed (the wall-time budget)
+"""
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+
+
+class Server:
+    def __init__(self, config):
+        env = dict(os.environ, **config.get("env", {}))
+        self.proc = subprocess.Popen([config["command"]] + config["args"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.next_id = 0
+
+    def send_line(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def send(self, method, params=None):
+        self.next_id += 1
+        self.send_line(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                                   "params": params or {}}))
+        return self.next_id
+
+    def answer(self, timeout=600):
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise RuntimeError("the MCP server did not answer")
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the MCP server closed its output")
+        return json.loads(line)
+
+    def call(self, method, params=None):
+        self.send(method, params)
+        return self.answer()
+
+    def close(self):
+        self.proc.stdin.close()
+        return self.proc.wait(60)
+
+
+def evaluate(server):
+    return server.call("tools/call", {"name": "evaluate_kernel", "arguments": {}})["result"]
+
+
+def main():
+    kernel, scenario = sys.argv[1], sys.argv[2]
+    seen = {"cwd": os.getcwd(), "files": sorted(os.listdir(".")), "answers": []}
+    log = os.environ["SCRIPTED_AGENT_LOG"]
+
+    def save():
+        with open(log, "w", encoding="utf-8") as f:
+            json.dump(seen, f, indent=1)
+
+    if scenario == "sleep":
+        save()
+        time.sleep(3600)
+        return
+    with open(".mcp.json", encoding="utf-8") as f:
+        config = json.load(f)["mcpServers"]["ptxbench"]
+    server = Server(config)
+    seen["initialize"] = server.call("initialize", {"protocolVersion": "2025-06-18",
+                                                    "capabilities": {}})
+    seen["tools"] = server.call("tools/list")
+    seen["task"] = server.call("resources/read", {"uri": "ptxbench://task"})
+    shutil.copy(kernel, "kernel.cu")
+    save()
+    if scenario == "quit":
+        seen["answers"].append(evaluate(server))
+        seen["server_exit"] = server.close()
+        save()
+        return
+    server.send_line("{not json")
+    seen["malformed"] = server.answer()
+    # Two calls at once: the second is refused while the first is judged.
+    first = server.send("tools/call", {"name": "evaluate_kernel", "arguments": {}})
+    server.send("tools/call", {"name": "evaluate_kernel", "arguments": {}})
+    answers = {}
+    for _ in range(2):
+        a = server.answer()
+        answers[a["id"]] = a["result"]
+    seen["answers"].append(answers.pop(first))
+    seen["concurrent"] = list(answers.values())[0]
+    save()
+    while "The run is over" not in seen["answers"][-1]["content"][0]["text"]:
+        seen["answers"].append(evaluate(server))
+        save()
+    seen["server_exit"] = server.close()
+    save()
+
+
+if __name__ == "__main__":
+    main()
