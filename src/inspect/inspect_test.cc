@@ -124,6 +124,10 @@ TEST(Ncu, JoinsByInstructionStreamAndCountsFamiliesAndFlops) {
   EXPECT_DOUBLE_EQ(d.families["tma"].thread_executions_true, 2);  // UTMAPF not counted
   EXPECT_EQ(d.families["mma_sync"].static_count, 1);
   EXPECT_DOUBLE_EQ(d.families["mma_sync"].thread_executions_true, 0);  // present, never ran
+  // The sample's two sections of one kernel: two launches, in the record beside the counts.
+  ASSERT_EQ(d.matched_functions.size(), 1u);
+  EXPECT_EQ(d.launches.at(d.matched_functions[0]), 2);
+  EXPECT_EQ(d.ToJson()["launches"][d.matched_functions[0]], 2);
 }
 
 // Only GMMA on the task's own input type is its work: the bf16 HGMMA of the sample does none

@@ -204,6 +204,7 @@ DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,
       continue;
     }
     d.matched_functions.push_back(functions[best].mangled);
+    d.launches[functions[best].mangled] += k.launches;
     const OffsetIndex& by_offset = indexes[best];
     for (const auto& p : k.instructions) {
       auto it = by_offset.find(p.offset);
@@ -243,6 +244,7 @@ nlohmann::json DynamicInspection::ToJson() const {
   return {{"families", fams},
           {"unmatched_kernels", unmatched_kernels},
           {"kernels", matched_functions},
+          {"launches", launches},
           {"evidence", evidence}};
 }
 

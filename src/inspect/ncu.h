@@ -56,6 +56,9 @@ struct DynamicInspection {
   std::map<std::string, FamilyExecution> families;
   std::vector<std::string> unmatched_kernels;  // profiled but not found in the static listing
   std::vector<std::string> matched_functions;  // mangled names of the profiled kernels' matches
+  // Launches of each matched function that ncu profiled (its "Kernel Name" sections): with the
+  // calls made, what says whether a count is per call.
+  std::map<std::string, int> launches;
   nlohmann::json evidence = nlohmann::json::array();
   nlohmann::json ToJson() const;
 };
