@@ -5,9 +5,11 @@ the loop's own format, with the run's budgets enforced from outside the agent.""
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import _support as S
@@ -28,13 +30,16 @@ class AgentRunTest(unittest.TestCase):
     def setUpClass(cls):
         S.binary()
         cls.service = S.StandInService()
+        # Not the shared scratch folder: other tests count the runs found under it.
+        cls.runs = tempfile.mkdtemp(prefix="ptxbench-agent-runs-")
 
     @classmethod
     def tearDownClass(cls):
         cls.service.stop()
+        shutil.rmtree(cls.runs, True)
 
     def run_agent(self, scenario, *extra, evaluator=None, ok=(0,)):
-        out = os.path.join(S.scratch(), "agent-run-" + self._testMethodName)
+        out = os.path.join(self.runs, self._testMethodName)
         self.log = os.path.join(S.scratch(), "agent-log-%s.json" % self._testMethodName)
         env = dict(os.environ, SCRIPTED_AGENT_LOG=self.log, PTXBENCH_CACHE=S.cache_dir())
         command = "%s %s %s %s" % (sys.executable, AGENT, S.KERNEL, scenario)
