@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds hgmma_count.cu and prints, per kernel, what Nsight Compute counts for its HGMMA (the
+# Builds hgmma_count.cu (widths 64, 128, 192, 256) and prints, per kernel, what Nsight Compute counts for its HGMMA (the
 # same metrics and source page that inspect/ncu.cc reads). Each warpgroup issues 1000 wgmma:
 # inst_executed = 4000 at the HGMMA's offset means one count per warp per instruction.
 set -euo pipefail
