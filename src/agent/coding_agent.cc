@@ -144,9 +144,11 @@ std::shared_ptr<CodingAgentProvider::Seat> CodingAgentProvider::SeatFor(
   auto seat = std::make_shared<Seat>();
   seat->id = id;
   seat->workspace = o_.run_dir + "/workspaces/" + id;
-  // Turns of a resumed trajectory are in `messages` after the system and task messages.
+  // Turns of a resumed trajectory are in `messages` after the system and task messages: the
+  // agent's next evaluation is turn done + 1, and its budget what is left of the run's.
   const int done = static_cast<int>(messages.size() > 2 ? (messages.size() - 2) / 2 : 0);
   const int left = std::max(0, o_.evaluations - done);
+  seat->handed_in = done;
   const std::string token = NewBridgeToken();
   const std::string socket = socket_dir_ + "/" + std::to_string(next_socket_++) + ".sock";
   const std::vector<std::string> args = {"mcp", "--bridge", socket};

@@ -13,6 +13,9 @@
 // group of its own, its output in <run>/agents/<trajectory>.log; its MCP server reaches the
 // run through a socket outside the workspace with a token of this trajectory (mcp_bridge.h).
 //
+// A resumed trajectory starts a new agent in the same workspace (its kernel.cu kept), told how
+// many evaluations are left; its turns go on from the last one judged.
+//
 // Budgets: evaluations (the loop's turn limit), wall time from the agent's start (then the
 // trajectory ends `wall_limit`); an agent that exits ends it `agent_exit`. Both are finished
 // trajectories. An agent that cannot be started is the harness's failure (infra, resumable).
