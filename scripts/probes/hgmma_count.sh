@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds hgmma_count.cu (widths 64, 128, 192, 256) and prints, per kernel, what Nsight Compute counts for its HGMMA (the
+# Builds hgmma_count.cu (widths 64, 128, 256) and prints, per kernel, what Nsight Compute counts for its HGMMA (the
 # same metrics and source page that inspect/ncu.cc reads). Each warpgroup issues 1000 wgmma:
 # inst_executed = 4000 at the HGMMA's offset means one count per warp per instruction.
 set -uo pipefail
 cd "$(dirname "$0")"
 out=${OUT:-/tmp}/hgmma-count
 mkdir -p "$out"
-nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o "$out/probe" hgmma_count.cu
+nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I ../../packs/sm_90a/include \
+  -o "$out/probe" hgmma_count.cu
 cuobjdump -sass "$out/probe" | grep -oE "HGMMA\.64x[0-9]+x16" | sort | uniq -c
 ncu --clock-control none --metrics inst_executed,thread_inst_executed_true --force-overwrite \
   -o "$out/report" "$out/probe" >"$out/ncu.log" 2>&1 || { echo "ncu failed:"; tail -5 "$out/ncu.log"; }
