@@ -46,6 +46,7 @@ int main() {
   cudaMalloc(&out, 128 * sizeof(float));
   probe<64><<<1, 128>>>(out);
   probe<128><<<1, 128>>>(out);
+  probe<128><<<1, 128>>>(out);  // twice: does the source page print one section per launch?
   probe<256><<<1, 128>>>(out);
   const cudaError_t e = cudaDeviceSynchronize();
   std::printf("probes ran: %s (%d wgmma per warpgroup each)\n", cudaGetErrorString(e), kIters);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds hgmma_count.cu (widths 64, 128, 256) and prints, per kernel, what Nsight Compute counts for its HGMMA (the
-# same metrics and source page that inspect/ncu.cc reads). Each warpgroup issues 1000 wgmma:
+# same metrics and source page that inspect/ncu.cc reads). Each warpgroup issues 1000 wgmma (width 128 launched twice):
 # inst_executed = 4000 at the HGMMA's offset means one count per warp per instruction.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -13,6 +13,8 @@ ncu --clock-control none --metrics inst_executed,thread_inst_executed_true --for
   -o "$out/report" "$out/probe" >"$out/ncu.log" 2>&1 || { echo "ncu failed:"; tail -5 "$out/ncu.log"; }
 ncu --import "$out/report.ncu-rep" --page source --print-source sass --csv > "$out/source.csv"
 ncu --version | tail -1
+echo "per-kernel summary (width 128 launched twice):"
+ncu --import "$out/report.ncu-rep" --print-summary per-kernel 2>&1 | grep -E "probe|invocations|Invocations" | head -12
 python3 - "$out/source.csv" <<'PY'
 import csv, sys
 sums, kernel, cols = {}, None, {}
