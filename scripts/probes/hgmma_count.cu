@@ -33,6 +33,8 @@ __global__ void __launch_bounds__(128) probe(float* out) {
   const uint64_t da = pk::desc_kmajor_sw128(static_cast<uint32_t>(__cvta_generic_to_shared(a)));
   const uint64_t db = pk::desc_kmajor_sw128(static_cast<uint32_t>(__cvta_generic_to_shared(b)));
   pk::wgmma_fence();
+  // Not unrolled: a thousand unrolled wgmma of width 256 keep ptxas busy for minutes.
+#pragma unroll 1
   for (int it = 0; it < kIters; ++it) Wgmma<N>(d, da, db);
   pk::wgmma_commit();
   pk::wgmma_wait<0>();
