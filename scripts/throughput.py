@@ -62,6 +62,12 @@ def shared_seconds(record):
     return (record.get("stage_seconds") or {}).get("gpu_shared", 0.0)
 
 
+def mean_stages(records):
+    keys = sorted({k for r in records for k in (r.get("stage_seconds") or {})})
+    return {k: round(statistics.mean((r.get("stage_seconds") or {}).get(k, 0.0) for r in records), 2)
+            for k in keys} if records else {}
+
+
 def percentile(values, q):
     if not values:
         return None
@@ -203,6 +209,9 @@ def summarize(name, wall, results, alone, busy):
         "gpu_lock_held_share": round(locked / wall, 3),
         "locked_s_per_evaluation": round(locked / max(1, len(records)), 2),
         "shared_s_per_evaluation": round(shared / max(1, len(records)), 2),
+        # Where an evaluation's time goes when others run beside it (against the alone
+        # evaluation's own stage_seconds): the stage that grows is what the pool waits for.
+        "stage_seconds_mean": mean_stages(records),
         "verdicts_equal_to_alone": sum(same),
         "verdicts_differing": [verdict_of(r) for r, ok in zip(records, same) if not ok],
         "speedup_min": min(speedups) if speedups else None,

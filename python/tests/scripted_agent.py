@@ -9,6 +9,8 @@ evaluate_kernel. What it saw goes to the JSON file $SCRIPTED_AGENT_LOG (outside 
                one is in flight on the way)
       quit     evaluate once, then exit
       sleep    never evaluate: sleep until killed (the wall-time budget)
+      snoop    never evaluate: try to read and write the run folder around the workspace,
+               and say what the confinement allowed
 """
 
 import json
@@ -59,6 +61,34 @@ def evaluate(server):
     return server.call("tools/call", {"name": "evaluate_kernel", "arguments": {}})["result"]
 
 
+def snoop():
+    """What an agent that has read our source would try: the run folder is two levels up."""
+    tried = {}
+
+    def attempt(name, action):
+        try:
+            action()
+            tried[name] = "allowed"
+        except OSError as e:
+            tried[name] = "denied: " + (e.strerror or str(e))
+
+    def write(path, text):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def read(path):
+        with open(path, encoding="utf-8") as f:
+            f.read()
+
+    attempt("read_run_json", lambda: read(os.path.join("..", "..", "run.json")))
+    attempt("list_workspaces", lambda: os.listdir(".."))
+    attempt("write_evaluation", lambda: write(os.path.join("..", "..", "evaluations",
+                                                           "forged.json"), "{}"))
+    attempt("write_workspace", lambda: write("note.txt", "mine"))
+    attempt("write_tmpdir", lambda: write(os.path.join(os.environ["TMPDIR"], "t"), "x"))
+    return tried
+
+
 def main():
     kernel, scenario = sys.argv[1], sys.argv[2]
     seen = {"cwd": os.getcwd(), "files": sorted(os.listdir(".")), "answers": []}
@@ -68,6 +98,10 @@ def main():
         with open(log, "w", encoding="utf-8") as f:
             json.dump(seen, f, indent=1)
 
+    if scenario == "snoop":
+        seen["snoop"] = snoop()
+        save()
+        return
     if scenario == "sleep":
         save()
         time.sleep(3600)

@@ -6,10 +6,12 @@ the loop's own format, with the run's budgets enforced from outside the agent.""
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import _support as S
@@ -38,14 +40,21 @@ class AgentRunTest(unittest.TestCase):
         cls.service.stop()
         shutil.rmtree(cls.runs, True)
 
-    def run_agent(self, scenario, *extra, evaluator=None, ok=(0,)):
-        out = os.path.join(self.runs, self._testMethodName)
+    def run_agent(self, scenario, *extra, evaluator=None, ok=(0,), name=""):
+        out = os.path.join(self.runs, self._testMethodName + name)
         self.log = os.path.join(S.scratch(), "agent-log-%s.json" % self._testMethodName)
         env = dict(os.environ, SCRIPTED_AGENT_LOG=self.log, PTXBENCH_CACHE=S.cache_dir())
         command = "%s %s %s %s" % (sys.executable, AGENT, S.KERNEL, scenario)
+        # Confined, the agent reads the system and its workspace: its script, its kernel and
+        # its interpreter are named, and its log's folder is writable.
+        reads = [os.path.dirname(AGENT), S.KERNEL, sys.prefix, sys.base_prefix]
+        confinement = [a for r in reads for a in ("--agent-read", r)]
+        if "--agent-unconfined" not in extra:
+            confinement += ["--agent-write", os.path.dirname(self.log)]
         args = [S.binary(), "run", "--agent-command", command, "--agent-name", "scripted",
                 "--task", S.TASK, "--workload", S.WORKLOAD, "--tasks-dir", S.TASKS,
-                "--evaluator", evaluator or self.service.url, "--out", out, "--quiet"] + list(extra)
+                "--evaluator", evaluator or self.service.url, "--out", out, "--quiet"
+                ] + confinement + list(extra)
         p = subprocess.run(args, cwd=S.REPO, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, timeout=600)
         self.assertIn(p.returncode, ok, p.stdout[-4000:])
@@ -73,9 +82,9 @@ class AgentRunTest(unittest.TestCase):
         self.assertEqual(os.path.realpath(seen["cwd"]),
                          os.path.realpath(os.path.join(run, "workspaces", t["id"])))
         for name in ("AGENTS.md", "CLAUDE.md", "TASK.md", "PROMPT.md", "kernel.cu", ".mcp.json",
-                     ".codex"):
+                     ".codex", ".tmp"):  # .tmp: its TMPDIR, inside what it may write
             self.assertIn(name, seen["files"])
-        self.assertEqual(len(seen["files"]), 7, seen["files"])
+        self.assertEqual(len(seen["files"]), 8, seen["files"])
         self.assertEqual(seen["tools"]["result"]["tools"][0]["name"], "evaluate_kernel")
         self.assertIn("128", seen["task"]["result"]["contents"][0]["text"])
         self.assertEqual(seen["malformed"]["error"]["code"], -32700)  # and the server went on
@@ -116,6 +125,59 @@ class AgentRunTest(unittest.TestCase):
         t = trajectory(run)
         self.assertEqual(t["info"]["exit_status"], "wall_limit")
         self.assertEqual(t["info"]["turns"], [])
+
+    def test_ctrl_c_ends_a_turn_that_waits_for_the_agent(self):
+        # The agent would sleep for an hour; the run's stop must not wait for its wall time.
+        out = os.path.join(self.runs, "interrupted")
+        self.log = os.path.join(S.scratch(), "agent-log-interrupted.json")
+        env = dict(os.environ, SCRIPTED_AGENT_LOG=self.log, PTXBENCH_CACHE=S.cache_dir())
+        command = "%s %s %s sleep" % (sys.executable, AGENT, S.KERNEL)
+        reads = [os.path.dirname(AGENT), S.KERNEL, sys.prefix, sys.base_prefix]
+        args = [S.binary(), "run", "--agent-command", command, "--task", S.TASK,
+                "--workload", S.WORKLOAD, "--tasks-dir", S.TASKS, "--evaluator",
+                self.service.url, "--out", out, "--quiet", "--agent-wall", "3600",
+                "--agent-write", os.path.dirname(self.log)]
+        args += [a for r in reads for a in ("--agent-read", r)]
+        p = subprocess.Popen(args, cwd=S.REPO, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(self.log) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the agent is up and sleeping
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        output, _ = p.communicate(timeout=120)
+        self.assertLess(time.monotonic() - t0, 60, output)
+        t = trajectory(out)
+        # Not the agent's turn and not finished: --resume starts the agent again.
+        self.assertEqual(t["info"]["exit_status"], "infra_error", output)
+        self.assertEqual(t["info"]["turns"][0]["outcome"], "infra")
+        self.assertFalse(t["info"]["turns"][0]["spent"])
+
+    def test_the_agent_reaches_its_workspace_and_not_the_run_folder(self):
+        run = self.run_agent("snoop")
+        tried = self.seen()["snoop"]
+        for denied in ("read_run_json", "list_workspaces", "write_evaluation"):
+            self.assertTrue(tried[denied].startswith("denied"), tried)
+        self.assertEqual(tried["write_workspace"], "allowed", tried)
+        self.assertEqual(tried["write_tmpdir"], "allowed", tried)
+        self.assertFalse(os.path.exists(os.path.join(run, "evaluations", "forged.json")))
+        model = S.load(os.path.join(run, "run.json"))["model"]
+        self.assertTrue(model["confinement"]["confined"])
+        # The control: unconfined (a choice the run's identity records), the same agent reads
+        # the run folder, so the test above can fail.
+        run = self.run_agent("snoop", "--agent-unconfined", name="-unconfined")
+        self.assertEqual(self.seen()["snoop"]["read_run_json"], "allowed")
+        self.assertFalse(S.load(os.path.join(run, "run.json"))["model"]["confinement"]["confined"])
+
+    def test_a_readable_path_that_holds_the_run_folder_is_refused(self):
+        out = os.path.join(self.runs, "refused")
+        p = subprocess.run([S.binary(), "run", "--agent-command", "true", "--agent-read",
+                            self.runs, "--task", S.TASK, "--workload", S.WORKLOAD,
+                            "--tasks-dir", S.TASKS, "--evaluator", self.service.url,
+                            "--out", out, "--quiet"], cwd=S.REPO, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("holds the run folder", p.stdout)
 
     def test_without_a_gpu_the_turn_is_the_machines(self):
         server = S.Server(token="agent-run-token")

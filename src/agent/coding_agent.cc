@@ -172,10 +172,15 @@ std::shared_ptr<CodingAgentProvider::Seat> CodingAgentProvider::SeatFor(
                     {"PTXBENCH_PROMPT_FILE", seat->workspace + "/PROMPT.md"},
                     {"PTXBENCH_MCP_COMMAND", o_.ptxbench},
                     {"PTXBENCH_MCP_SOCKET", socket},
-                    {"PTXBENCH_MCP_TOKEN", token}};
+                    {"PTXBENCH_MCP_TOKEN", token},
+                    {"TMPDIR", seat->workspace + "/" + kAgentTmpFolder}};
     // The run's own credentials are not the agent's business.
     spec.unset_env = {"PTXBENCH_SERVE_TOKEN", "PTXBENCH_EVALUATOR"};
     spec.log_path = o_.run_dir + "/agents/" + id + ".log";
+    MakeDirs(seat->workspace + "/" + kAgentTmpFolder);
+    const PreparedSandbox sandbox(
+        AgentSandboxPolicy(o_.confinement, o_.run_dir, seat->workspace, o_.ptxbench));
+    if (sandbox.active()) spec.sandbox = &sandbox;
     seat->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(o_.wall_seconds));
     seat->agent.emplace(Child::Start(spec));
@@ -213,8 +218,9 @@ ChatReply CodingAgentProvider::CompleteFor(const std::string& id,
                           {"error", false},
                           {"counted", true}});
   }
-  std::optional<std::string> kernel =
-      seat->bridge->NextKernel(seat->deadline, [&] { return seat->exited.load(); });
+  auto stopped = [&] { return o_.stop && o_.stop->load(); };
+  std::optional<std::string> kernel = seat->bridge->NextKernel(
+      seat->deadline, [&] { return seat->exited.load() || stopped(); });
   reply.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   reply.attempts = 1;
   if (kernel) {
@@ -223,6 +229,11 @@ ChatReply CodingAgentProvider::CompleteFor(const std::string& id,
     reply.text = "evaluate_kernel (" + std::string(kKernelFile) + "):\n\n```cuda\n" + *kernel +
                  (kernel->empty() || kernel->back() != '\n' ? "\n" : "") + "```\n";
     reply.finish_reason = "tool_call";
+    return reply;
+  }
+  if (stopped() && !seat->exited) {
+    reply.outcome = ChatOutcome::kInfraError;
+    reply.error = "the run was stopped while the agent worked";
     return reply;
   }
   reply.outcome = ChatOutcome::kEnded;

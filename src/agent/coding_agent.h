@@ -13,6 +13,9 @@
 // group of its own, its output in <run>/agents/<trajectory>.log; its MCP server reaches the
 // run through a socket outside the workspace with a token of this trajectory (mcp_bridge.h).
 //
+// The agent's process is confined (agent_confinement.h): its workspace and the system, not the
+// run folder.
+//
 // A resumed trajectory starts a new agent in the same workspace (its kernel.cu kept), told how
 // many evaluations are left; its turns go on from the last one judged.
 //
@@ -27,18 +30,23 @@
 #include <mutex>
 #include <string>
 
+#include "agent/agent_confinement.h"
 #include "agent/chat.h"
 
 namespace ptxbench {
 
 struct CodingAgentOptions {
-  std::string command;          // run by /bin/sh -c in the workspace
-  std::string name;             // for reports: "codex", "claude-code"
-  std::string run_dir;          // workspaces/ and agents/ are made here
-  int evaluations = 8;          // the loop's turn limit, told to the agent
-  double wall_seconds = 3600;   // per trajectory, from the agent's start
-  std::string ptxbench;         // this program, which the MCP configurations start
-  std::string arch = "sm_90a";  // whose credit rule the tool's summary applies
+  std::string command;           // run by /bin/sh -c in the workspace
+  std::string name;              // for reports: "codex", "claude-code"
+  std::string run_dir;           // workspaces/ and agents/ are made here
+  int evaluations = 8;           // the loop's turn limit, told to the agent
+  double wall_seconds = 3600;    // per trajectory, from the agent's start
+  std::string ptxbench;          // this program, which the MCP configurations start
+  std::string arch = "sm_90a";   // whose credit rule the tool's summary applies
+  AgentConfinement confinement;  // what its process may touch (agent_confinement.h)
+  // The run's stop request (Ctrl-C): a turn waiting for the agent's next kernel ends at once,
+  // as the harness's failure (not the agent's turn: --resume starts the agent again).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 class CodingAgentProvider : public ChatProvider {

@@ -290,6 +290,11 @@ int ChildMain(int argc, char** argv) {
       out.Send({{"event", "done"}});
       return 0;
     }
+    // The first CUDA call is next: a gated child waits here until the parent holds the GPU.
+    if (spec.value(kGpuGateKey, false) && !AwaitParentGo(out, event::kGpuWanted)) {
+      out.Send({{"event", "done"}});
+      return 0;
+    }
     if (!ProbeDevice(out)) {
       out.Send({{"event", "done"}});
       return 0;

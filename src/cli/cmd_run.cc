@@ -121,16 +121,19 @@ struct GivenOptions {
 // where the results also go, what the terminal shows and which machine judges now, not what the
 // run is; and a service gone since could not be left out again (no option says "local GPU").
 const char* const kRecordedOptions[] = {
-    "--model",         "--models",         "--replay",     "--upstream", "--task",
-    "--agent-command", "--agent-name",     "--agent-wall", "--workload", "--trajectories",
-    "--turns",         "--target-speedup", "--arch",       "--pack",     "--context",
-    "--concurrency",   "--tasks-dir"};
+    "--model",        "--models",        "--replay",           "--upstream",
+    "--task",         "--agent-command", "--agent-name",       "--agent-wall",
+    "--agent-read",   "--agent-write",   "--agent-unconfined", "--workload",
+    "--trajectories", "--turns",         "--target-speedup",   "--arch",
+    "--pack",         "--context",       "--concurrency",      "--tasks-dir"};
 
 struct RunOptions {
   std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
   std::string tasks_dir, replay_file, db, evaluator, upstream;
   std::string agent_command, agent_name;  // a coding agent (agent/coding_agent.h)
   double agent_wall = 3600;
+  AgentConfinement agent_confinement;
+  bool agent_unconfined = false;
   std::vector<std::string> tasks;
   int trajectories = 1, turns = 0, concurrency = 4;
   double target_speedup = 0;
@@ -167,6 +170,14 @@ CommandRunner AddRunCommand(CLI::App& app) {
                   "Wall-time budget of one trajectory's agent, seconds")
       ->check(CLI::Range(1.0, 7 * 86400.0))
       ->capture_default_str();
+  cmd->add_option("--agent-read", o->agent_confinement.read_paths,
+                  "A folder or file the coding agent may read besides the system and its "
+                  "workspace (repeatable; e.g. where its CLI keeps its login)");
+  cmd->add_option("--agent-write", o->agent_confinement.write_paths,
+                  "A folder the coding agent may write besides its workspace (repeatable)");
+  cmd->add_flag("--agent-unconfined", o->agent_unconfined,
+                "Run the coding agent with the user's full access (recorded in the run's "
+                "identity); by default Landlock keeps it to its workspace and the system");
   cmd->add_option("--task", o->tasks, "Task definitions (repeatable; default: the replay's)");
   cmd->add_option("--workload", o->workload, "Workload (default: each task's headline)");
   AddRangeOption(cmd, "--trajectories", &o->trajectories, "Trajectories per task", 1, 10000);
@@ -249,6 +260,12 @@ void RecordedAuthor(const json& run, RunOptions* o) {
     o->agent_command = model.at("command").get<std::string>();
     o->agent_name = model.at("name").get<std::string>();
     o->agent_wall = model.at("wall_seconds").get<double>();
+    // Given again, they are compared with the recorded ones (the run's identity), not replaced.
+    if (!Given(*o, "--agent-read") && !Given(*o, "--agent-write") &&
+        !Given(*o, "--agent-unconfined")) {
+      o->agent_confinement = AgentConfinementFromJson(model.value("confinement", json()));
+      o->agent_unconfined = !o->agent_confinement.confined;
+    }
     return;
   }
   if (provider == "upstream-replay")
@@ -416,13 +433,19 @@ RunAuthor CodingAgentAuthor(RunOptions* o) {
     const std::string first = Split(Trim(o->agent_command), ' ').front();
     o->agent_name = std::filesystem::path(first).filename().string();
   }
+  AgentConfinement& c = o->agent_confinement;
+  c.confined = !o->agent_unconfined;
+  for (auto* paths : {&c.read_paths, &c.write_paths})
+    for (std::string& p : *paths) p = std::filesystem::absolute(p).lexically_normal().string();
   RunAuthor r;
   r.model_name = o->agent_name;
-  // The command and the budget decide the turns: they are the run's identity.
+  // The command, the budget and what the agent may touch decide the turns: they are the run's
+  // identity.
   r.model_info = {{"name", o->agent_name},
                   {"provider", "coding-agent"},
                   {"command", o->agent_command},
-                  {"wall_seconds", o->agent_wall}};
+                  {"wall_seconds", o->agent_wall},
+                  {"confinement", ToJson(c)}};
   return r;
 }
 
@@ -435,6 +458,11 @@ std::unique_ptr<ChatProvider> AgentFor(const RunOptions& o, const AgentOptions& 
   c.wall_seconds = o.agent_wall;
   c.ptxbench = SelfExecutable();
   c.arch = o.arch;
+  c.confinement = o.agent_confinement;
+  c.stop = a.stop_requested;  // Ctrl-C: an agent's turn does not wait for its wall time
+  // A path that would open the run folder is the command line's mistake: said now, before any
+  // trajectory starts, not as each one's infra failure.
+  AgentSandboxPolicy(c.confinement, c.run_dir, c.run_dir + "/workspaces/any", c.ptxbench);
   return std::make_unique<CodingAgentProvider>(c);
 }
 
@@ -588,9 +616,9 @@ int RunWith(RunOptions* o) {
     store = std::make_unique<StoreFollower>(o->db, a.run_dir, "run", o->resume, o->quiet);
     a.on_save = store->OnSave();
   }
-  if (!o->agent_command.empty()) author.provider = AgentFor(*o, a);
   StopOnInterrupt(a.run_dir);
   a.stop_requested = &g_stop_requested;
+  if (!o->agent_command.empty()) author.provider = AgentFor(*o, a);
   RunSummary s = RunAgent(a, *author.provider, evaluate);
   if (store) store->Converge();
   return ReportRun(a.run_dir, s);
