@@ -646,8 +646,8 @@ std::optional<CandidateRun> RunCandidateStage(const EvalContext& c,
   cc.timeout = c.req.options.timeout;
   cc.executable = c.req.executable;
   std::optional<ChildOutcome> outcome = RunGatedChild(c, cc, v);
+  if (!outcome) return std::nullopt;  // the candidate never ran: no run stage
   rec->stage_seconds[stage_key::kRun] = SecondsSince(t);
-  if (!outcome) return std::nullopt;
   run.outcome = std::move(*outcome);
   NoteDevice(run.outcome, rec);
   return run;
