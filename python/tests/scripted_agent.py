@@ -9,6 +9,8 @@ evaluate_kernel. What it saw goes to the JSON file $SCRIPTED_AGENT_LOG (outside 
                one is in flight on the way)
       quit     evaluate once, then exit
       sleep    never evaluate: sleep until killed (the wall-time budget)
+      spend    never evaluate: print a Codex CLI usage event per second, as `codex exec --json`
+               does after each turn (the token budget)
       snoop    never evaluate: try to read and write the run folder around the workspace,
                and say what the confinement allowed
 """
@@ -98,6 +100,13 @@ def main():
         with open(log, "w", encoding="utf-8") as f:
             json.dump(seen, f, indent=1)
 
+    if scenario == "spend":
+        save()
+        while True:
+            print(json.dumps({"type": "turn.completed", "usage": {
+                "input_tokens": 3000, "cached_input_tokens": 2000, "output_tokens": 500}}),
+                  flush=True)
+            time.sleep(1)
     if scenario == "snoop":
         seen["snoop"] = snoop()
         save()

@@ -126,6 +126,15 @@ class AgentRunTest(unittest.TestCase):
         self.assertEqual(t["info"]["exit_status"], "wall_limit")
         self.assertEqual(t["info"]["turns"], [])
 
+    def test_the_token_budget_stops_an_agent_by_its_reported_usage(self):
+        # 3,500 tokens a second as its CLI reports them; a budget of 10,000 ends it in ~3 s.
+        run = self.run_agent("spend", "--agent-tokens", "10000", "--agent-wall", "120")
+        t = trajectory(run)
+        self.assertEqual(t["info"]["exit_status"], "token_limit")
+        self.assertEqual(t["info"]["turns"], [])
+        model = S.load(os.path.join(run, "run.json"))["model"]
+        self.assertEqual(model["token_budget"], 10000)
+
     def test_ctrl_c_ends_a_turn_that_waits_for_the_agent(self):
         # The agent would sleep for an hour; the run's stop must not wait for its wall time.
         out = os.path.join(self.runs, "interrupted")

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "agent/agent_usage.h"
 #include "agent/feedback.h"
 #include "agent/mcp_bridge.h"
 #include "common/error.h"
@@ -84,6 +85,9 @@ struct CodingAgentProvider::Seat {
   std::string exit_text;  // set before `exited`
   Clock::time_point deadline;
   int handed_in = 0;
+  // The tokens its CLI reported in its log (agent_usage.h), read while the run waits for it.
+  AgentUsage usage;
+  std::optional<AgentLogFollower> log;
 
   void Stop() {
     if (agent && !exited) {
@@ -183,6 +187,7 @@ std::shared_ptr<CodingAgentProvider::Seat> CodingAgentProvider::SeatFor(
     if (sandbox.active()) spec.sandbox = &sandbox;
     seat->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(o_.wall_seconds));
+    seat->log.emplace(spec.log_path);
     seat->agent.emplace(Child::Start(spec));
   } catch (const std::exception& e) {
     *error = std::string("the agent could not be started: ") + e.what();
@@ -219,8 +224,13 @@ ChatReply CodingAgentProvider::CompleteFor(const std::string& id,
                           {"counted", true}});
   }
   auto stopped = [&] { return o_.stop && o_.stop->load(); };
+  auto over_budget = [&] {
+    if (o_.token_budget <= 0) return false;
+    seat->log->Update(&seat->usage);
+    return seat->usage.tokens() >= o_.token_budget;
+  };
   std::optional<std::string> kernel = seat->bridge->NextKernel(
-      seat->deadline, [&] { return seat->exited.load() || stopped(); });
+      seat->deadline, [&] { return seat->exited.load() || stopped() || over_budget(); });
   reply.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   reply.attempts = 1;
   if (kernel) {
@@ -237,7 +247,11 @@ ChatReply CodingAgentProvider::CompleteFor(const std::string& id,
     return reply;
   }
   reply.outcome = ChatOutcome::kEnded;
-  if (seat->exited) {
+  if (!seat->exited && over_budget()) {
+    reply.finish_reason = "token_limit";
+    reply.error = "the agent reported " + std::to_string(seat->usage.tokens()) +
+                  " tokens, its budget is " + std::to_string(o_.token_budget);
+  } else if (seat->exited) {
     reply.finish_reason = "agent_exit";
     reply.error = "the agent exited (" + seat->exit_text + ") after " +
                   std::to_string(seat->handed_in) + " evaluations";

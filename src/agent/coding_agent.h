@@ -20,8 +20,9 @@
 // many evaluations are left; its turns go on from the last one judged.
 //
 // Budgets: evaluations (the loop's turn limit), wall time from the agent's start (then the
-// trajectory ends `wall_limit`); an agent that exits ends it `agent_exit`. Both are finished
-// trajectories. An agent that cannot be started is the harness's failure (infra, resumable).
+// trajectory ends `wall_limit`), tokens where its CLI reports them (`token_limit`); an agent
+// that exits ends it `agent_exit`. All are finished trajectories. An agent that cannot be started
+// is the harness's failure (infra, resumable).
 #pragma once
 
 #include <atomic>
@@ -36,11 +37,13 @@
 namespace ptxbench {
 
 struct CodingAgentOptions {
-  std::string command;           // run by /bin/sh -c in the workspace
-  std::string name;              // for reports: "codex", "claude-code"
-  std::string run_dir;           // workspaces/ and agents/ are made here
-  int evaluations = 8;           // the loop's turn limit, told to the agent
-  double wall_seconds = 3600;    // per trajectory, from the agent's start
+  std::string command;         // run by /bin/sh -c in the workspace
+  std::string name;            // for reports: "codex", "claude-code"
+  std::string run_dir;         // workspaces/ and agents/ are made here
+  int evaluations = 8;         // the loop's turn limit, told to the agent
+  double wall_seconds = 3600;  // per trajectory, from the agent's start
+  // Per trajectory, as its CLI reports them in its output (agent_usage.h); 0: no budget.
+  int64_t token_budget = 0;
   std::string ptxbench;          // this program, which the MCP configurations start
   std::string arch = "sm_90a";   // whose credit rule the tool's summary applies
   AgentConfinement confinement;  // what its process may touch (agent_confinement.h)

@@ -120,18 +120,20 @@ struct GivenOptions {
 // come back by their JSON keys, kRunEvaluationKeys). Not --db, --quiet, --evaluator: they say
 // where the results also go, what the terminal shows and which machine judges now, not what the
 // run is; and a service gone since could not be left out again (no option says "local GPU").
-const char* const kRecordedOptions[] = {
-    "--model",        "--models",        "--replay",           "--upstream",
-    "--task",         "--agent-command", "--agent-name",       "--agent-wall",
-    "--agent-read",   "--agent-write",   "--agent-unconfined", "--workload",
-    "--trajectories", "--turns",         "--target-speedup",   "--arch",
-    "--pack",         "--context",       "--concurrency",      "--tasks-dir"};
+const char* const kRecordedOptions[] = {"--model",          "--models",       "--replay",
+                                        "--upstream",       "--task",         "--agent-command",
+                                        "--agent-name",     "--agent-wall",   "--agent-tokens",
+                                        "--agent-read",     "--agent-write",  "--agent-unconfined",
+                                        "--workload",       "--trajectories", "--turns",
+                                        "--target-speedup", "--arch",         "--pack",
+                                        "--context",        "--concurrency",  "--tasks-dir"};
 
 struct RunOptions {
   std::string model, models_file, workload, arch = "sm_90a", pack, out, context = "full";
   std::string tasks_dir, replay_file, db, evaluator, upstream;
   std::string agent_command, agent_name;  // a coding agent (agent/coding_agent.h)
   double agent_wall = 3600;
+  int64_t agent_tokens = 0;
   AgentConfinement agent_confinement;
   bool agent_unconfined = false;
   std::vector<std::string> tasks;
@@ -169,6 +171,11 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_option("--agent-wall", o->agent_wall,
                   "Wall-time budget of one trajectory's agent, seconds")
       ->check(CLI::Range(1.0, 7 * 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--agent-tokens", o->agent_tokens,
+                  "Token budget of one trajectory's agent, as its CLI reports usage in its "
+                  "output (codex exec --json, claude --output-format stream-json); 0: none")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50))
       ->capture_default_str();
   cmd->add_option("--agent-read", o->agent_confinement.read_paths,
                   "A folder or file the coding agent may read besides the system and its "
@@ -260,6 +267,7 @@ void RecordedAuthor(const json& run, RunOptions* o) {
     o->agent_command = model.at("command").get<std::string>();
     o->agent_name = model.at("name").get<std::string>();
     o->agent_wall = model.at("wall_seconds").get<double>();
+    o->agent_tokens = model.value("token_budget", int64_t{0});
     // Given again, they are compared with the recorded ones (the run's identity), not replaced.
     if (!Given(*o, "--agent-read") && !Given(*o, "--agent-write") &&
         !Given(*o, "--agent-unconfined")) {
@@ -441,11 +449,9 @@ RunAuthor CodingAgentAuthor(RunOptions* o) {
   r.model_name = o->agent_name;
   // The command, the budget and what the agent may touch decide the turns: they are the run's
   // identity.
-  r.model_info = {{"name", o->agent_name},
-                  {"provider", "coding-agent"},
-                  {"command", o->agent_command},
-                  {"wall_seconds", o->agent_wall},
-                  {"confinement", ToJson(c)}};
+  r.model_info = {{"name", o->agent_name},           {"provider", "coding-agent"},
+                  {"command", o->agent_command},     {"wall_seconds", o->agent_wall},
+                  {"token_budget", o->agent_tokens}, {"confinement", ToJson(c)}};
   return r;
 }
 
@@ -456,6 +462,7 @@ std::unique_ptr<ChatProvider> AgentFor(const RunOptions& o, const AgentOptions& 
   c.run_dir = std::filesystem::absolute(a.run_dir).lexically_normal().string();
   c.evaluations = a.turns;
   c.wall_seconds = o.agent_wall;
+  c.token_budget = o.agent_tokens;
   c.ptxbench = SelfExecutable();
   c.arch = o.arch;
   c.confinement = o.agent_confinement;

@@ -45,7 +45,7 @@ TurnRecord TurnFromJson(const json& j, const std::string& where) {
 bool TrajectoryExitFinished(std::string_view exit_status) {
   return exit_status == "turn_limit" || exit_status == "target_reached" ||
          exit_status == "model_error" || exit_status == "agent_exit" ||
-         exit_status == "wall_limit";
+         exit_status == "wall_limit" || exit_status == "token_limit";
 }
 
 }  // namespace ptxbench

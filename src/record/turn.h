@@ -45,8 +45,9 @@ TurnRecord TurnFromJson(const nlohmann::json& j, const std::string& where = "a t
 
 // A trajectory is finished when it has had all the turns it will get: the turn limit, the
 // target reached, the model refusing, or a coding agent that exited (agent_exit) or ran out of
-// wall time (wall_limit). "running" (stopped or still going) and "infra_error"
-// (the harness failed; resume retries it) are not, nor is a status this version does not know.
+// wall time (wall_limit) or tokens (token_limit). "running" (stopped or still going) and
+// "infra_error" (the harness failed; resume retries it) are not, nor is a status this version does
+// not know.
 bool TrajectoryExitFinished(std::string_view exit_status);
 
 }  // namespace ptxbench
