@@ -109,8 +109,21 @@ std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile
   }
   CommandResult imp =
       RunCommand(NcuImportCommand(ncu_path, report + ".ncu-rep"), std::chrono::seconds(120));
+  // How many launches the report holds, from its raw page: the source page may print a
+  // launch's section more than once (DedupeNcuSections), and a count read twice is work
+  // credited twice.
+  CommandResult raw =
+      RunCommand(NcuLaunchesCommand(ncu_path, report + ".ncu-rep"), std::chrono::seconds(120));
+  std::string why_unreadable;
+  const std::optional<std::string> source =
+      DedupeNcuSections(imp.output, CountNcuLaunches(raw.output), &why_unreadable);
+  if (!source) {
+    set(Verification::kProfileError,
+        why_unreadable + " (" + imp.exit.Describe() + "; " + raw.exit.Describe() + ")");
+    return std::nullopt;
+  }
   size_t bad_rows = 0;
-  std::vector<ProfiledKernel> kernels = ParseNcuSourceCsv(imp.output, &bad_rows);
+  std::vector<ProfiledKernel> kernels = ParseNcuSourceCsv(*source, &bad_rows);
   const int calls = static_cast<int>(po.All("trial").size());
   ins.profile = ProfileRun{.tool = ncu_path,
                            .calls = calls,

@@ -112,6 +112,59 @@ TEST(Ncu, ParsesTheSourcePageAndSumsLaunches) {
   EXPECT_DOUBLE_EQ(k[0].instructions[3].thread_inst_executed_true, 640);
 }
 
+// The raw page of the pack GEMM's report (three calls), as ncu 2025.3.1 printed it on an H100.
+const char* kRawPage =
+    R"csv("ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","inst_executed"
+"","","","","","","","","","","","inst"
+"0","9511","driver","127.0.0.1","void <unnamed>::gemm_ws_kernel<256>(int)","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","114662988"
+"1","9511","driver","127.0.0.1","void <unnamed>::gemm_ws_kernel<256>(int)","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","114657881"
+"2","9511","driver","127.0.0.1","void <unnamed>::gemm_ws_kernel<256>(int)","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","114659433"
+)csv";
+
+TEST(Ncu, CountsTheLaunchesOfTheRawPage) {
+  EXPECT_EQ(CountNcuLaunches(kRawPage), 3);
+  EXPECT_EQ(CountNcuLaunches(""), 0);
+}
+
+// Four launches printed as eight sections (H100, 2026-12-07): one of each pair is kept, and the
+// HGMMA of 1000 wgmma per warpgroup counts 4000 per launch, not 8000.
+TEST(Ncu, ASourcePageWithEachLaunchTwiceCountsEachOnce) {
+  const std::string csv =
+      ReadFile(std::string(PTXBENCH_SOURCE_DIR) + "/tests/fixtures/ncu/hgmma_count_source.csv");
+  EXPECT_EQ(ParseNcuSourceCsv(csv).size(), 3u);
+  std::string why;
+  std::optional<std::string> once = DedupeNcuSections(csv, 4, &why);
+  ASSERT_TRUE(once) << why;
+  std::vector<ProfiledKernel> kernels = ParseNcuSourceCsv(*once);
+  ASSERT_EQ(kernels.size(), 3u);
+  int launches = 0;
+  for (const ProfiledKernel& k : kernels) {
+    launches += k.launches;
+    double hgmma = 0;
+    for (const ProfiledInstruction& i : k.instructions)
+      if (i.text.find("HGMMA.64x") != std::string::npos &&
+          i.text.find("x8x16") == std::string::npos)
+        hgmma += i.inst_executed;
+    EXPECT_EQ(hgmma, 4000.0 * k.launches) << k.name;
+  }
+  EXPECT_EQ(launches, 4);
+  // As many sections as launches: nothing changes.
+  std::optional<std::string> same = DedupeNcuSections(csv, 8, &why);
+  ASSERT_TRUE(same);
+  EXPECT_EQ(ParseNcuSourceCsv(*same)[1].launches, 4);
+}
+
+TEST(Ncu, ASourcePageThatDoesNotFitTheLaunchesIsRefused) {
+  const std::string csv =
+      ReadFile(std::string(PTXBENCH_SOURCE_DIR) + "/tests/fixtures/ncu/hgmma_count_source.csv");
+  std::string why;
+  EXPECT_FALSE(DedupeNcuSections(csv, 3, &why));  // 8 sections for 3 launches
+  EXPECT_NE(why.find("8 kernel sections for 3 launches"), std::string::npos) << why;
+  EXPECT_FALSE(DedupeNcuSections(csv, 2, &why));  // runs of 4 that are not copies
+  EXPECT_NE(why.find("not as identical copies"), std::string::npos) << why;
+  EXPECT_FALSE(DedupeNcuSections(csv, 0, &why));
+}
+
 TEST(Ncu, JoinsByInstructionStreamAndCountsFamiliesAndFlops) {
   auto fns = ParseCuobjdumpSass(kSassSample);
   auto k = ParseNcuSourceCsv(kNcuSample);

@@ -165,6 +165,54 @@ std::vector<std::string> NcuImportCommand(const std::string& ncu, const std::str
   return {ncu, "--import", report, "--page", "source", "--print-source", "sass", "--csv"};
 }
 
+std::vector<std::string> NcuLaunchesCommand(const std::string& ncu, const std::string& report) {
+  return {ncu, "--import", report, "--page", "raw", "--csv", "--metrics", "inst_executed"};
+}
+
+int CountNcuLaunches(std::string_view raw_csv) {
+  int n = 0;
+  for (const std::string& line : SplitLines(raw_csv)) {
+    if (line.size() < 3 || line[0] != '"') continue;
+    const std::vector<std::string> f = CsvFields(line);
+    if (!f.empty() && !f[0].empty() &&
+        std::all_of(f[0].begin(), f[0].end(), [](char c) { return c >= '0' && c <= '9'; }))
+      ++n;
+  }
+  return n;
+}
+
+std::optional<std::string> DedupeNcuSections(std::string_view source_csv, int launches,
+                                             std::string* why) {
+  // The text before the first section (ncu's own lines), then each section as printed.
+  std::string head;
+  std::vector<std::string> sections;
+  for (const std::string& line : SplitLines(source_csv)) {
+    if (line.rfind("\"Kernel Name\"", 0) == 0) sections.emplace_back();
+    (sections.empty() ? head : sections.back()) += line + "\n";
+  }
+  const int n = static_cast<int>(sections.size());
+  auto fail = [&](const std::string& what) -> std::optional<std::string> {
+    if (why) *why = what;
+    return std::nullopt;
+  };
+  if (n == 0) return std::string(source_csv);  // no kernel at all: the caller says so
+  if (launches <= 0) return fail("the profiler's report lists no launch");
+  if (n % launches != 0)
+    return fail("the profiler's source page has " + std::to_string(n) + " kernel sections for " +
+                std::to_string(launches) + " launches");
+  const int copies = n / launches;
+  std::string out = head;
+  for (int i = 0; i < n; i += copies) {
+    for (int c = 1; c < copies; ++c)
+      if (sections[i + c] != sections[i])
+        return fail("the profiler's source page has " + std::to_string(n) +
+                    " kernel sections for " + std::to_string(launches) +
+                    " launches, and not as identical copies");
+    out += sections[i];
+  }
+  return out;
+}
+
 std::optional<std::string> FindNcu() { return FindProgram("ncu"); }
 
 DynamicInspection JoinProfile(const std::vector<ProfiledKernel>& profiled,

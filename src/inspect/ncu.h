@@ -42,6 +42,19 @@ std::vector<ProfiledKernel> ParseNcuSourceCsv(std::string_view csv, size_t* bad_
 // stdout can pose as profiler output.
 std::vector<std::string> NcuCommand(const std::string& ncu, const std::string& report_base);
 std::vector<std::string> NcuImportCommand(const std::string& ncu, const std::string& report);
+// The report's raw page, one row per profiled launch: how many launches there were.
+std::vector<std::string> NcuLaunchesCommand(const std::string& ncu, const std::string& report);
+// The launches in that page's CSV (rows whose ID is a number).
+int CountNcuLaunches(std::string_view raw_csv);
+
+// The source page as ncu 2025.3 prints it can hold each launch's section more than once (on an
+// H100, 2026-12-07: every section twice, byte for byte, so the pack GEMM read six launches for
+// three calls and twice its tensor-core work). With the report's own launch count: when the
+// sections are k times the launches and come in runs of k identical copies, one of each run is
+// kept; anything else is a report the harness cannot read (nullopt, `why` says what), and the
+// profile fails rather than count work twice.
+std::optional<std::string> DedupeNcuSections(std::string_view source_csv, int launches,
+                                             std::string* why);
 std::optional<std::string> FindNcu();
 
 // Per family, what ran.
