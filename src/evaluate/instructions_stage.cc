@@ -89,12 +89,12 @@ std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile
   pc.tool_roots = ToolRoots(ncu_path);
   pc.allow_inet = true;
   pc.timeout = req.options.profile_timeout;
-  std::optional<ChildOutcome> ran = gpu.run ? gpu.run(pc) : RunChild(pc);
-  if (!ran) {
+  if (gpu.before_child && !gpu.before_child()) {
     set(Verification::kProfileError, "the GPU was not free for the profiled call");
     return std::nullopt;
   }
-  const ChildOutcome& po = *ran;
+  ChildOutcome po = RunChild(pc);
+  if (gpu.after_child) gpu.after_child();
   if (profiled) *profiled = po;
   if (po.exit.kind == ExitKind::kTimedOut) {
     set(Verification::kProfileError, "the profiled call did not finish within " +

@@ -10,7 +10,6 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "common/strings.h"
-#include "evaluate/gpu_gate.h"
 #include "measure/baseline.h"
 #include "record/environment_layers.h"
 #include "record/layers.h"
@@ -170,23 +169,23 @@ ChildOutcome RunBaselineChild(const EvalRequest& req, const ScratchDir& scratch,
   spec.baseline_seed_offset = seed_offset;
   spec.peak_n = peak_n;
   spec.baseline_options = baseline_options;
-  std::shared_ptr<GpuGateState> gate;
   if (gpu) {
     spec.wait_for_go = true;
+    bc.timeout += req.options.gpu_lock_timeout;  // the wait for "go" is the lock's
     bc.on_message = [gpu, gpu_refused](const json& m, const ChildRequest::Reply& reply) {
       if (m.value("event", "") != "baseline_ready") return;
       const bool held = gpu->Hold(GpuLock::Mode::kAlone);
       if (!held) *gpu_refused = true;
-      reply(held ? kGateGo : kGateStop);
+      reply(held ? "go" : "stop");
     };
+    if (!gpu->Hold(GpuLock::Mode::kShared)) {
+      *gpu_refused = true;
+      return {};
+    }
   }
   bc.spec = ToJson(spec);
-  // The set-up asks for the GPU shared at its first CUDA call (the gate), the timed calls
-  // alone at baseline_ready (above).
-  if (gpu) gate = GateChildOnGpu(&bc, gpu);
   ChildOutcome outcome = RunChild(bc);
   if (gpu) gpu->Release();
-  if (gate && gate->refused) *gpu_refused = true;
   return outcome;
 }
 
@@ -291,10 +290,9 @@ void TimingLayer::Run() {
   Plan();
   // Each child alone on the GPU while it times (another evaluation's kernels would change
   // its figures and the witness's window): the baselines ask when their set-up is done, the
-  // candidate's child once its buffers are set up and before the candidate is loaded (a
-  // loaded candidate is never left unwatched on a GPU that another evaluation times on); each
-  // set-up holds the GPU shared from the child's first CUDA call (gpu_gate.h). Judging,
-  // revalidating and the witness's judgement need the GPU only for a reference, shared.
+  // candidate's child holds it from its start (a loaded candidate is never left unwatched on
+  // a GPU that another evaluation times on). Judging, revalidating and the witness's
+  // judgement need the GPU only for a reference, shared.
   auto refused = [&] {
     if (!v_->decided) SetGpuRefused(*c_.gpu, v_);
     perf_.state = "not_reached";
@@ -303,7 +301,9 @@ void TimingLayer::Run() {
   };
   BaselineBefore();
   if (gpu_refused_) return refused();
-  if (!Candidate()) return refused();
+  if (!HoldGpu(c_, GpuLock::Mode::kAlone, v_)) return refused();
+  Candidate();
+  if (c_.gpu) c_.gpu->Release();
   BaselineAfter();
   if (gpu_refused_) return refused();
   Judge();
@@ -349,7 +349,7 @@ void TimingLayer::BaselineBefore() {
   rec_->stage_seconds[stage_key::kTimingBaseline] = SecondsSince(t);
 }
 
-bool TimingLayer::Candidate() {
+void TimingLayer::Candidate() {
   // The parent's witness of what the GPU did, read outside every child. Whether this GPU has
   // one is the parent's finding, made here before the candidate's timing child exists.
   gpm_ = GpmWitness::Open(gpu_.value("pci_bus_id", ""), &gpm_why_);
@@ -370,23 +370,13 @@ bool TimingLayer::Candidate() {
   spec.kept_outputs = talk_.numbers.kept_outputs;
   spec.witness_calls = talk_.numbers.witness_calls;
   spec.digest_key = talk_.numbers.digest_key;
+  tc.spec = ToJson(spec);
   tc.timeout = c_.req.options.timing_timeout;
   tc.on_message = [this](const json& m, const ChildRequest::Reply& reply) {
     talk_.OnMessage(m, reply);
   };
-  if (!c_.gpu) {
-    tc.spec = ToJson(spec);
-    timed_ = RunChild(tc);
-    rec_->stage_seconds[stage_key::kTiming] = SecondsSince(t);
-    return true;
-  }
-  spec.wait_for_go = true;  // candidate_ready: the GPU alone before the candidate is loaded
-  tc.spec = ToJson(spec);
-  std::optional<ChildOutcome> gated = RunGatedChild(c_, tc, v_, /*alone_before_load=*/true);
+  timed_ = RunChild(tc);
   rec_->stage_seconds[stage_key::kTiming] = SecondsSince(t);
-  if (!gated) return false;
-  timed_ = std::move(*gated);
-  return true;
 }
 
 void TimingLayer::BaselineAfter() {
@@ -627,18 +617,16 @@ bool TimingLayer::Revalidate() {
   std::map<uint64_t, ReferenceEntry> refs;
   if (!check_seeds.empty()) {
     auto t = Clock::now();
-    std::optional<ChildOutcome> gated = RunGatedChild(
-        c_,
-        ReferenceChild(c_.req, c_.family, c_.axes, check_seeds, ReferenceFolder(scratch_), scratch_,
-                       "timing-reference", check_set_seeds),
-        v_);
-    if (!gated) {
+    if (!HoldGpu(c_, GpuLock::Mode::kShared, v_)) {
       Revalidation& none = perf_.revalidation.emplace();
       none.state = "not_reached";
       none.reason = c_.gpu->Failure();
       return false;
     }
-    const ChildOutcome& ro = *gated;
+    ChildOutcome ro =
+        RunReferenceChild(c_.req, c_.family, c_.axes, check_seeds, ReferenceFolder(scratch_),
+                          scratch_, "timing-reference", check_set_seeds);
+    if (c_.gpu) c_.gpu->Release();
     for (const json* m : ro.All("reference")) {
       ReferenceEntry e;
       e.seed = m->at("seed");

@@ -126,8 +126,7 @@ ChildOutcome RunChild(const ChildRequest& r) {
       for (const auto& m : ParseChannel({line}, &garbage)) r.on_message(m, reply);
     };
   }
-  o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout, on_line,
-                      r.answer_time_is_not_the_childs);
+  o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout, on_line);
   o.messages = ParseChannel(child.channel_lines(), &o.garbage);
   o.log_path = p.log_path;
   // A candidate's output reaches records and the model's feedback: never a secret of ours,
