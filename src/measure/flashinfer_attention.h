@@ -64,7 +64,11 @@ struct AttentionBaseline {
   }
   static AttentionBaseline Cudnn() { return {AttentionLibrary::kCudnn, ""}; }
   bool IsFlashInfer() const { return library == AttentionLibrary::kFlashInfer; }
-  bool operator==(const AttentionBaseline&) const = default;
+  // Spelled out: CUDA sources include this header as C++17, without defaulted comparisons.
+  bool operator==(const AttentionBaseline& o) const {
+    return library == o.library && flashinfer_version == o.flashinfer_version;
+  }
+  bool operator!=(const AttentionBaseline& o) const { return !(*this == o); }
 };
 std::string ToString(AttentionLibrary l);  // "flashinfer", "cudnn"
 // The canonical word, which records and run.json keep: "flashinfer@0.6.14", "cudnn". Never

@@ -142,7 +142,10 @@ void Guard(const std::string& what, const std::function<void()>& body) {
 class FlashInferAttentionGpu : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(FlashInferAttentionGpu, MatchesTheReference) {
-  const auto [version, d, causal] = GetParam();
+  // Plain variables, not structured bindings: the lambdas below capture them (C++17 here).
+  const std::string version = std::get<0>(GetParam());
+  const int d = std::get<1>(GetParam());
+  const bool causal = std::get<2>(GetParam());
   std::string why;
   ASSERT_TRUE(FindFlashInfer(version, &why)) << why;
   std::unique_ptr<FlashInferAttention> fi;
