@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Builds what the GPU image lacks for the evaluation service (issue 37): the GPU machine has no
-# package registry and no libmicrohttpd or SQLite headers, so `ptxbench serve` built there had
-# no HTTP server and no queue. Here (Debian, with its mirror reachable) this makes static
-# libraries and their headers in .carry/deps, which a device call carries (carry: [".carry"])
-# and scripts/gpu_suite.sh hands to CMake:
+# What a device call needs beside the working tree, made here. A call carries (64 MiB in all,
+# the working tree included):
+#   carry: [".tools/nvidia", ".tools/tvm-ffi", ".tools/nvidia_cuda_cuobjdump-13.2.86.dist-info",
+#           ".tools/nvidia_cuda_nvdisasm-13.2.86.dist-info", ".carry"]
+# FlashInfer's headers are not in that list: each release's folder (.tools/flashinfer-<version>)
+# is ~26 MB, and two of them do not fit beside the rest. They travel packed instead, as
+# .carry/flashinfer-<version>.tar.xz (~1 MB each: text compresses well), which the GPU-side
+# scripts unpack into .tools/ before setup (scripts/carried_flashinfer.sh).
+#
+#   scripts/gpu_deps.sh             pack FlashInfer's headers, then build the static libraries
+#   scripts/gpu_deps.sh flashinfer  pack FlashInfer's headers only (no network needed)
+#
+# The static libraries (issue 37): the GPU machine has no package registry and no libmicrohttpd
+# or SQLite headers, so `ptxbench serve` built there had no HTTP server and no queue. Here
+# (Debian, with its mirror reachable) this makes static libraries and their headers in
+# .carry/deps, which scripts/gpu_suite.sh hands to CMake:
 #   - libmicrohttpd from Debian's source package, checked against the .dsc's SHA-256, built
 #     without TLS (the service on the GPU host listens on loopback; static, so nothing of it
 #     must exist on the image);
@@ -12,6 +23,22 @@
 # whether its toolchain accepts them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Each installed release, repacked only when its folder changed since the last pack.
+mkdir -p .carry
+for dir in .tools/flashinfer-*/; do
+  name=$(basename "$dir")
+  [[ -f "$dir/VERSION" && "$name" != *.unpacking ]] || continue
+  archive=.carry/$name.tar.xz
+  if [[ -f "$archive" && -z "$(find "$dir" -newer "$archive" -print -quit)" ]]; then
+    echo "gpu_deps: $archive is up to date"
+    continue
+  fi
+  tar -C .tools -cJf "$archive.tmp" "$name" && mv "$archive.tmp" "$archive"
+  echo "gpu_deps: packed $dir into $archive ($(du -h "$archive" | cut -f1))"
+done
+[[ "${1:-}" == "flashinfer" ]] && exit 0
+
 out=$PWD/.carry/deps
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -10,6 +10,8 @@ out=${OUT:-gpu-owed-out}; mkdir -p "$out"
 t0=$(date +%s)
 left() { echo $(( ${BUDGET_S:-380} - ($(date +%s) - t0) )); }
 export PTXBENCH_BUILD_DIR=build-gpu
+# FlashInfer's headers come packed in .carry (scripts/gpu_deps.sh): in place before the build.
+scripts/carried_flashinfer.sh || echo "carried_flashinfer failed: FlashInfer's baseline may report missing headers"
 scripts/probes/static_deps_link.sh >"$out/static-deps.txt" 2>&1 || mv .carry/deps .carry/deps-unusable
 PTXBENCH_BUILD_TARGETS="ptxbench controls_gpu_test" scripts/setup.sh --no-run \
   >"$out/setup.log" 2>&1 || { grep -E -A8 "error" "$out/setup.log" | head -40; exit 1; }

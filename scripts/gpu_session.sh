@@ -8,6 +8,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-session-out}; mkdir -p "$out"
 t0=$(date +%s)
+# FlashInfer's headers come packed in .carry (scripts/gpu_deps.sh): in place before the build.
+scripts/carried_flashinfer.sh || echo "carried_flashinfer failed: FlashInfer's baseline may report missing headers"
 scripts/probes/static_deps_link.sh >"$out/static-deps.txt" 2>&1 || mv .carry/deps .carry/deps-unusable
 cat "$out/static-deps.txt"
 OUT=$out COST=${COST:-0} PTXBENCH_BUILD_TARGETS="ptxbench controls_gpu_test ${EXTRA_TARGETS:-}" \

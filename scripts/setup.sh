@@ -107,20 +107,38 @@ if [[ -z "${PTXBENCH_TVM_FFI:-}" ]] &&
 fi
 
 # --- FlashInfer's headers: the attention-forward baseline is built by the harness from
-# FlashInfer's own Hopper templates (src/measure/flashinfer_attention.h). From the maintained
-# package, flashinfer-python 0.7.4 on PyPI (or $PTXBENCH_FLASHINFER_WHEEL, a copy of that
-# wheel), only the headers its sm90 prefill pulls in (nvcc -M over tools/flashinfer_headers.cu),
-# into .tools/flashinfer: ~24 MB instead of the wheel's 1 GB ---
-flashinfer_version=0.7.4
-fi_dir=.tools/flashinfer
-if [[ -z "${PTXBENCH_FLASHINFER:-}" ]] &&
-   [[ "$(cat $fi_dir/VERSION 2>/dev/null)" != "$flashinfer_version" ]]; then
-  echo "setup: installing FlashInfer $flashinfer_version's attention headers into $fi_dir"
-  if ! scripts/install_flashinfer_headers.sh "$flashinfer_version" "$fi_dir"; then
-    echo "setup: could not install FlashInfer's headers; the attention-forward baseline" \
-         "(--baseline flashinfer, the default) will report that they are missing"
+# FlashInfer's own Hopper templates (src/measure/flashinfer_attention.h). Each release the
+# harness knows (0.6.14, the paper's and the default; 0.7.4, `--baseline flashinfer@0.7.4`) from
+# the maintained package, flashinfer-python on PyPI (or $PTXBENCH_FLASHINFER_WHEEL, a copy of
+# one release's wheel, used for that release), only the headers its sm90 prefill pulls in
+# (nvcc -M over tools/flashinfer_headers.cu), into .tools/flashinfer-<version>: ~26 MB each
+# instead of the wheel's 1 GB. A folder already holding its release is kept as it is, so a GPU
+# machine whose folders came unpacked from .carry (scripts/carried_flashinfer.sh) downloads
+# nothing. $PTXBENCH_FLASHINFER, when set, stands in for the release its VERSION names. ---
+flashinfer_versions=(0.6.14 0.7.4)
+# The folder of before issue 38 (.tools/flashinfer, 0.7.4 then) is nothing the harness reads any
+# more: where it holds a release whose own folder is missing it becomes that folder (no second
+# download); otherwise it is left alone, harmless.
+if [[ -f .tools/flashinfer/VERSION ]]; then
+  old_version=$(cat .tools/flashinfer/VERSION)
+  if [[ " ${flashinfer_versions[*]} " == *" $old_version "* && ! -e .tools/flashinfer-$old_version ]]; then
+    echo "setup: moving .tools/flashinfer (FlashInfer $old_version) to .tools/flashinfer-$old_version"
+    mv .tools/flashinfer ".tools/flashinfer-$old_version"
   fi
 fi
+for flashinfer_version in "${flashinfer_versions[@]}"; do
+  fi_dir=.tools/flashinfer-$flashinfer_version
+  [[ "$(cat "$fi_dir/VERSION" 2>/dev/null)" == "$flashinfer_version" ]] && continue
+  [[ -n "${PTXBENCH_FLASHINFER:-}" &&
+     "$(cat "$PTXBENCH_FLASHINFER/VERSION" 2>/dev/null)" == "$flashinfer_version" ]] && continue
+  wheel=${PTXBENCH_FLASHINFER_WHEEL:-}
+  [[ "$(basename "$wheel")" == flashinfer_python-"$flashinfer_version"-*.whl ]] || wheel=
+  echo "setup: installing FlashInfer $flashinfer_version's attention headers into $fi_dir"
+  if ! PTXBENCH_FLASHINFER_WHEEL=$wheel scripts/install_flashinfer_headers.sh "$flashinfer_version" "$fi_dir"; then
+    echo "setup: could not install FlashInfer $flashinfer_version's headers; the attention-forward" \
+         "baseline --baseline flashinfer@$flashinfer_version will report that they are missing"
+  fi
+done
 
 # --- build ---
 build_dir=${PTXBENCH_BUILD_DIR:-build}

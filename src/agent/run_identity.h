@@ -14,12 +14,18 @@
 
 namespace ptxbench {
 
+// What a run.json written before the FlashInfer release was recorded meant by its baseline
+// "flashinfer": the one release the harness built then. A resume of such a run keeps it.
+inline constexpr const char* kLegacyFlashInferBaseline = "flashinfer@0.7.4";
+
 // The first difference between the identity of an existing run.json (`before`) and the run
 // about to start (`now`), as one line naming the one field that differs (the deepest one:
 // "model/temperature", "definitions/NAME/definition_sha256") and both values in full (a value
 // of thousands of characters: the stretch where they differ, with a note); nullopt when they
 // are the same run. The tasks are compared in any order. A field missing on one side only
 // counts as a difference, except ptxbench_commit in a run.json written before runs recorded it.
+// A run.json's baseline "flashinfer" (written before the FlashInfer release was recorded) is
+// the same as kLegacyFlashInferBaseline.
 // What run.json records, under "definitions", of the definitions a run judges under: for each
 // task, by name, the SHA-256 of its definition's canonical JSON (ToJson without the workloads,
 // keys sorted), the id of the workload it runs and the SHA-256 of that workload's. Any change

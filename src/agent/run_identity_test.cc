@@ -29,7 +29,7 @@ json ARun() {
           {"timing", true},
           {"timeout", 60},
           {"timing_budget", 8.0},
-          {"baseline", "flashinfer"},
+          {"baseline", "flashinfer@0.6.14"},
           {"ptxbench_version", "0.9.0"},
           {"ptxbench_commit", "0123456789ab"},
           {"concurrency", 4}};
@@ -63,7 +63,8 @@ TEST(RunIdentity, EachFieldChangedIsNamed) {
       {"/timing_budget", 2.0},
       {"/ptxbench_version", "1"},
       {"/ptxbench_commit", "ffff"},
-      {"/baseline", "cudnn"}};
+      {"/baseline", "cudnn"},
+      {"/baseline", "flashinfer@0.7.4"}};
   for (const auto& [field, value] : changes) {
     json now = ARun();
     now[json::json_pointer(field)] = value;
@@ -95,6 +96,24 @@ TEST(RunIdentity, ARunWithoutABaselineWasCudnn) {
   auto diff = RunIdentityDifference(before, ARun());
   ASSERT_TRUE(diff);
   EXPECT_NE(diff->find("baseline differs"), std::string::npos) << *diff;
+}
+
+// Issue 38: a run timed against one FlashInfer release is not resumed against another. One
+// recorded before the release was ("flashinfer") was timed against 0.7.4, the only one then.
+TEST(RunIdentity, AFlashInferRunKeepsItsRelease) {
+  json before = ARun(), now = ARun();
+  now["baseline"] = "flashinfer@0.7.4";
+  auto diff = RunIdentityDifference(before, now);
+  ASSERT_TRUE(diff);
+  EXPECT_EQ(
+      *diff,
+      "baseline differs: the run has \"flashinfer@0.6.14\", this command \"flashinfer@0.7.4\"");
+  before["baseline"] = "flashinfer";
+  EXPECT_FALSE(RunIdentityDifference(before, now));
+  now["baseline"] = "flashinfer@0.6.14";
+  diff = RunIdentityDifference(before, now);
+  ASSERT_TRUE(diff);
+  EXPECT_NE(diff->find("baseline differs: the run has \"flashinfer\""), std::string::npos) << *diff;
 }
 
 // Issue 38: `--task b --task a` is the run of `--task a --task b` (trajectory ids come from the

@@ -154,16 +154,18 @@ CommandResult PtxbenchStderr(std::vector<std::string> args) {
 }
 
 // `tasks` names the baseline `eval` will use: for attention forward that is FlashInfer (the
-// paper's), not the definition's cuDNN name, which follows as the alternative.
+// paper's, of the paper's release), not the definition's cuDNN name, which follows among the
+// alternatives.
 TEST(Cli, TasksShowsTheBaselineEvalUses) {
   CommandResult r = Ptxbench({"tasks", "mha_with_lse_d128"});
   EXPECT_EQ(r.exit.code, 0) << r.output;
-  EXPECT_NE(r.output.find("baseline: flashinfer (FlashInfer's sm90 prefill, eval's default; "
-                          "--baseline cudnn: cudnn_sdpa_fwd)"),
+  EXPECT_NE(r.output.find("baseline: FlashInfer 0.6.14 (sm90 prefill), eval's default; "
+                          "--baseline flashinfer@0.7.4: FlashInfer 0.7.4 (sm90 prefill); "
+                          "--baseline cudnn: cudnn_sdpa_fwd\n"),
             std::string::npos)
       << r.output;
   r = PtxbenchStdout({"tasks", "mha_with_lse_d128", "--json"});
-  EXPECT_EQ(nlohmann::json::parse(r.output).value("eval_baseline", ""), "flashinfer");
+  EXPECT_EQ(nlohmann::json::parse(r.output).value("eval_baseline", ""), "flashinfer@0.6.14");
   r = PtxbenchStdout({"tasks", "gemm_n7168_k5120", "--json"});
   EXPECT_EQ(nlohmann::json::parse(r.output).value("eval_baseline", ""), "cublaslt_bf16_fp32acc");
 }
@@ -544,6 +546,12 @@ TEST(Cli, BadOptionValuesAreOneLineAndExitTwoAtParseTime) {
        "--baseline",
        "baseline",
        "cuDNN not in"},
+      // A FlashInfer release the harness does not build: the known ones are listed.
+      run({"--baseline", "flashinfer@0.5.3"}, "flashinfer@0.5.3 not in"),
+      {{"baseline", "--task", "mha_with_lse_d128", "--baseline", "flashinfer@0.5.3"},
+       "--baseline",
+       "baseline",
+       "flashinfer@0.7.4"},
       run({"--models", missing, "--model", "m"}, missing),
       run({"--tasks-dir", missing}, missing),
       run({"--evaluator", "gpu-host:8737"}, "not a service URL"),

@@ -1,7 +1,7 @@
 // `ptxbench baseline --task PATTERN [...]`: the vendor library alone (cuBLASLt for GEMM;
-// FlashInfer's sm90 prefill and cuDNN SDPA for the attention forward, one line each; cuDNN for
-// the backward), timed exactly as an evaluation times it, one line per workload and library;
-// next to the published H100 figures where they list the same shape.
+// FlashInfer's sm90 prefill, of one or each known release, and cuDNN SDPA for the attention
+// forward, one line each; cuDNN for the backward), timed exactly as an evaluation times it, one
+// line per workload and library; next to the published H100 figures where they list the same shape.
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -97,8 +97,8 @@ struct BaselineOptions {
 
 // --warmup and --iterations take the options table's ranges with words of their own (`eval`'s
 // are worded for an evaluation, "Timing: …"); --buffer-sets, --timeout (per workload, not a
-// candidate's run) and --baseline (which has "both": the two attention-forward libraries side
-// by side) are this command's own.
+// candidate's run) and --baseline (which has "both" and "all": attention-forward libraries
+// side by side) are this command's own.
 void DeclareBaselineOptions(CLI::App* cmd, BaselineOptions* o) {
   cmd->add_option("--task", o->tasks, "Task definitions, or shell patterns such as 'mha_*'")
       ->required();
@@ -122,8 +122,11 @@ void DeclareBaselineOptions(CLI::App* cmd, BaselineOptions* o) {
                   "Published figures to compare with (default: tasks/published-baselines-h100.csv)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--baseline", o->baseline,
-                  "Attention forward: flashinfer, cudnn, or both (one line each, side by side)")
-      ->check(CLI::IsMember({"flashinfer", "cudnn", "both"}))
+                  std::string("Attention forward: flashinfer (FlashInfer ") +
+                      kDefaultFlashInferVersion +
+                      "), flashinfer@VERSION, cudnn, both (cuDNN and flashinfer) or all (cuDNN "
+                      "and every FlashInfer release), one line each, side by side")
+      ->check(CLI::IsMember(BaselineCommandWords()))
       ->capture_default_str();
   cmd->add_option("--csv", o->csv_path, "Write the table as CSV");
   cmd->add_option("--json", o->json_path, "Write every measurement as a JSON array");
@@ -197,15 +200,6 @@ std::vector<BaselineJob> BaselineJobs(const BaselineOptions& o, const Catalog& c
   return jobs;
 }
 
-// The attention forward's libraries, in the order their lines are printed: cuDNN first, so
-// FlashInfer's line can say how it compares.
-std::vector<AttentionBaseline> AttentionLibraries(const std::string& choice) {
-  std::vector<AttentionBaseline> attention;
-  if (choice != "flashinfer") attention.push_back(AttentionBaseline::kCudnn);
-  if (choice != "cudnn") attention.push_back(AttentionBaseline::kFlashInfer);
-  return attention;
-}
-
 const Published* PublishedFigures(const PublishedTable& published, const Definition& def,
                                   const Workload& wl) {
   const Published* pub = nullptr;
@@ -215,19 +209,20 @@ const Published* PublishedFigures(const PublishedTable& published, const Definit
   return pub;
 }
 
-const char kTableFormat[] = "%-26s %-12s %-10s %-11s %10s %18s %8s %10s %8s %7s%s\n";
+const char kTableFormat[] = "%-26s %-12s %-17s %-11s %10s %18s %8s %10s %8s %7s%s\n";
 const char kCsvHeader[] =
     "task,workload,baseline,state,median_ms,p10_ms,p90_ms,tflops,published_ms,"
     "published_tflops,tflops_vs_published,cudnn_ms_over_this_ms,library_version,plan,reason\n";
 
 // One measurement as the table line (and, when it did not run, the reason below it) and as
-// a CSV row. `choice` is the attention forward's library ("" for other families).
+// a CSV row. `choice` is the attention forward's library, as ToString(AttentionBaseline) words
+// it ("" for other families).
 struct MeasuredLine {
   const Definition* def;
   const Workload* wl;
   std::string choice;
   const Published* pub;
-  std::optional<double> vs_cudnn;  // cuDNN's median over this one's (FlashInfer's line)
+  std::optional<double> vs_cudnn;  // cuDNN's median over this one's (each FlashInfer line)
 };
 
 void PrintTableLine(FILE* table, const MeasuredLine& l, const json& m, const std::string& shape) {
@@ -256,6 +251,11 @@ std::string CsvLine(const MeasuredLine& l, const json& m, const std::string& sha
   const std::string library =
       m.contains("name") ? m["name"].get<std::string>() : (l.choice.empty() ? "vendor" : l.choice);
   const json lib = m.value("library", json::object());
+  std::string version = lib.value("version", "");
+  // A FlashInfer line that did not run (head dim 96, a failed build) still names its release.
+  if (auto asked = ParseAttentionBaseline(l.choice);
+      version.empty() && asked && asked->IsFlashInfer())
+    version = asked->flashinfer_version;
   const Published* pub = l.pub;
   return CsvRow({l.def->name, shape, ran ? library : l.choice, state,
                  ran ? Fixed(m["median"].get<double>() * 1e3, 5) : "",
@@ -263,7 +263,7 @@ std::string CsvLine(const MeasuredLine& l, const json& m, const std::string& sha
                  ran ? Fixed(m["p90"].get<double>() * 1e3, 5) : "", ran ? Fixed(tf, 1) : "",
                  pub ? Fixed(pub->ms, 4) : "", pub ? Fixed(pub->tflops, 1) : "",
                  ran && pub && pub->tflops > 0 ? Fixed(tf / pub->tflops, 3) : "",
-                 l.vs_cudnn ? Fixed(*l.vs_cudnn, 4) : "", lib.value("version", ""), PlanOf(lib),
+                 l.vs_cudnn ? Fixed(*l.vs_cudnn, 4) : "", version, PlanOf(lib),
                  m.value("reason", "")});
 }
 
@@ -275,13 +275,13 @@ struct BaselineResults {
   int failed = 0;
 };
 
-// Times each job's library (both attention-forward libraries where asked), printing each line
-// as it is measured.
+// Times each job's library (every attention-forward library asked for), printing each line as
+// it is measured.
 BaselineResults MeasureJobs(const BaselineOptions& o, const std::vector<BaselineJob>& jobs,
                             const PublishedTable& published, FILE* table) {
   BaselineResults out;
   uint64_t seed = 0x62617365ull;
-  const std::vector<AttentionBaseline> attention = AttentionLibraries(o.baseline);
+  const std::vector<AttentionBaseline> attention = AttentionBaselinesOf(o.baseline);
   for (const auto& [def, wl] : jobs) {
     const bool forward = def->family == "mha_fwd";
     std::optional<double> cudnn_median;  // this shape's, when cuDNN ran
@@ -311,8 +311,8 @@ BaselineResults MeasureJobs(const BaselineOptions& o, const std::vector<Baseline
       const bool ran = state == "ran";
       out.failed += state == "failed" || state == "skipped";
       const double median = ran ? m["median"].get<double>() : 0;
-      if (ran && l.choice == "cudnn") cudnn_median = median;
-      if (ran && l.choice == "flashinfer" && cudnn_median && median > 0)
+      if (ran && forward && !req.attention.IsFlashInfer()) cudnn_median = median;
+      if (ran && forward && req.attention.IsFlashInfer() && cudnn_median && median > 0)
         l.vs_cudnn = *cudnn_median / median;
       if (l.vs_cudnn) m["cudnn_median_over_this"] = *l.vs_cudnn;
       PrintTableLine(table, l, m, shape);

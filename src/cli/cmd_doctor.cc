@@ -106,13 +106,16 @@ CommandRunner AddDoctorCommand(CLI::App& app) {
       else
         report["tvm-ffi"] = {{"found", false}, {"reason", why}};
     }
-    // FlashInfer's headers: the attention-forward baseline is built from them.
-    {
+    // FlashInfer's headers, each release's: the attention-forward baseline is built from them.
+    // Keyed by the word --baseline takes for it.
+    for (const std::string& version : FlashInferVersions()) {
       std::string why;
-      if (auto f = FindFlashInfer(&why))
-        report["flashinfer"] = {{"found", true}, {"path", f->root}, {"version", f->version}};
+      nlohmann::json& entry = report["flashinfer@" + version];
+      if (auto f = FindFlashInfer(version, &why))
+        entry = {{"found", true}, {"path", f->root}, {"version", f->version}};
       else
-        report["flashinfer"] = {{"found", false}, {"reason", why}};
+        entry = {{"found", false}, {"reason", why}};
+      entry["default"] = version == kDefaultFlashInferVersion;
     }
     // The GPU is asked about in a child, as in an evaluation: this process stays CUDA-free.
     ChildOutcome o = RunProbeChild();

@@ -300,6 +300,9 @@ void RecordedEvaluationOptions(const json& run, RunOptions* o) {
   for (const std::string& key : kRunEvaluationKeys)
     if (run.contains(key) && std::find(given.begin(), given.end(), key) == given.end())
       recorded[key] = run.at(key);
+  // Plain "flashinfer" now means the default release; in a run.json it meant the one of then.
+  if (recorded.value("baseline", json()) == "flashinfer")
+    recorded["baseline"] = kLegacyFlashInferBaseline;
   ApplyEvaluationOptionsJson(recorded, &o->evaluation);
 }
 

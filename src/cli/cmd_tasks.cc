@@ -15,8 +15,8 @@ namespace {
 
 // The baseline `eval` times the task against with its default options. The definition's own
 // `baseline` field is upstream's name (attention forward: cuDNN SDPA), while eval's default for
-// attention forward is FlashInfer, the paper's baseline: say both, so the two never disagree
-// silently.
+// attention forward is FlashInfer, the paper's baseline, of the paper's release: say both, so
+// the two never disagree silently. The JSON's word is the option's canonical one.
 std::string EvalBaseline(const Definition& d) {
   if (d.family != "mha_fwd") return d.baseline;
   return ToString(EvaluationOptions{}.attention_baseline);
@@ -24,10 +24,18 @@ std::string EvalBaseline(const Definition& d) {
 
 std::string EvalBaselineLine(const Definition& d) {
   if (d.family != "mha_fwd") return d.baseline;
-  const bool flashinfer = EvaluationOptions{}.attention_baseline == AttentionBaseline::kFlashInfer;
-  return flashinfer ? "flashinfer (FlashInfer's sm90 prefill, eval's default; --baseline cudnn: " +
-                          d.baseline + ")"
-                    : d.baseline + " (eval's default; --baseline flashinfer: FlashInfer)";
+  auto name = [&d](const AttentionBaseline& b) {
+    return b.IsFlashInfer() ? DisplayName(b) : d.baseline;
+  };
+  const AttentionBaseline dflt = EvaluationOptions{}.attention_baseline;
+  std::vector<AttentionBaseline> choices;
+  for (const std::string& v : FlashInferVersions())
+    choices.push_back(AttentionBaseline::FlashInfer(v));
+  choices.push_back(AttentionBaseline::Cudnn());
+  std::string line = name(dflt) + ", eval's default";
+  for (const AttentionBaseline& b : choices)
+    if (b != dflt) line += "; --baseline " + ToString(b) + ": " + name(b);
+  return line;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "evaluate/baseline_run.h"
 
+#include "common/error.h"
 #include "common/files.h"
 #include "evaluate/gpu_access.h"
 #include "evaluate/timing_judge.h"
@@ -99,6 +100,31 @@ json MeasureBaseline(const BaselineRequest& req) {
   }
   out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
+}
+
+std::vector<AttentionBaseline> AttentionBaselinesOf(const std::string& word) {
+  std::vector<AttentionBaseline> out;
+  if (word == "both" || word == "all") {
+    out.push_back(AttentionBaseline::Cudnn());
+    if (word == "both") {
+      out.push_back(AttentionBaseline::FlashInfer());
+    } else {
+      for (const std::string& v : FlashInferVersions())
+        out.push_back(AttentionBaseline::FlashInfer(v));
+    }
+    return out;
+  }
+  std::string why;
+  std::optional<AttentionBaseline> one = ParseAttentionBaseline(word, &why);
+  if (!one) throw UsageError("--baseline " + word + ": " + why);
+  return {*one};
+}
+
+std::vector<std::string> BaselineCommandWords() {
+  std::vector<std::string> words = AttentionBaselineWords();
+  words.push_back("both");
+  words.push_back("all");
+  return words;
 }
 
 }  // namespace ptxbench

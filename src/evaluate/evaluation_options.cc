@@ -71,6 +71,18 @@ EvaluationOptionRow Row(std::string key, std::string flag, OptionKind kind, std:
           std::move(words), std::move(help), std::move(get), std::move(set)};
 }
 
+std::string BaselineHelp() {
+  std::vector<std::string> others;
+  for (const std::string& v : FlashInferVersions())
+    if (v != kDefaultFlashInferVersion) others.push_back("flashinfer@" + v);
+  return std::string(
+             "Attention-forward baseline: flashinfer (FlashInfer's sm90 prefill, the "
+             "paper's: release ") +
+         kDefaultFlashInferVersion + ", the same as flashinfer@" + kDefaultFlashInferVersion +
+         "), " + Join(others, ", ") + " (another release) or cudnn (cuDNN's fused SDPA); the " +
+         "backward's is always cuDNN, GEMM's cuBLASLt";
+}
+
 std::vector<EvaluationOptionRow> MakeTable() {
   using O = EvaluationOptions;
   auto integer = [](std::string key, std::string flag, double lo, double hi, std::string help,
@@ -124,14 +136,14 @@ std::vector<EvaluationOptionRow> MakeTable() {
           [](const O& o) { return json(o.timing_budget_s); },
           [](const json& v, O* o) { o->timing_budget_s = v.get<double>(); }, 0, 3600),
       Row(
-          "baseline", "--baseline", OptionKind::kWord,
-          "Attention-forward baseline: flashinfer (FlashInfer's sm90 prefill, the paper's) or "
-          "cudnn (cuDNN's fused SDPA); the backward's is always cuDNN, GEMM's cuBLASLt",
+          "baseline", "--baseline", OptionKind::kWord, BaselineHelp(),
+          // The canonical word, whatever was given: run.json and the records then name the
+          // FlashInfer release, so a run is not resumed against another one.
           [](const O& o) { return json(ToString(o.attention_baseline)); },
           [](const json& v, O* o) {
             o->attention_baseline = *ParseAttentionBaseline(v.get<std::string>());
           },
-          0, 0, {"flashinfer", "cudnn"}),
+          0, 0, AttentionBaselineWords()),
   };
 }
 

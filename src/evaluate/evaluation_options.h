@@ -4,7 +4,7 @@
 //
 //   {"trials": 3, "seed": 20260001, "sanitize": "always", "timeout": 60, "timing": true,
 //    "timing_budget": 8, "verify": true, "warmup": 10, "iterations": 50,
-//    "tolerance": "published", "baseline": "flashinfer"}      every key optional
+//    "tolerance": "published", "baseline": "flashinfer@0.6.14"}      every key optional
 #pragma once
 
 #include <chrono>
@@ -44,8 +44,9 @@ struct EvaluationOptions {
   std::chrono::seconds gpu_lock_timeout{3600};
   double timing_budget_s = 8;     // candidate time for the timed calls; fewer calls beyond it
   double drift_threshold = 0.05;  // baseline before vs after
-  // The attention forward's baseline library (the backward's is always cuDNN, GEMM's cuBLASLt).
-  AttentionBaseline attention_baseline = AttentionBaseline::kFlashInfer;
+  // The attention forward's baseline library and, for FlashInfer, its release (the backward's is
+  // always cuDNN, GEMM's cuBLASLt).
+  AttentionBaseline attention_baseline;
   bool use_build_cache = true;
   bool use_reference_cache = true;
 };

@@ -31,7 +31,7 @@ TEST(EvaluationOptions, AnEmptyObjectKeepsEveryDefault) {
   EXPECT_TRUE(o.timing);
   EXPECT_TRUE(o.verify);
   EXPECT_EQ(o.timing_budget_s, 8);
-  EXPECT_EQ(o.attention_baseline, AttentionBaseline::kFlashInfer);
+  EXPECT_EQ(o.attention_baseline, AttentionBaseline::FlashInfer("0.6.14"));
   EXPECT_FALSE(o.tolerance_rule);
 }
 
@@ -54,11 +54,12 @@ TEST(EvaluationOptions, TheJsonFormGoesBothWays) {
 }
 
 TEST(EvaluationOptions, RunJsonHasTheKeysAndValuesItAlwaysHad) {
-  // run.json and the requests `run` sends to a service: the defaults in these words.
+  // run.json and the requests `run` sends to a service: the defaults in these words. The
+  // baseline names FlashInfer's release (before issue 38 it was "flashinfer", meaning 0.7.4).
   EXPECT_EQ(EvaluationOptionsJson(EvaluationOptions{},
                                   {"sanitize", "timeout", "timing", "timing_budget", "baseline"})
                 .dump(),
-            R"({"baseline":"flashinfer","sanitize":"always","timeout":60,"timing":true,)"
+            R"({"baseline":"flashinfer@0.6.14","sanitize":"always","timeout":60,"timing":true,)"
             R"("timing_budget":8.0})");
   EXPECT_EQ(EvaluationOptionsJson(EvaluationOptions{}, {}), json::object());
 }
@@ -76,10 +77,37 @@ TEST(EvaluationOptions, EachBadValueIsRefusedByName) {
             "options.sanitize must be always, on-failure or never, not \"sometimes\"");
   EXPECT_EQ(ErrorOf({{"tolerance", true}}), "options.tolerance must be published or allclose");
   EXPECT_EQ(ErrorOf({{"baseline", "cublas"}}),
-            "options.baseline must be flashinfer or cudnn, not \"cublas\"");
+            "options.baseline must be flashinfer, flashinfer@0.6.14, flashinfer@0.7.4 or cudnn, "
+            "not \"cublas\"");
   EXPECT_EQ(ErrorOf({{"timing", 1}}), "options.timing must be true or false");
   EXPECT_EQ(ErrorOf({{"timing_budget", -1}}),
             "options.timing_budget must be a number of seconds between 0 and 3600");
+}
+
+// `baseline` takes FlashInfer's release; whatever word was given, the JSON form (run.json, the
+// requests to a service) is the canonical one, which names the release, so that a run's
+// identity tells two releases apart.
+TEST(EvaluationOptions, TheBaselineIsRecordedWithItsRelease) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"flashinfer", "flashinfer@0.6.14"},
+      {"flashinfer@0.6.14", "flashinfer@0.6.14"},
+      {"flashinfer@0.7.4", "flashinfer@0.7.4"},
+      {"cudnn", "cudnn"}};
+  for (const auto& [given, canonical] : cases) {
+    EvaluationOptions o;
+    ApplyEvaluationOptionsJson({{"baseline", given}}, &o);
+    EXPECT_EQ(EvaluationOptionsJson(o, {"baseline"}), json({{"baseline", canonical}})) << given;
+  }
+  EvaluationOptions o;
+  ApplyEvaluationOptionsJson({{"baseline", "flashinfer@0.7.4"}}, &o);
+  EXPECT_EQ(o.attention_baseline, AttentionBaseline::FlashInfer("0.7.4"));
+  // A release the harness does not build is refused, listing those it does.
+  EXPECT_EQ(ErrorOf({{"baseline", "flashinfer@0.5.3"}}),
+            "options.baseline must be flashinfer, flashinfer@0.6.14, flashinfer@0.7.4 or cudnn, "
+            "not \"flashinfer@0.5.3\"");
+  EXPECT_EQ(
+      EvaluationOptionRowOf("baseline").words,
+      (std::vector<std::string>{"flashinfer", "flashinfer@0.6.14", "flashinfer@0.7.4", "cudnn"}));
 }
 
 TEST(EvaluationOptions, ARefusedRequestChangesNothing) {

@@ -347,7 +347,8 @@ void Judge::JudgeBaseline() {
   Phase& b1 = phases["baseline_after"];
   BaselineTiming base;
   base.name = done ? done->value("baseline_name", "") : "";
-  // The library asked for (attention forward: flashinfer or cudnn), kept whatever happened.
+  // The library asked for (attention forward: flashinfer@<release> or cudnn), kept whatever
+  // happened.
   const std::string choice = done ? done->value("baseline_choice", "") : "";
   if (!baseline_none.empty()) {
     base = NotTimed("skipped", baseline_none);

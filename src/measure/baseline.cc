@@ -66,7 +66,13 @@ class FlashInferBaseline : public Baseline {
       throw BaselineError(options["flashinfer_error"].get<std::string>());
     if (!options.contains("flashinfer_build"))
       throw BaselineError("FlashInfer: the parent built no kernel for this child");
-    fi_ = FlashInferAttention::Load(FlashInferBuildFromJson(options["flashinfer_build"]));
+    const FlashInferBuild build = FlashInferBuildFromJson(options["flashinfer_build"]);
+    // The record names the version asked for: timing another would mislabel every figure.
+    const std::string asked = AttentionBaselineOf(options).flashinfer_version;
+    if (build.version != asked)
+      throw BaselineError("FlashInfer: the parent built version " + build.version + ", not the " +
+                          asked + " asked for");
+    fi_ = FlashInferAttention::Load(build);
     fi_->Prepare(ShapeOf(axes));
   }
   std::string Name() const override { return fi_->Name(); }
@@ -87,18 +93,23 @@ class FlashInferBaseline : public Baseline {
 }  // namespace
 
 AttentionBaseline AttentionBaselineOf(const nlohmann::json& options) {
-  return options.is_object() && options.value("attention", "") == "cudnn"
-             ? AttentionBaseline::kCudnn
-             : AttentionBaseline::kFlashInfer;
+  if (!options.is_object()) return AttentionBaseline{};
+  if (options.value("attention", "") == "cudnn") return AttentionBaseline::Cudnn();
+  return AttentionBaseline::FlashInfer(
+      options.value("flashinfer_version", std::string(kDefaultFlashInferVersion)));
 }
 
 nlohmann::json PrepareBaselineOptions(const Family& family, const Axes& axes,
-                                      AttentionBaseline attention, const std::string& cache_root) {
-  nlohmann::json o = {{"attention", ToString(attention)}};
-  if (family.Name() != "mha_fwd" || attention != AttentionBaseline::kFlashInfer) return o;
+                                      const AttentionBaseline& attention,
+                                      const std::string& cache_root) {
+  nlohmann::json o = {{"attention", ToString(attention.library)}};
+  if (!attention.IsFlashInfer()) return o;
+  o["flashinfer_version"] = attention.flashinfer_version;
+  if (family.Name() != "mha_fwd") return o;
   try {
-    o["flashinfer_build"] = ToJson(BuildFlashInferAttention(static_cast<int>(axes.at("D")),
-                                                            axes.at("causal") != 0, cache_root));
+    o["flashinfer_build"] =
+        ToJson(BuildFlashInferAttention(static_cast<int>(axes.at("D")), axes.at("causal") != 0,
+                                        attention.flashinfer_version, cache_root));
   } catch (const BaselineUnsupported& e) {
     o["flashinfer_unsupported"] = e.what();
   } catch (const std::exception& e) {
@@ -112,7 +123,7 @@ std::unique_ptr<Baseline> MakeBaseline(const Family& family, const Axes& axes,
   if (family.Name() == "gemm") return std::make_unique<GemmBaseline>(axes, false);
   if (family.Name() == "gemm_f16") return std::make_unique<GemmBaseline>(axes, true);
   if (family.Name() == "mha_fwd") {
-    if (AttentionBaselineOf(options) == AttentionBaseline::kFlashInfer)
+    if (AttentionBaselineOf(options).IsFlashInfer())
       return std::make_unique<FlashInferBaseline>(axes, options);
     return std::make_unique<CudnnAttentionBaseline>(true, axes);
   }

@@ -25,11 +25,11 @@ class Baseline {
 };
 
 // What the timing child's spec says about the baseline, under "baseline_options" (written by
-// the parent, PrepareBaselineOptions): {"attention": "flashinfer"|"cudnn", and for FlashInfer
-// either "flashinfer_build" (ToJson(FlashInferBuild): the object the parent built and its
-// sha256) or "flashinfer_unsupported" / "flashinfer_error" (why there is none)}. An empty
-// object means the defaults with nothing prebuilt: FlashInfer then fails with a BaselineError
-// saying the parent built nothing.
+// the parent, PrepareBaselineOptions): {"attention": "flashinfer"|"cudnn", for FlashInfer its
+// "flashinfer_version", and either "flashinfer_build" (ToJson(FlashInferBuild): the object the
+// parent built and its sha256) or "flashinfer_unsupported" / "flashinfer_error" (why there is
+// none)}. An empty object means the defaults with nothing prebuilt: FlashInfer then fails with
+// a BaselineError saying the parent built nothing.
 //
 // The family's baseline, prepared for `axes` (plans and algorithms chosen here, before any
 // timing). nullptr with *why set when the family has none yet; throws BaselineUnsupported when
@@ -37,15 +37,17 @@ class Baseline {
 std::unique_ptr<Baseline> MakeBaseline(const Family& family, const Axes& axes,
                                        const nlohmann::json& options, std::string* why);
 
-// The attention-forward library that `options` selects ("flashinfer" unless it says "cudnn").
+// The attention-forward library that `options` selects: FlashInfer unless it says "cudnn", of
+// its "flashinfer_version" (the default version when there is none).
 AttentionBaseline AttentionBaselineOf(const nlohmann::json& options);
 
 // In the parent, before any baseline child starts: the options for those children. For an
-// mha_fwd task with FlashInfer it builds (or finds in <cache_root>/flashinfer) the variant for
-// the task's head dim and mask, and records the build, or why there is none (unsupported head
-// dim, headers not installed, compile error); it never throws for those, the child reports
-// them as the library's own failure would be.
+// mha_fwd task with FlashInfer it builds (or finds in <cache_root>/flashinfer) the variant of
+// the chosen version for the task's head dim and mask, and records the build, or why there is none
+// (unsupported head dim, headers not installed, compile error); it never throws for those, the
+// child reports them as the library's own failure would be.
 nlohmann::json PrepareBaselineOptions(const Family& family, const Axes& axes,
-                                      AttentionBaseline attention, const std::string& cache_root);
+                                      const AttentionBaseline& attention,
+                                      const std::string& cache_root);
 
 }  // namespace ptxbench

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -42,9 +43,9 @@ constexpr IncludeDir kIncludeDirs[] = {
     {"-isystem", "cutlass/include"},
     {"-isystem", "cutlass/tools/util/include"},
 };
-// Files whose absence means the install is incomplete (checked by FindFlashInfer).
+// Files whose absence means the install is incomplete (checked by FindFlashInfer, after
+// VERSION).
 constexpr const char* kRequiredFiles[] = {
-    "VERSION",
     "include/flashinfer/attention/hopper/prefill_sm90.cuh",
     "include/flashinfer/attention/scheduler.cuh",
     "cutlass/include/cute/tensor.hpp",
@@ -356,44 +357,124 @@ std::optional<FlashInferBuild> ReadEntry(const std::string& dir) {
 
 }  // namespace
 
-std::string ToString(AttentionBaseline b) {
-  return b == AttentionBaseline::kFlashInfer ? "flashinfer" : "cudnn";
+const std::vector<std::string>& FlashInferVersions() {
+  static const std::vector<std::string> versions = {"0.6.14", "0.7.4"};
+  return versions;
 }
 
-std::optional<AttentionBaseline> ParseAttentionBaseline(const std::string& s) {
-  if (s == "flashinfer") return AttentionBaseline::kFlashInfer;
-  if (s == "cudnn") return AttentionBaseline::kCudnn;
+bool IsKnownFlashInferVersion(const std::string& version) {
+  const auto& known = FlashInferVersions();
+  return std::find(known.begin(), known.end(), version) != known.end();
+}
+
+std::string ToString(AttentionLibrary l) {
+  return l == AttentionLibrary::kFlashInfer ? "flashinfer" : "cudnn";
+}
+
+std::string ToString(const AttentionBaseline& b) {
+  return b.IsFlashInfer() ? "flashinfer@" + b.flashinfer_version : "cudnn";
+}
+
+std::string DisplayName(const AttentionBaseline& b) {
+  return b.IsFlashInfer() ? "FlashInfer " + b.flashinfer_version + " (sm90 prefill)" : "cuDNN SDPA";
+}
+
+std::optional<AttentionBaseline> ParseAttentionBaseline(const std::string& s, std::string* why) {
+  if (s == "cudnn") return AttentionBaseline::Cudnn();
+  if (s == "flashinfer") return AttentionBaseline::FlashInfer();
+  if (s.starts_with("flashinfer@")) {
+    const std::string version = s.substr(std::string("flashinfer@").size());
+    if (IsKnownFlashInferVersion(version)) return AttentionBaseline::FlashInfer(version);
+    if (why)
+      *why = "FlashInfer " + version +
+             " is not a version ptxbench builds (known: " + Join(FlashInferVersions(), ", ") + ")";
+    return std::nullopt;
+  }
+  if (why) *why = "not an attention baseline (" + Join(AttentionBaselineWords(), ", ") + ")";
   return std::nullopt;
 }
 
-std::optional<FlashInferInstall> FindFlashInfer(std::string* why) {
-  const char* env = std::getenv("PTXBENCH_FLASHINFER");
-  const bool from_env = env && *env;
-  const std::string where =
-      from_env ? std::string(env) : std::string(PTXBENCH_SOURCE_DIR) + "/.tools/flashinfer";
-  auto fail = [&](const std::string& message) -> std::optional<FlashInferInstall> {
-    if (why)
-      *why = "FlashInfer " + std::string(kFlashInferVersion) +
-             " headers not installed: " + message + (from_env ? " ($PTXBENCH_FLASHINFER)" : "") +
-             "; scripts/setup.sh installs them into .tools/flashinfer (or set "
-             "PTXBENCH_FLASHINFER to such a folder)";
-    return std::nullopt;
-  };
+std::vector<std::string> AttentionBaselineWords() {
+  std::vector<std::string> words = {"flashinfer"};
+  for (const std::string& v : FlashInferVersions()) words.push_back("flashinfer@" + v);
+  words.push_back("cudnn");
+  return words;
+}
+
+namespace {
+
+// What is at `where` for `version`: the install, or why not. `elsewhere` is set when the folder
+// does not hold that version at all (absent, no VERSION, another one), as opposed to holding it
+// incompletely: only the first lets $PTXBENCH_FLASHINFER be passed over for .tools.
+struct Probe {
+  std::optional<FlashInferInstall> install;
+  std::string problem;
+  bool elsewhere = false;
+};
+
+Probe ProbeInstall(const std::string& where, const std::string& version) {
+  Probe p;
   std::error_code ec;
-  if (!fs::is_directory(where, ec)) return fail("no folder " + where);
-  FlashInferInstall f;
-  f.root = fs::canonical(where, ec).string();
-  if (ec) return fail("cannot resolve " + where);
+  auto fail = [&p](std::string problem, bool elsewhere) {
+    p.problem = std::move(problem);
+    p.elsewhere = elsewhere;
+    return p;
+  };
+  if (!fs::is_directory(where, ec)) return fail("no folder " + where, true);
+  const std::string root = fs::canonical(where, ec).string();
+  if (ec) return fail("cannot resolve " + where, true);
+  if (!fs::is_regular_file(root + "/VERSION", ec)) return fail(root + " has no VERSION", true);
+  const std::string found = Trim(ReadFile(root + "/VERSION"));
+  if (found != version) return fail(root + " holds version " + found + ", not " + version, true);
   for (const char* file : kRequiredFiles)
-    if (!fs::is_regular_file(f.root + "/" + file, ec)) return fail(f.root + " has no " + file);
-  f.version = Trim(ReadFile(f.root + "/VERSION"));
-  if (f.version != kFlashInferVersion)
-    return fail(f.root + " holds version " + f.version + ", not " + kFlashInferVersion);
+    if (!fs::is_regular_file(root + "/" + file, ec)) return fail(root + " has no " + file, false);
+  FlashInferInstall f;
+  f.root = root;
+  f.version = found;
   for (const auto& d : kIncludeDirs) {
     f.include_flags.push_back(d.flag);
     f.include_flags.push_back(f.root + "/" + d.dir);
   }
-  return f;
+  p.install = std::move(f);
+  return p;
+}
+
+}  // namespace
+
+std::optional<FlashInferInstall> FindFlashInferAt(const std::string& version,
+                                                  const std::string& chosen,
+                                                  const std::string& tools, std::string* why) {
+  if (!IsKnownFlashInferVersion(version)) {
+    if (why)
+      *why = "FlashInfer " + version +
+             " is not a version ptxbench builds (known: " + Join(FlashInferVersions(), ", ") + ")";
+    return std::nullopt;
+  }
+  auto fail = [&](const std::string& message) -> std::optional<FlashInferInstall> {
+    if (why)
+      *why = "FlashInfer " + version + " headers not installed: " + message +
+             "; scripts/setup.sh installs them into .tools/flashinfer-" + version +
+             " (or set PTXBENCH_FLASHINFER to such a folder)";
+    return std::nullopt;
+  };
+  std::string passed_over;
+  if (!chosen.empty()) {
+    Probe p = ProbeInstall(chosen, version);
+    if (p.install) return p.install;
+    // Holding this version but not all of it is a broken install the user pointed at, said as
+    // such rather than hidden behind another copy.
+    if (!p.elsewhere) return fail(p.problem + " ($PTXBENCH_FLASHINFER)");
+    passed_over = " ($PTXBENCH_FLASHINFER passed over: " + p.problem + ")";
+  }
+  Probe p = ProbeInstall(tools + "/flashinfer-" + version, version);
+  if (p.install) return p.install;
+  return fail(p.problem + passed_over);
+}
+
+std::optional<FlashInferInstall> FindFlashInfer(const std::string& version, std::string* why) {
+  const char* env = std::getenv("PTXBENCH_FLASHINFER");
+  return FindFlashInferAt(version, env ? env : "", std::string(PTXBENCH_SOURCE_DIR) + "/.tools",
+                          why);
 }
 
 bool FlashInferHasSm90Prefill(int head_dim) {
@@ -404,11 +485,11 @@ std::vector<std::string> FlashInferIncludes() {
   return std::vector<std::string>(std::begin(kIncludes), std::end(kIncludes));
 }
 
-std::string FlashInferSource(int head_dim, bool causal) {
+std::string FlashInferSource(int head_dim, bool causal, const std::string& version) {
   if (!FlashInferHasSm90Prefill(head_dim))
     throw BaselineUnsupported(
-        "FlashInfer " + std::string(kFlashInferVersion) +
-        " has no sm90 (FA3) prefill for head dim " + std::to_string(head_dim) +
+        "FlashInfer " + version + " has no sm90 (FA3) prefill for head dim " +
+        std::to_string(head_dim) +
         " (its FA3 prefill exists for 64, 128, 256; on Hopper it would run its FA2 sm80 kernel, "
         "whose [tokens, heads] LSE our [B,H,S] contract cannot take without a timed extra pass)");
   std::string s = kSourceTemplate;
@@ -419,7 +500,7 @@ std::string FlashInferSource(int head_dim, bool causal) {
   // prefill_sm90.cuh after the variant: FlashInfer's own configs declare the variant first.
   ReplaceAll(&s, "@INCLUDES_BEFORE_KERNEL@", Trim(before));
   ReplaceAll(&s, "@INCLUDE_KERNEL@", Trim(kernel));
-  ReplaceAll(&s, "@VERSION@", kFlashInferVersion);
+  ReplaceAll(&s, "@VERSION@", version);
   ReplaceAll(&s, "@D@", std::to_string(head_dim));
   ReplaceAll(&s, "@MASK_NAME@", causal ? "causal" : "none");
   ReplaceAll(&s, "@MASK@", causal ? "MaskMode::kCausal" : "MaskMode::kNone");
@@ -450,7 +531,8 @@ std::vector<std::string> FlashInferNvccFlags(const FlashInferInstall& install) {
   return f;
 }
 
-std::string FlashInferCacheKey(const std::string& flashinfer_version,
+std::string FlashInferCacheKey(const std::string& install_root,
+                               const std::string& flashinfer_version,
                                const std::string& nvcc_version,
                                const std::vector<std::string>& flags, const std::string& source) {
   Sha256 h;
@@ -461,11 +543,10 @@ std::string FlashInferCacheKey(const std::string& flashinfer_version,
   part(kRecipeVersion);
   part(flashinfer_version);
   part(nvcc_version);
-  for (const std::string& f : flags) {
-    // An include folder is keyed by what follows the install root, not where the tree is.
-    size_t at = f.find("/.tools/flashinfer/");
-    part(at == std::string::npos ? f : f.substr(at));
-  }
+  const std::string prefix = install_root + "/";
+  for (const std::string& f : flags)
+    part(!install_root.empty() && f.starts_with(prefix) ? "<flashinfer>/" + f.substr(prefix.size())
+                                                        : f);
   h.Update(source);
   return h.FinishHex();
 }
@@ -503,11 +584,13 @@ FlashInferBuild FlashInferBuildFromJson(const nlohmann::json& j) {
   return b;
 }
 
-FlashInferBuild BuildFlashInferAttention(int head_dim, bool causal, const std::string& cache_root,
+FlashInferBuild BuildFlashInferAttention(int head_dim, bool causal, const std::string& version,
+                                         const std::string& cache_root,
                                          const std::string& nvcc_configured) {
-  std::string source = FlashInferSource(head_dim, causal);  // unsupported head dims throw here
+  // Unsupported head dims throw here, before any header or compiler is looked for.
+  std::string source = FlashInferSource(head_dim, causal, version);
   std::string why;
-  std::optional<FlashInferInstall> install = FindFlashInfer(&why);
+  std::optional<FlashInferInstall> install = FindFlashInfer(version, &why);
   if (!install) throw BaselineError(why);
   std::string nvcc, nvcc_version;
   try {
@@ -518,7 +601,7 @@ FlashInferBuild BuildFlashInferAttention(int head_dim, bool causal, const std::s
   }
   std::vector<std::string> flags = FlashInferNvccFlags(*install);
   FlashInferBuild b;
-  b.key = FlashInferCacheKey(install->version, nvcc_version, flags, source);
+  b.key = FlashInferCacheKey(install->root, install->version, nvcc_version, flags, source);
   b.version = install->version;
   b.nvcc_version = nvcc_version;
   b.head_dim = head_dim;
@@ -659,7 +742,7 @@ void FlashInferAttention::Forward(const void* Q, const void* K, const void* V, v
 }
 
 std::string FlashInferAttention::Name() const {
-  return "FlashInfer " + impl_->build.version + " (sm90 prefill)";
+  return DisplayName(AttentionBaseline::FlashInfer(impl_->build.version));
 }
 
 nlohmann::json FlashInferAttention::Describe() const {

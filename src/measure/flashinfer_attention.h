@@ -1,9 +1,14 @@
 // FlashInfer as the attention-forward baseline (issue 23; the paper's choice). FlashInfer is a
 // header-only template library: there is no prebuilt kernel to link, so the harness builds
-// one shared object per (head dimension, causal) from FlashInfer's own Hopper templates, pinned
-// to one release (flashinfer-python 0.7.4 on PyPI; scripts/setup.sh puts the headers it needs
-// in .tools/flashinfer), caches it like a candidate build, and the timing child dlopen()s it.
+// one shared object per (FlashInfer version, head dimension, causal) from FlashInfer's own
+// Hopper templates, caches it like a candidate build, and the timing child dlopen()s it.
 // No Python runs at evaluation time.
+//
+// Versions: the paper's baseline is flashinfer-python 0.6.14 on PyPI, the default here;
+// 0.7.4 (pinned first: the newest release when this baseline was added) stays selectable with
+// `--baseline flashinfer@0.7.4`, so that a result can be set beside either. scripts/setup.sh puts
+// the headers of each in .tools/flashinfer-<version>. Both compile from the same generated source
+// (checked against each release's headers): what it instantiates did not change between them.
 //
 // Which kernel: FlashInfer's FA3 (sm90) prefill, BatchPrefillWithRaggedKVCacheDispatched from
 // attention/hopper/prefill_sm90.cuh, with the default Hopper attention variant and FlashInfer's
@@ -41,28 +46,62 @@
 
 namespace ptxbench {
 
-// The release whose headers the harness builds against (scripts/setup.sh installs it). The
-// paper names no version; 0.7.4 was the newest when this baseline was added.
-inline constexpr const char* kFlashInferVersion = "0.7.4";
+// The releases the harness builds against, oldest first; the default is the paper's. A release
+// belongs here only once setup.sh installs it and its headers compile the generated source.
+inline constexpr const char* kDefaultFlashInferVersion = "0.6.14";
+const std::vector<std::string>& FlashInferVersions();  // {"0.6.14", "0.7.4"}
+bool IsKnownFlashInferVersion(const std::string& version);
 
-// Which library is the attention-forward baseline (`--baseline`). The backward is always
-// cuDNN's: FlashInfer has no attention backward.
-enum class AttentionBaseline { kFlashInfer, kCudnn };
-std::string ToString(AttentionBaseline b);  // "flashinfer", "cudnn"
-// nullopt for anything but "flashinfer" and "cudnn".
-std::optional<AttentionBaseline> ParseAttentionBaseline(const std::string& s);
+// Which library is the attention-forward baseline (`--baseline`), and for FlashInfer which
+// release. The backward is always cuDNN's: FlashInfer has no attention backward.
+enum class AttentionLibrary { kFlashInfer, kCudnn };
+struct AttentionBaseline {
+  AttentionLibrary library = AttentionLibrary::kFlashInfer;
+  std::string flashinfer_version = kDefaultFlashInferVersion;  // empty for cuDNN
 
-// The headers of .tools/flashinfer, as setup.sh lays them out: include/ (flashinfer/...),
+  static AttentionBaseline FlashInfer(const std::string& version = kDefaultFlashInferVersion) {
+    return {AttentionLibrary::kFlashInfer, version};
+  }
+  static AttentionBaseline Cudnn() { return {AttentionLibrary::kCudnn, ""}; }
+  bool IsFlashInfer() const { return library == AttentionLibrary::kFlashInfer; }
+  // Spelled out: CUDA sources include this header as C++17, without defaulted comparisons.
+  bool operator==(const AttentionBaseline& o) const {
+    return library == o.library && flashinfer_version == o.flashinfer_version;
+  }
+  bool operator!=(const AttentionBaseline& o) const { return !(*this == o); }
+};
+std::string ToString(AttentionLibrary l);  // "flashinfer", "cudnn"
+// The canonical word, which records and run.json keep: "flashinfer@0.6.14", "cudnn". Never
+// plain "flashinfer": a record must say which release it was timed against.
+std::string ToString(const AttentionBaseline& b);
+// "FlashInfer 0.6.14 (sm90 prefill)", "cuDNN SDPA": the name the baseline reports when it runs.
+std::string DisplayName(const AttentionBaseline& b);
+// "flashinfer" (the default version), "flashinfer@VERSION" (a known one) or "cudnn"; nullopt
+// for anything else, with `why` naming the known versions when the version is the problem.
+std::optional<AttentionBaseline> ParseAttentionBaseline(const std::string& s,
+                                                        std::string* why = nullptr);
+// Every word ParseAttentionBaseline takes: "flashinfer", "flashinfer@<each version>", "cudnn".
+std::vector<std::string> AttentionBaselineWords();
+
+// The headers of one FlashInfer release, as setup.sh lays them out: include/ (flashinfer/...),
 // cutlass/include, cutlass/tools/util/include, cccl/libcudacxx/include (FlashInfer needs a
-// newer libcu++ than the toolkit's), and VERSION. Looked up in order: $PTXBENCH_FLASHINFER,
-// then <source tree>/.tools/flashinfer.
+// newer libcu++ than the toolkit's), and VERSION.
 struct FlashInferInstall {
   std::string root;                        // canonical
   std::string version;                     // from VERSION
   std::vector<std::string> include_flags;  // -I / -isystem, in FlashInfer's own JIT order
 };
-// nullopt with `why` saying what is missing, where it looked, and how to install it.
-std::optional<FlashInferInstall> FindFlashInfer(std::string* why = nullptr);
+// The install of `version`: $PTXBENCH_FLASHINFER when its VERSION is that version (a folder
+// holding another version, or none, is passed over: it serves the other one), else
+// <source tree>/.tools/flashinfer-<version>. nullopt with `why` naming the version, what is
+// missing, where it looked, and how to install it.
+std::optional<FlashInferInstall> FindFlashInfer(const std::string& version,
+                                                std::string* why = nullptr);
+// The same with both places given: `chosen` stands for $PTXBENCH_FLASHINFER (empty: unset),
+// `tools` for the folder holding flashinfer-<version> (tests use scratch folders).
+std::optional<FlashInferInstall> FindFlashInferAt(const std::string& version,
+                                                  const std::string& chosen,
+                                                  const std::string& tools, std::string* why);
 
 // True for the head dims FlashInfer's FA3 prefill is instantiated for (64, 128, 256).
 bool FlashInferHasSm90Prefill(int head_dim);
@@ -73,8 +112,9 @@ std::vector<std::string> FlashInferIncludes();
 
 // The .cu the harness compiles for one variant: FlashInfer's template instantiated for
 // `head_dim` and the mask, and an extern "C" entry (see the source's header comment). Throws
-// BaselineUnsupported for a head dim without an FA3 prefill.
-std::string FlashInferSource(int head_dim, bool causal);
+// BaselineUnsupported for a head dim without an FA3 prefill. `version` is only named in the
+// source's comment and messages (so it is keyed too): the template serves every known release.
+std::string FlashInferSource(int head_dim, bool causal, const std::string& version);
 
 // nvcc's flags for that source (after `nvcc`): FlashInfer's own JIT flags for sm_90a (-O3,
 // -DNDEBUG, --use_fast_math, -std=c++17, --expt-relaxed-constexpr, the bf16 enable macro, the
@@ -83,9 +123,11 @@ std::string FlashInferSource(int head_dim, bool causal);
 std::vector<std::string> FlashInferNvccFlags(const FlashInferInstall& install);
 
 // The cache key: sha256 over the recipe version, FlashInfer's version, nvcc's version, the
-// flags (with the install folder's path removed, so a moved tree keeps its builds) and the
-// source.
-std::string FlashInferCacheKey(const std::string& flashinfer_version,
+// flags and the source. A flag inside `install_root` is keyed by what follows the root, so a
+// moved tree (another checkout, $PTXBENCH_FLASHINFER) keeps its builds; the version, keyed on
+// its own, tells two installs apart.
+std::string FlashInferCacheKey(const std::string& install_root,
+                               const std::string& flashinfer_version,
                                const std::string& nvcc_version,
                                const std::vector<std::string>& flags, const std::string& source);
 
@@ -104,14 +146,15 @@ struct FlashInferBuild {
 nlohmann::json ToJson(const FlashInferBuild& b);
 FlashInferBuild FlashInferBuildFromJson(const nlohmann::json& j);
 
-// Builds the variant into <cache_root>/flashinfer/<key>/ unless a sound entry is there (its
-// object's sha256 re-checked); one nvcc at a time per key across processes (a lock file), so
-// concurrent callers compile it once. nvcc runs confined as a candidate's does, reading the
-// FlashInfer folder too. Throws BaselineUnsupported (head dim without an FA3 prefill),
-// BaselineError: the headers are not installed ("FlashInfer 0.7.4 headers not installed: ...;
-// scripts/setup.sh installs them"), nvcc missing, or the compile failed (with nvcc's last
-// lines). Runs in the parent: caches are written by the parent only.
-FlashInferBuild BuildFlashInferAttention(int head_dim, bool causal, const std::string& cache_root,
+// Builds the variant of FlashInfer `version` into <cache_root>/flashinfer/<key>/ unless a
+// sound entry is there (its object's sha256 re-checked); one nvcc at a time per key across
+// processes (a lock file), so concurrent callers compile it once. nvcc runs confined as a
+// candidate's does, reading the FlashInfer folder too. Throws BaselineUnsupported (head dim
+// without an FA3 prefill), BaselineError: the headers are not installed ("FlashInfer 0.6.14
+// headers not installed: ...; scripts/setup.sh installs them"), nvcc missing, or the compile
+// failed (with nvcc's last lines). Runs in the parent: caches are written by the parent only.
+FlashInferBuild BuildFlashInferAttention(int head_dim, bool causal, const std::string& version,
+                                         const std::string& cache_root,
                                          const std::string& nvcc = "");
 
 // The built object, loaded (in the timing child only) and planned for one shape.
@@ -135,7 +178,7 @@ class FlashInferAttention {
   // {"library": "FlashInfer", "version", "kernel", "head_dim", "causal", "cta_q", "cta_kv",
   //  "variant", "layout", "lse", "plan": {"requests", "works", "ctas"}, "build": ToJson(build)}
   nlohmann::json Describe() const;
-  // "FlashInfer 0.7.4 (sm90 prefill)"
+  // "FlashInfer 0.6.14 (sm90 prefill)"
   std::string Name() const;
 
  private:

@@ -47,7 +47,7 @@ BaselineTiming FullBaseline() {
   b.pooled = BaselineTiming::Pooled{7.45e-4, 7.4e-4, 7.5e-4};
   b.drift = BaselineTiming::Drift{0.004, false};
   b.tflops = 803.5;
-  b.choice = "flashinfer";
+  b.choice = "flashinfer@0.6.14";
   return b;
 }
 

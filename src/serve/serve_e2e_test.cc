@@ -436,7 +436,7 @@ TEST(Serve, BadInputsGetA4xxThatNamesTheProblem) {
   expect(post(R"({"task": "gemm_n128_k2048", "source": "x", "options": {"sanitize": "maybe"}})"),
          400, "maybe");
   expect(post(R"({"task": "mha_with_lse_d128", "source": "x", "options": {"baseline": "triton"}})"),
-         400, "options.baseline must be flashinfer or cudnn");
+         400, "options.baseline must be flashinfer, flashinfer@0.6.14, flashinfer@0.7.4 or cudnn");
   expect(post(Submission(std::string(5000, 'x'))), 413, "limit of 4096");
   expect(post(Submission(std::string(20000, 'x'))), 413, "limit");
   expect(Http(s.Url("/v1/evaluations/" + std::string(32, 'a'))), 404, "no evaluation");

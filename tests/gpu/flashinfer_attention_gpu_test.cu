@@ -1,14 +1,16 @@
-// FlashInfer's sm90 prefill as the harness builds it (measure/flashinfer_attention.h) against
-// our trusted device reference (task/attention.h): every head dim the attention-forward tasks
-// ship (64, 96, 128, 256), causal and not. O within 2e-2·max|O| (bf16 output); LSE, which must
-// be the NATURAL log (FlashInfer's own is base 2), within 1e-3. Head dim 96 must come out
-// BaselineUnsupported. Shapes with S a multiple of the tiles and not, several requests
-// (B·H > 1), and the headline (B=4 H=48 S=4096 D=128) with its time. The six variants are
-// built first, in parallel, into the default cache (where `ptxbench baseline` finds them).
+// FlashInfer's sm90 prefill as the harness builds it (measure/flashinfer_attention.h), of each
+// known release, against our trusted device reference (task/attention.h): every head dim the
+// attention-forward tasks ship (64, 96, 128, 256), causal and not. O within 2e-2·max|O| (bf16
+// output); LSE, which must be the NATURAL log (FlashInfer's own is base 2), within 1e-3. Head dim
+// 96 must come out BaselineUnsupported. Shapes with S a multiple of the tiles and not, several
+// requests (B·H > 1), and the headline (B=4 H=48 S=4096 D=128) with its time. The six variants of
+// every release are built first, all in parallel, into the default cache (where `ptxbench baseline`
+// finds them).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,11 +18,12 @@
 #include <future>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/files.h"
-#include "measure/flashinfer_attention.h"
 #include "gpu/attention_check.cuh"
+#include "measure/flashinfer_attention.h"
 #include "task/attention.h"
 #include "task/family.h"
 
@@ -36,30 +39,40 @@ std::string Text(const SdpaShape& s) {
   return buf;
 }
 
-// The six variants, built once for all tests (in parallel: minutes of CPU each).
-std::map<std::pair<int, bool>, FlashInferBuild>& Builds() {
-  static std::map<std::pair<int, bool>, FlashInferBuild> builds = [] {
-    std::map<std::pair<int, bool>, FlashInferBuild> out;
-    std::string why;
-    if (!FindFlashInfer(&why)) {
-      std::printf("%s\n", why.c_str());
-      return out;
-    }
+// A variant: FlashInfer's release, head dim, causal.
+using Variant = std::tuple<std::string, int, bool>;
+
+std::string Text(const Variant& v) {
+  return std::get<0>(v) + " D=" + std::to_string(std::get<1>(v)) +
+         (std::get<2>(v) ? " causal" : "");
+}
+
+// Every variant of every installed release, built once for all tests, in parallel (minutes of
+// one core each): twelve at once fit the GPU machine's sixteen cores.
+std::map<Variant, FlashInferBuild>& Builds() {
+  static std::map<Variant, FlashInferBuild> builds = [] {
+    std::map<Variant, FlashInferBuild> out;
     auto t0 = std::chrono::steady_clock::now();
-    std::map<std::pair<int, bool>, std::future<FlashInferBuild>> pending;
-    for (int d : {64, 128, 256})
-      for (bool causal : {false, true})
-        pending[{d, causal}] = std::async(std::launch::async, [d, causal] {
-          return BuildFlashInferAttention(d, causal, CacheRoot());
-        });
+    std::map<Variant, std::future<FlashInferBuild>> pending;
+    for (const std::string& version : FlashInferVersions()) {
+      std::string why;
+      if (!FindFlashInfer(version, &why)) {
+        std::printf("%s\n", why.c_str());
+        continue;
+      }
+      for (int d : {64, 128, 256})
+        for (bool causal : {false, true})
+          pending[{version, d, causal}] = std::async(std::launch::async, [version, d, causal] {
+            return BuildFlashInferAttention(d, causal, version, CacheRoot());
+          });
+    }
     for (auto& [k, f] : pending) {
       try {
         out[k] = f.get();
-        std::printf("built D=%d%s: %s, nvcc %.1f s%s\n", k.first, k.second ? " causal" : "",
-                    out[k].shared_object.c_str(), out[k].seconds,
-                    out[k].cache_hit ? " (cached)" : "");
+        std::printf("built %s: %s, nvcc %.1f s%s\n", Text(k).c_str(), out[k].shared_object.c_str(),
+                    out[k].seconds, out[k].cache_hit ? " (cached)" : "");
       } catch (const std::exception& e) {
-        std::printf("build D=%d%s failed: %s\n", k.first, k.second ? " causal" : "", e.what());
+        std::printf("build %s failed: %s\n", Text(k).c_str(), e.what());
       }
     }
     std::printf("FlashInfer builds: %.1f s wall\n",
@@ -69,8 +82,8 @@ std::map<std::pair<int, bool>, FlashInferBuild>& Builds() {
   return builds;
 }
 
-std::unique_ptr<FlashInferAttention> Loaded(int d, bool causal) {
-  auto it = Builds().find({d, causal});
+std::unique_ptr<FlashInferAttention> Loaded(const Variant& v) {
+  auto it = Builds().find(v);
   if (it == Builds().end()) return nullptr;
   return FlashInferAttention::Load(it->second);
 }
@@ -126,15 +139,19 @@ void Guard(const std::string& what, const std::function<void()>& body) {
   }
 }
 
-class FlashInferAttentionGpu : public ::testing::TestWithParam<std::pair<int, bool>> {};
+class FlashInferAttentionGpu : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(FlashInferAttentionGpu, MatchesTheReference) {
-  const auto [d, causal] = GetParam();
+  // Plain variables, not structured bindings: the lambdas below capture them (C++17 here).
+  const std::string version = std::get<0>(GetParam());
+  const int d = std::get<1>(GetParam());
+  const bool causal = std::get<2>(GetParam());
   std::string why;
-  ASSERT_TRUE(FindFlashInfer(&why)) << why;
+  ASSERT_TRUE(FindFlashInfer(version, &why)) << why;
   std::unique_ptr<FlashInferAttention> fi;
-  Guard("Load", [&] { fi = Loaded(d, causal); });
-  ASSERT_TRUE(fi) << "no build for D=" << d << (causal ? " causal" : "");
+  Guard("Load", [&] { fi = Loaded(GetParam()); });
+  ASSERT_TRUE(fi) << "no build for " << Text(GetParam());
+  EXPECT_EQ(fi->Name(), "FlashInfer " + version + " (sm90 prefill)");
   std::printf("%s: %s\n", fi->Name().c_str(), fi->Describe().dump().c_str());
   uint64_t seed = 300 + d + causal;
   // S a multiple of the tiles and not; one request and several; a short sequence.
@@ -147,20 +164,28 @@ TEST_P(FlashInferAttentionGpu, MatchesTheReference) {
   if (d == 128) Guard("headline", [&] { Check(*fi, {4, 48, 4096, d, causal}, seed++, true); });
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadDims, FlashInferAttentionGpu,
-                         ::testing::Values(std::pair{64, false}, std::pair{64, true},
-                                           std::pair{128, false}, std::pair{128, true},
-                                           std::pair{256, false}, std::pair{256, true}),
+std::vector<Variant> AllVariants() {
+  std::vector<Variant> out;
+  for (const std::string& version : FlashInferVersions())
+    for (int d : {64, 128, 256})
+      for (bool causal : {false, true}) out.emplace_back(version, d, causal);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, FlashInferAttentionGpu, ::testing::ValuesIn(AllVariants()),
                          [](const auto& info) {
-                           return "D" + std::to_string(info.param.first) +
-                                  (info.param.second ? "_causal" : "");
+                           std::string version = std::get<0>(info.param);
+                           std::replace(version.begin(), version.end(), '.', '_');
+                           return "v" + version + "_D" + std::to_string(std::get<1>(info.param)) +
+                                  (std::get<2>(info.param) ? "_causal" : "");
                          });
 
 // Head dim 96 (mha_with_lse_d96*): FlashInfer has no sm90 prefill for it; the build must say
 // unsupported, as cuDNN's BaselineUnsupported does, not fail.
 TEST(FlashInferAttentionGpuUnsupported, HeadDim96) {
-  for (bool causal : {false, true})
-    EXPECT_THROW(BuildFlashInferAttention(96, causal, CacheRoot()), BaselineUnsupported);
+  for (const std::string& version : FlashInferVersions())
+    for (bool causal : {false, true})
+      EXPECT_THROW(BuildFlashInferAttention(96, causal, version, CacheRoot()), BaselineUnsupported);
 }
 
 }  // namespace
