@@ -11,6 +11,8 @@ evaluate_kernel. What it saw goes to the JSON file $SCRIPTED_AGENT_LOG (outside 
       sleep    never evaluate: sleep until killed (the wall-time budget)
       spend    never evaluate: print a Codex CLI usage event per second, as `codex exec --json`
                does after each turn (the token budget)
+      signal   never evaluate: send SIGINT to the run that started it (its shell's parent),
+               and say whether the confinement let it
       snoop    never evaluate: try to read and write the run folder around the workspace,
                and say what the confinement allowed
 """
@@ -19,6 +21,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -107,6 +110,18 @@ def main():
                 "input_tokens": 3000, "cached_input_tokens": 2000, "output_tokens": 500}}),
                   flush=True)
             time.sleep(1)
+    if scenario == "signal":
+        with open("/proc/%d/stat" % os.getppid(), encoding="utf-8") as f:
+            run = int(f.read().rsplit(")", 1)[1].split()[1])  # the shell's parent
+        try:
+            os.kill(run, signal.SIGINT)
+            seen["signal"] = "allowed"
+            save()
+            time.sleep(60)  # working on, as an agent would, while the run stops
+        except OSError as e:
+            seen["signal"] = "denied: " + (e.strerror or str(e))
+        save()
+        return
     if scenario == "snoop":
         seen["snoop"] = snoop()
         save()

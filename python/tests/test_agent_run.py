@@ -178,6 +178,22 @@ class AgentRunTest(unittest.TestCase):
         self.assertEqual(self.seen()["snoop"]["read_run_json"], "allowed")
         self.assertFalse(S.load(os.path.join(run, "run.json"))["model"]["confinement"]["confined"])
 
+    def test_the_agent_cannot_signal_the_run(self):
+        # An agent that stops the run (Ctrl-C's signal) turns its pending turn into the
+        # harness's failure; Landlock's signal scope (ABI 6 and later) keeps it from that.
+        doctor = json.loads(subprocess.run([S.binary(), "doctor", "--json"], stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, text=True).stdout)
+        abi = doctor.get("sandbox landlock", {}).get("version", "abi 0")
+        if int(abi.split()[-1]) < 6:
+            self.skipTest("Landlock on this machine does not scope signals (%s)" % abi)
+        run = self.run_agent("signal")
+        self.assertTrue(self.seen()["signal"].startswith("denied"), self.seen())
+        self.assertEqual(trajectory(run)["info"]["exit_status"], "agent_exit")
+        # The control: unconfined, the same agent stops the run.
+        run = self.run_agent("signal", "--agent-unconfined", name="-unconfined", ok=(0, 3, 130))
+        self.assertEqual(self.seen()["signal"], "allowed")
+        self.assertEqual(trajectory(run)["info"]["exit_status"], "infra_error")
+
     def test_a_readable_path_that_holds_the_run_folder_is_refused(self):
         out = os.path.join(self.runs, "refused")
         p = subprocess.run([S.binary(), "run", "--agent-command", "true", "--agent-read",
