@@ -391,6 +391,24 @@ if [[ "${1:-}" == "throughput" ]]; then
   exit $?
 fi
 
+if [[ "${1:-}" == "trace" ]]; then
+  # Issue 37's diagnosis: the CLI pool with every evaluation's GPU holds, children and witness
+  # windows traced (PTXBENCH_GPU_TRACE), with the GPU gate on and then off (GATES), and who was
+  # on the GPU during each window (scripts/gpu_trace_report.py).
+  build_or_exit
+  echo "== built ($(( $(date +%s) - suite_t0 )) s since start)"
+  for gate in ${GATES:-on off}; do
+    rm -f "$out/trace-$gate.jsonl"
+    PTXBENCH_GPU_GATE=$gate PTXBENCH_GPU_TRACE="$PWD/$out/trace-$gate.jsonl" \
+      python3 scripts/throughput.py --bin "$bin" --n "${N:-16}" --pool "${POOL:-8}" \
+        --modes cli --out "$out/throughput-$gate"
+    python3 scripts/gpu_trace_report.py "$out/trace-$gate.jsonl" > "$out/trace-$gate.txt"
+    tail -n 1 "$out/trace-$gate.txt"
+    echo "== gate $gate done ($(( $(date +%s) - suite_t0 )) s since start)"
+  done
+  exit 0
+fi
+
 if [[ "${1:-}" == "serve" ]]; then
   build_or_exit
   export PTXBENCH_CACHE="$out/cache"

@@ -448,6 +448,9 @@ void RunTiming(const json& spec_json, ActivityTimer& timer, ChannelWriter& out) 
   std::vector<Buffers> witness_inputs(static_cast<size_t>(spec.witness_calls));
   for (auto& b : witness_inputs) AllocateInputs(*family, axes, &b);
   PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+  // The set-up above ran with the GPU shared; the candidate is loaded only once the parent
+  // holds it alone (a loaded candidate is never left on a GPU that another evaluation times on).
+  if (spec.wait_for_go && !AwaitParentGo(out, event::kCandidateReady)) return;
   std::set<std::string> objects_before = LoadedObjects();
   // The harness's code and read-only data (its GOT included) sealed before the candidate's
   // constructors run: the CUPTI reader the timing rests on cannot be rewritten.

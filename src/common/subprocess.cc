@@ -9,10 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <thread>
 
 extern char** environ;
@@ -154,8 +154,7 @@ Child Child::Start(const ProcessSpec& spec) {
   int control[2] = {-1, -1};
   if (spec.control_fd >= 0 && ::pipe2(control, O_CLOEXEC) != 0)
     throw EnvironmentError(std::string("pipe: ") + strerror(errno));
-  const PreparedSandbox* sandbox =
-      spec.sandbox && spec.sandbox->active() ? spec.sandbox : nullptr;
+  const PreparedSandbox* sandbox = spec.sandbox && spec.sandbox->active() ? spec.sandbox : nullptr;
 
   Child child;
   child.started_ = Clock::now();
@@ -232,7 +231,8 @@ void Child::KillGroup() {
 }
 
 ExitInfo Child::Wait(Clock::time_point deadline,
-                     const std::function<void(const std::string&)>& on_line) {
+                     const std::function<void(const std::string&)>& on_line,
+                     bool handler_time_is_not_the_childs) {
   ExitInfo info;
   bool overflow = false;
   char buf[65536];
@@ -274,7 +274,11 @@ ExitInfo Child::Wait(Clock::time_point deadline,
           while ((nl = partial_line_.find('\n', start)) != std::string::npos) {
             if (nl > start) {  // empty lines carry nothing and are not kept
               lines_.push_back(partial_line_.substr(start, nl - start));
-              if (on_line) on_line(lines_.back());
+              if (on_line) {
+                const auto before = Clock::now();
+                on_line(lines_.back());
+                if (handler_time_is_not_the_childs) deadline += Clock::now() - before;
+              }
             }
             start = nl + 1;
           }

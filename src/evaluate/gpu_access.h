@@ -1,9 +1,10 @@
 // How one evaluation holds its GPU (run/gpu_lock.h), child by child: shared while a child
 // that only needs the GPU runs (references, trials, memory check, the profiled call, probes,
-// a baseline's set-up), alone while the candidate's timed child and the baselines' timed calls
-// run, and not at all in between (builds, comparisons, digests, the profiler's report). So
-// the CPU work of one evaluation overlaps the GPU work of others, and nothing overlaps a timed
-// window.
+// a set-up of the timed children), alone while the candidate's timed child (from before its
+// load) and the baselines' timed calls run, and not at all in between (builds, comparisons,
+// digests, the profiler's report). Most children take it only at their first CUDA call
+// (evaluate/gpu_gate.h), not for their start-up. So the CPU work of one evaluation overlaps
+// the GPU work of others, and nothing overlaps a timed window.
 #pragma once
 
 #include <atomic>
