@@ -397,14 +397,16 @@ if [[ "${1:-}" == "trace" ]]; then
   # on the GPU during each window (scripts/gpu_trace_report.py).
   build_or_exit
   echo "== built ($(( $(date +%s) - suite_t0 )) s since start)"
-  for gate in ${GATES:-on off}; do
-    rm -f "$out/trace-$gate.jsonl"
-    PTXBENCH_GPU_GATE=$gate PTXBENCH_GPU_TRACE="$PWD/$out/trace-$gate.jsonl" \
+  # RUNS: gate:mode pairs (mode cli or serve; serve with WORKERS workers).
+  for run in ${RUNS:-on:cli off:serve}; do
+    gate=${run%%:*} mode=${run#*:} tag=${run/:/-}
+    rm -f "$out/trace-$tag.jsonl"
+    PTXBENCH_GPU_GATE=$gate PTXBENCH_GPU_TRACE="$PWD/$out/trace-$tag.jsonl" \
       python3 scripts/throughput.py --bin "$bin" --n "${N:-16}" --pool "${POOL:-8}" \
-        --modes cli --out "$out/throughput-$gate"
-    python3 scripts/gpu_trace_report.py "$out/trace-$gate.jsonl" > "$out/trace-$gate.txt"
-    tail -n 1 "$out/trace-$gate.txt"
-    echo "== gate $gate done ($(( $(date +%s) - suite_t0 )) s since start)"
+        --workers "${WORKERS:-8}" --modes "$mode" --out "$out/throughput-$tag"
+    python3 scripts/gpu_trace_report.py "$out/trace-$tag.jsonl" > "$out/trace-$tag.txt"
+    tail -n 1 "$out/trace-$tag.txt"
+    echo "== $tag done ($(( $(date +%s) - suite_t0 )) s since start)"
   done
   exit 0
 fi

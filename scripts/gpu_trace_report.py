@@ -31,7 +31,7 @@ def intervals(events):
     holds, children, windows = (collections.defaultdict(list) for _ in range(3))
     open_hold, open_child, open_window = {}, {}, {}
     for e in events:
-        pid, t, ev = e["pid"], e["t"], e["ev"]
+        pid, t, ev = f'{e["pid"]}/{e.get("tid", 0)}', e["t"], e["ev"]
         if ev == "hold":
             open_hold[pid] = (t, e.get("mode"))
         elif ev == "release" and pid in open_hold:

@@ -1,6 +1,7 @@
 #include "run/gpu_trace.h"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,6 +28,7 @@ void GpuTrace(const std::string& event, nlohmann::json fields) {
   fields["t"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                     .count();
   fields["pid"] = ::getpid();
+  fields["tid"] = static_cast<long>(::syscall(SYS_gettid));  // a service's workers are threads
   fields["ev"] = event;
   const std::string line = fields.dump() + "\n";
   // One write of one line with O_APPEND: lines of several processes do not interleave.
