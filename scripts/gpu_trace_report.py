@@ -67,6 +67,7 @@ def main():
     args = ap.parse_args()
     events = load(args.trace)
     holds, children, windows = intervals(events)
+    gpm = [e for e in events if e["ev"] == "gpm"]
     t0 = events[0]["t"] if events else 0
     broken = 0
     for pid, ws in sorted(windows.items()):
@@ -75,6 +76,10 @@ def main():
             mine = [h for h in holds[pid] if h[0] <= b and h[1] >= e]
             print(f"window pid {pid} {b - t0:8.3f}-{e - t0:8.3f} s sm {sm}: own hold "
                   f"{[(round(h[0] - t0, 3), round(h[1] - t0, 3), h[2]) for h in mine] or 'NONE'}")
+            for g in gpm:
+                if lo - 0.5 <= g["t"] <= e + 0.5:
+                    print(f"   gpm {g['t'] - t0:8.3f} sm {g.get('sm')} tensor {g.get('tensor')} "
+                          f"dram {g.get('dram')} any {g.get('any_context')}")
             for other in sorted(set(holds) | set(children)):
                 if other == pid:
                     continue
