@@ -400,15 +400,17 @@ if [[ "${1:-}" == "trace" ]]; then
   # RUNS: gate:mode pairs (mode cli or serve; serve with WORKERS workers).
   for run in ${RUNS:-on:cli off:serve}; do
     gate=${run%%:*} mode=${run#*:} tag=${run/:/-}
-    rm -f "$out/trace-$tag.jsonl"
+    trace="$(cd "$out" && pwd)/trace-$tag.jsonl"  # absolute: the evaluations run elsewhere
+    rm -f "$trace"
     # The GPU's own counters beside the holds, every ~120 ms (lagging the GPU by 150-200 ms).
-    PTXBENCH_GPU_TRACE="$PWD/$out/trace-$tag.jsonl" "$bin" __gpm_trace 400 &
+    PTXBENCH_GPU_TRACE="$trace" "$bin" __gpm_trace 400 &
     sampler=$!
-    PTXBENCH_GPU_GATE=$gate PTXBENCH_GPU_TRACE="$PWD/$out/trace-$tag.jsonl" \
+    PTXBENCH_GPU_GATE=$gate PTXBENCH_GPU_TRACE="$trace" \
       python3 scripts/throughput.py --bin "$bin" --n "${N:-16}" --pool "${POOL:-8}" \
         --workers "${WORKERS:-8}" --modes "$mode" --out "$out/throughput-$tag"
     kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
-    python3 scripts/gpu_trace_report.py "$out/trace-$tag.jsonl" > "$out/trace-$tag.txt"
+    python3 scripts/gpu_trace_report.py "$trace" > "$out/trace-$tag.txt"
+    xz -k "$trace"
     tail -n 1 "$out/trace-$tag.txt"
     echo "== $tag done ($(( $(date +%s) - suite_t0 )) s since start)"
   done
