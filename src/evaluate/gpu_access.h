@@ -32,6 +32,8 @@ class GpuAccess {
   // Failure() say which, for the record).
   bool Hold(GpuLock::Mode mode);
   void Release();
+  // Whether a hold in `mode` is held now.
+  bool Holds(GpuLock::Mode mode) const { return lock_ && lock_->mode() == mode; }
 
   const std::string& path() const { return path_; }
   // "gpu_lock_stopped", "gpu_lock_error" or "gpu_lock_timeout": why the last Hold failed.

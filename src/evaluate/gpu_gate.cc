@@ -28,7 +28,11 @@ std::shared_ptr<GpuGateState> GateChildOnGpu(ChildRequest* child, GpuAccess* gpu
   child->on_message = [state, gpu, alone_before_load, forward](const nlohmann::json& m,
                                                                const ChildRequest::Reply& reply) {
     const std::string ev = m.is_object() ? m.value("event", "") : "";
-    if (ev == kLoadingEvent) state->candidate_loading = true;
+    if (ev == kLoadingEvent && !state->candidate_loading) {
+      state->candidate_loading = true;
+      if (alone_before_load && !gpu->Holds(GpuLock::Mode::kAlone))
+        state->loaded_without_alone = true;
+    }
     const bool shared = ev == event::kGpuWanted && !state->shared_asked;
     const bool alone = alone_before_load && ev == event::kCandidateReady && !state->alone_asked;
     if (state->candidate_loading || !(shared || alone)) {

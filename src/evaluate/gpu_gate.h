@@ -23,6 +23,9 @@ struct GpuGateState {
   bool refused = false;  // a hold asked for was not granted: the child was told to stop
   bool shared_asked = false, alone_asked = false;
   bool candidate_loading = false;  // past the "loading" marker: no further request is honoured
+  // For a child that must load alone: its "loading" marker came while the GPU was not held
+  // alone (it never asked, or asked too late). Its timings are void (fail closed).
+  bool loaded_without_alone = false;
 };
 
 // Makes `child` gated on `gpu`: sets the spec's gate key, keeps the lock's wait out of the

@@ -241,6 +241,15 @@ std::optional<ChildOutcome> RunGatedChild(const EvalContext& c, ChildRequest chi
   auto gate = GateChildOnGpu(&child, c.gpu, alone_before_load);
   ChildOutcome outcome = RunChild(child);
   c.gpu->Release();
+  if (gate->loaded_without_alone) {
+    // The parent never holds the GPU alone on the child's word that it will ask: a timed child
+    // that loaded its candidate without the GPU alone timed beside whatever else ran.
+    if (!v->decided)
+      v->Set(Status::kInfraError, "gpu_not_alone",
+             "the timed child loaded the candidate while this evaluation did not hold the GPU "
+             "alone: its timings could include other evaluations' work, and are not used");
+    return std::nullopt;
+  }
   if (!gate->refused) return outcome;
   if (!v->decided) SetGpuRefused(*c.gpu, v);
   return std::nullopt;

@@ -309,7 +309,7 @@ void TimingLayer::Run() {
   auto refused = [&] {
     if (!v_->decided) SetGpuRefused(*c_.gpu, v_);
     perf_.state = "not_reached";
-    perf_.reason = c_.gpu->Failure();
+    perf_.reason = v_->message;  // the lock's failure, or a timed child that was not alone
     rec_->performance = ToJson(perf_);
   };
   BaselineBefore();
