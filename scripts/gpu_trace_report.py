@@ -70,10 +70,14 @@ def main():
     gpm = [e for e in events if e["ev"] == "gpm"]
     t0 = events[0]["t"] if events else 0
     broken = 0
+    not_alone = 0
+    total = 0
     for pid, ws in sorted(windows.items()):
         for (b, e, sm) in ws:
             lo = b - args.lead
             mine = [h for h in holds[pid] if h[0] <= b and h[1] >= e]
+            total += 1
+            not_alone += not any(h[2] == "alone" for h in mine)
             print(f"window pid {pid} {b - t0:8.3f}-{e - t0:8.3f} s sm {sm}: own hold "
                   f"{[(round(h[0] - t0, 3), round(h[1] - t0, 3), h[2]) for h in mine] or 'NONE'}")
             for g in gpm:
@@ -95,7 +99,8 @@ def main():
                     said = [f"{ev}@{t - t0:.3f}" for (t, ev) in says if lo - 2 <= t <= e]
                     print(f"   pid {other} child {name} alive {s - t0:8.3f}-{x - t0:8.3f} "
                           f"{'held' if held else 'UNHELD'} says {said[:8]}")
-    print(f"holds of others inside windows: {broken}")
+    print(f"windows: {total}; outside their own alone hold: {not_alone}; "
+          f"holds of others inside windows: {broken}")
 
 
 if __name__ == "__main__":
