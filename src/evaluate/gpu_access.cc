@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/error.h"
-#include "run/gpu_trace.h"
+#include "common/gpu_trace.h"
 
 namespace ptxbench {
 

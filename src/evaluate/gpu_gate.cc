@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "run/gpu_trace.h"
+#include "common/gpu_trace.h"
 #include "run/protocol.h"
 
 namespace ptxbench {

@@ -13,7 +13,7 @@
 #include "evaluate/gpu_gate.h"
 #include "measure/baseline.h"
 #include "record/environment_layers.h"
-#include "run/gpu_trace.h"
+#include "common/gpu_trace.h"
 #include "record/layers.h"
 #include "record/performance_layer.h"
 #include "record/stage_seconds.h"

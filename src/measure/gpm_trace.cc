@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "measure/gpm.h"
-#include "run/gpu_trace.h"
+#include "common/gpu_trace.h"
 
 namespace ptxbench {
 

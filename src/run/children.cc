@@ -8,7 +8,7 @@
 #include "compile/tvm_ffi.h"
 #include "run/channel.h"
 #include "run/confine.h"
-#include "run/gpu_trace.h"
+#include "common/gpu_trace.h"
 #include "run/protocol.h"
 
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "run/gpu_trace.h"
+#include "common/gpu_trace.h"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
