@@ -25,8 +25,8 @@ void GpuTrace(const std::string& event, nlohmann::json fields) {
   const char* path = TracePath();
   if (!path) return;
   if (!fields.is_object()) fields = nlohmann::json::object();
-  fields["t"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+  fields["t"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   fields["pid"] = ::getpid();
   fields["tid"] = static_cast<long>(::syscall(SYS_gettid));  // a service's workers are threads
   fields["ev"] = event;

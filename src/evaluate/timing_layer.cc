@@ -8,12 +8,12 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/gpu_trace.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "evaluate/gpu_gate.h"
 #include "measure/baseline.h"
 #include "record/environment_layers.h"
-#include "common/gpu_trace.h"
 #include "record/layers.h"
 #include "record/performance_layer.h"
 #include "record/stage_seconds.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <thread>
 
-#include "measure/gpm.h"
 #include "common/gpu_trace.h"
+#include "measure/gpm.h"
 
 namespace ptxbench {
 

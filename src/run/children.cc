@@ -2,13 +2,13 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/gpu_trace.h"
 #include "common/sandbox.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "compile/tvm_ffi.h"
 #include "run/channel.h"
 #include "run/confine.h"
-#include "common/gpu_trace.h"
 #include "run/protocol.h"
 
 #include <sys/stat.h>
@@ -118,7 +118,8 @@ ChildOutcome RunChild(const ChildRequest& r) {
   p.control_fd = kControlFd;
   p.sandbox = r.confine ? &sandbox : nullptr;
   Child child = Child::Start(p);
-  GpuTrace("child_start", {{"name", r.name}, {"child", child.pid()}, {"wrapper", !r.wrapper.empty()}});
+  GpuTrace("child_start",
+           {{"name", r.name}, {"child", child.pid()}, {"wrapper", !r.wrapper.empty()}});
   std::function<void(const std::string&)> on_line;
   // Lives as long as the wait: on_line answers through it.
   ChildRequest::Reply reply = [&child](const std::string& line) { return child.SendControl(line); };
