@@ -2,9 +2,9 @@
 // that only needs the GPU runs (references, trials, memory check, the profiled call, probes,
 // a set-up of the timed children), alone while the candidate's timed child (from before its
 // load) and the baselines' timed calls run, and not at all in between (builds, comparisons,
-// digests, the profiler's report). Most children take it only at their first CUDA call
-// (evaluate/gpu_gate.h), not for their start-up. So the CPU work of one evaluation overlaps
-// the GPU work of others, and nothing overlaps a timed window.
+// digests, the profiler's report). Each child holds it from its start; with the gate on
+// (PTXBENCH_GPU_GATE=on, evaluate/gpu_gate.h) only from its first CUDA call. So the CPU work
+// of one evaluation overlaps the GPU work of others, and nothing overlaps a timed window.
 #pragma once
 
 #include <atomic>

@@ -12,7 +12,7 @@ namespace ptxbench {
 bool GpuGateEnabled() {
   static const bool on = [] {
     const char* g = std::getenv("PTXBENCH_GPU_GATE");
-    return !(g && std::string(g) == "off");
+    return g && std::string(g) == "on";
   }();
   return on;
 }

@@ -9,7 +9,10 @@
 // Only harness code asks: a request that arrives after the child's "loading" marker is the
 // candidate's and is not honoured, nor is a second request of a kind. A child that never asks
 // never holds the lock and has done nothing on the GPU (its first CUDA call waits for "go").
-// The caller releases the lock when the child has ended, as before.
+// The parent does not rely on the timed child asking: one whose "loading" marker arrives
+// while the GPU is not held alone is marked, and its timings are void (the first gate lost
+// the request on its way and timed candidates side by side). The caller releases the lock
+// when the child has ended, as before.
 #pragma once
 
 #include <memory>
@@ -31,8 +34,10 @@ struct GpuGateState {
 // Makes `child` gated on `gpu`: sets the spec's gate key, keeps the lock's wait out of the
 // child's deadline, and answers its requests (the child's own handler, if any, sees every
 // other message). With `alone_before_load` the candidate_ready request takes the GPU alone.
-// False when PTXBENCH_GPU_GATE=off (a diagnostic switch, issue 37): children then hold the
-// GPU from their start, as before the gate.
+// True only with PTXBENCH_GPU_GATE=on. Off (the default), each child holds the GPU from its
+// start, the way verified on the GPU (docs/gpu-runs/2026-12-07-session7.md); the gate's fix
+// (the timed child's request for the GPU alone now reaches it, and the parent fails closed
+// without it) has not yet run there, so it is not the default.
 bool GpuGateEnabled();
 
 std::shared_ptr<GpuGateState> GateChildOnGpu(ChildRequest* child, GpuAccess* gpu,
