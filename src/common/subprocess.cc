@@ -223,6 +223,26 @@ bool Child::SendControl(const std::string& line) {
   return true;
 }
 
+namespace {
+// How a reaped process ended, from waitpid's status.
+void SetExitFromStatus(int status, ExitInfo* info) {
+  if (WIFEXITED(status)) {
+    info->kind = ExitKind::kExited;
+    info->code = WEXITSTATUS(status);
+  } else {
+    info->kind = ExitKind::kSignaled;
+    info->signal = WTERMSIG(status);
+  }
+}
+}  // namespace
+
+void Child::AbandonChannel() {
+  KillGroup();
+  ::close(channel_read_);
+  channel_read_ = -1;
+  partial_line_.clear();
+}
+
 void Child::KillGroup() {
   if (pid_ > 0) {
     ::kill(-pid_, SIGKILL);
@@ -262,10 +282,7 @@ ExitInfo Child::Wait(Clock::time_point deadline,
           if (channel_bytes_ > channel_limit_) {
             // A flood: stop reading and end the child; nothing more it says is kept.
             overflow = true;
-            KillGroup();
-            ::close(channel_read_);
-            channel_read_ = -1;
-            partial_line_.clear();
+            AbandonChannel();
             continue;
           }
           partial_line_.append(buf, static_cast<size_t>(got));
@@ -285,10 +302,7 @@ ExitInfo Child::Wait(Clock::time_point deadline,
           partial_line_.erase(0, start);
           if (lines_.size() > kMaxChannelLines) {
             overflow = true;
-            KillGroup();
-            ::close(channel_read_);
-            channel_read_ = -1;
-            partial_line_.clear();
+            AbandonChannel();
           }
         } else {
           // Bounded: a candidate printing in a loop must not exhaust our memory.
@@ -304,13 +318,7 @@ ExitInfo Child::Wait(Clock::time_point deadline,
       int status;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         reaped_ = true;
-        if (WIFEXITED(status)) {
-          info.kind = ExitKind::kExited;
-          info.code = WEXITSTATUS(status);
-        } else {
-          info.kind = ExitKind::kSignaled;
-          info.signal = WTERMSIG(status);
-        }
+        SetExitFromStatus(status, &info);
         KillGroup();  // whatever it left behind holding our pipes
         break;
       }
@@ -338,15 +346,10 @@ ExitInfo Child::Wait(Clock::time_point deadline,
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
-      if (timed_out) {
+      if (timed_out)
         info.kind = ExitKind::kTimedOut;
-      } else if (WIFEXITED(status)) {
-        info.kind = ExitKind::kExited;
-        info.code = WEXITSTATUS(status);
-      } else {
-        info.kind = ExitKind::kSignaled;
-        info.signal = WTERMSIG(status);
-      }
+      else
+        SetExitFromStatus(status, &info);
     }
     reaped_ = true;
     KillGroup();

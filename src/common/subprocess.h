@@ -84,6 +84,8 @@ class Child {
  private:
   Child() = default;
   void KillGroup();
+  // Stops reading a flooding channel: the group killed, the pipe closed, the partial line dropped.
+  void AbandonChannel();
   pid_t pid_ = -1;
   int channel_read_ = -1;
   int capture_read_ = -1;
