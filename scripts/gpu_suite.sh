@@ -391,6 +391,32 @@ if [[ "${1:-}" == "throughput" ]]; then
   exit $?
 fi
 
+if [[ "${1:-}" == "trace" ]]; then
+  # Issue 37's diagnosis: the CLI pool with every evaluation's GPU holds, children and witness
+  # windows traced (PTXBENCH_GPU_TRACE), with the GPU gate on and then off (GATES), and who was
+  # on the GPU during each window (scripts/gpu_trace_report.py).
+  build_or_exit
+  echo "== built ($(( $(date +%s) - suite_t0 )) s since start)"
+  # RUNS: gate:mode pairs (mode cli or serve; serve with WORKERS workers).
+  for run in ${RUNS:-on:cli off:serve}; do
+    gate=${run%%:*} mode=${run#*:} tag=${run/:/-}
+    trace="$(cd "$out" && pwd)/trace-$tag.jsonl"  # absolute: the evaluations run elsewhere
+    rm -f "$trace"
+    # The GPU's own counters beside the holds, every ~120 ms (lagging the GPU by 150-200 ms).
+    PTXBENCH_GPU_TRACE="$trace" "$bin" __gpm_trace 400 &
+    sampler=$!
+    PTXBENCH_GPU_GATE=$gate PTXBENCH_GPU_TRACE="$trace" \
+      python3 scripts/throughput.py --bin "$bin" --n "${N:-16}" --pool "${POOL:-8}" \
+        --workers "${WORKERS:-8}" --modes "$mode" --out "$out/throughput-$tag"
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+    python3 scripts/gpu_trace_report.py "$trace" > "$out/trace-$tag.txt"
+    xz -k "$trace"
+    tail -n 1 "$out/trace-$tag.txt"
+    echo "== $tag done ($(( $(date +%s) - suite_t0 )) s since start)"
+  done
+  exit 0
+fi
+
 if [[ "${1:-}" == "serve" ]]; then
   build_or_exit
   export PTXBENCH_CACHE="$out/cache"

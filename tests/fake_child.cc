@@ -62,6 +62,36 @@ std::string GpuLockState() {
   return shared_ok ? "not alone" : "alone";
 }
 
+// True when someone holds the lock named by PTXBENCH_FAKE_LOCK (in either mode), or when it
+// cannot be told (no lock named; a confined child, which cannot open it).
+bool GpuLockHeld() {
+  const char* path = std::getenv("PTXBENCH_FAKE_LOCK");
+  if (!path || !*path) return true;
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  ::close(fd);
+  return !free;
+}
+
+// As the real child's gate (evaluate/gpu_gate.h): ask with `event`, go on only after "go";
+// with PTXBENCH_FAKE_LOCK, fail when the parent said go without holding the lock as asked.
+bool AwaitGo(const char* event, bool alone, ChannelWriter& out) {
+  out.Send({{"event", event}});
+  const std::string answer = ReadControlLine(4, 30000);
+  std::string problem;
+  if (answer != "go")
+    problem = "no go after " + std::string(event);
+  else if (!GpuLockHeld())
+    problem = std::string("go after ") + event + " without the GPU lock";
+  else if (alone && GpuLockState() == "not alone")  // "unopenable" when confined
+    problem = std::string("go after ") + event + " without the GPU alone";
+  if (problem.empty()) return true;
+  out.Send({{"event", "error"}, {"stage", "gpu_gate"}, {"message", "fake: " + problem}});
+  out.Send({{"event", "done"}});
+  return false;
+}
+
 int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, size_t n) {
   if (mode == "timing_no_cupti") {
     out.Send({{"event", "timing_unavailable"}, {"reason", "fake: CUPTI_ERROR_NOT_INITIALIZED"}});
@@ -132,6 +162,8 @@ int FakeTiming(const json& spec, const std::string& mode, ChannelWriter& out, si
     if (mode == "timing_stale") c[7] = Bf16(Expected(seed, 7) + 3.0f);
     return c;
   };
+  // As the real child: set up with the GPU shared, loaded only once the parent holds it alone.
+  if (spec.value("wait_for_go", false) && !AwaitGo("candidate_ready", true, out)) return 0;
   out.Send({{"event", "loading"}});
   if (mode == "timing_claims_peak") {
     // Lines only a baseline child sends, from the candidate's process: a peak of almost 0 (it
@@ -195,6 +227,7 @@ int main(int argc, char** argv) {
   json spec = json::parse(ReadFile(argv[2]));
   std::string mode =
       std::getenv("PTXBENCH_FAKE_MODE") ? std::getenv("PTXBENCH_FAKE_MODE") : "correct";
+  if (spec.value("gpu_gate", false) && !AwaitGo("gpu_wanted", false, out)) return 0;
   if (mode == "no_gpu") {
     out.Send({{"event", "no_gpu"}, {"message", "fake: no device"}});
     out.Send({{"event", "done"}});

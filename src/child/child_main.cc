@@ -262,6 +262,13 @@ int ChildMain(int argc, char** argv) {
     if (role == ChildRole::kReference) reference = ParseReferenceSpec(spec);
     if (role == ChildRole::kCandidate) candidate = ParseCandidateRunSpec(spec);
     SetGuardPages(!candidate || candidate->guard_pages);
+    // A gated child waits here, before anything of CUDA's (CUPTI's set-up below initializes the
+    // driver, and with it a wrapping tool's own work on the device), until the parent holds
+    // the GPU.
+    if (spec.value(kGpuGateKey, false) && !AwaitParentGo(out, event::kGpuWanted)) {
+      out.Send({{"event", "done"}});
+      return 0;
+    }
     // CUPTI attaches before the first CUDA call of the process, or it misses the context.
     std::unique_ptr<ActivityTimer> timer;
     if (role == ChildRole::kTiming) {

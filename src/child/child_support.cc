@@ -214,6 +214,19 @@ void WriteBytes(const std::string& path, const void* data, size_t bytes) {
     throw std::runtime_error("cannot write " + path);
 }
 
+bool AwaitParentGo(ChannelWriter& out, const char* event) {
+  // As long as the parent may wait for the GPU lock (its deadline for the child covers it).
+  constexpr int kGoTimeoutMs = 4000 * 1000;
+  out.Send({{"event", event}});
+  const std::string answer = ReadControlLine(kControlFd, kGoTimeoutMs);
+  if (answer == kGateGo) return true;
+  out.Send({{"event", "error"},
+            {"stage", "gpu_gate"},
+            {"message", std::string("the parent did not let the child use the GPU after ") + event +
+                            " (" + (answer.empty() ? "no answer" : answer) + ")"}});
+  return false;
+}
+
 nlohmann::json DeviceInfo() {
   int device = 0, driver = 0, runtime = 0;
   PTXBENCH_CUDA_CHECK(cudaGetDevice(&device));

@@ -41,6 +41,11 @@ void AllocateOutputs(const Family& family, const Axes& axes, Buffers* b);
 // The tensors of a call: the inputs of `inputs`, the outputs of `outputs`.
 std::vector<DeviceTensor> Combine(const Buffers& inputs, const Buffers& outputs);
 void WriteBytes(const std::string& path, const void* data, size_t bytes);
+// Asks the parent for the GPU (the message `event`) and waits for its answer on the control
+// descriptor: true on "go"; false, after an "error" message naming `event`, on "stop", a
+// closed descriptor or no answer within the lock's longest wait. Only harness code calls it,
+// before any candidate is loaded: the parent honours the request only from there.
+bool AwaitParentGo(ChannelWriter& out, const char* event);
 // The "device" message: name, compute capability, SM count, L2, clocks, PCI bus id, UUID.
 nlohmann::json DeviceInfo();
 // Loads the candidate's shared object and finds its entry point by the spec's "abi"

@@ -441,9 +441,16 @@ void RunTiming(const json& spec_json, ActivityTimer& timer, ChannelWriter& out) 
   }
 
   // --- the candidate, in a process that holds no vendor library ---
+  // The set-up so far (context, CUPTI, the timed buffer sets) ran with the GPU shared; the
+  // candidate is loaded only once the parent holds it alone (a loaded candidate is never left
+  // on a GPU that another evaluation times on).
+  PTXBENCH_CUDA_CHECK(cudaDeviceSynchronize());
+  if (spec.wait_for_go && !AwaitParentGo(out, event::kCandidateReady)) return;
   // Everything the protocol needs exists before the candidate is loaded, in the numbers the
   // parent decided: a constructor that takes the device's memory cannot shrink them, it can
-  // only make its own calls fail.
+  // only make its own calls fail. Allocated only now, alone: the kept outputs and witness
+  // inputs are GBs at the headline (a quarter of the device's memory at most), and several
+  // timed children waiting for the GPU each holding theirs ran a pool of 8 out of memory.
   std::vector<Buffers> kept = session.AllocateKept(spec.kept_outputs);
   std::vector<Buffers> witness_inputs(static_cast<size_t>(spec.witness_calls));
   for (auto& b : witness_inputs) AllocateInputs(*family, axes, &b);

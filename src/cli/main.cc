@@ -9,11 +9,14 @@
 #include "child/child_main.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "measure/gpm_trace.h"
 #include "task/definition.h"
 
 int main(int argc, char** argv) {
   // Children are this same binary; they speak only through their channel descriptor.
   if (argc >= 2 && std::strcmp(argv[1], "__child") == 0) return ptxbench::ChildMain(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "__gpm_trace") == 0)
+    return ptxbench::GpmTraceMain(argc, argv);
 
   CLI::App app{"ptxbench: verdicts on GPU kernels that use the architecture's own instructions"};
   app.set_version_flag("--version", std::string(PTXBENCH_VERSION));

@@ -9,10 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <thread>
 
 extern char** environ;
@@ -154,8 +154,7 @@ Child Child::Start(const ProcessSpec& spec) {
   int control[2] = {-1, -1};
   if (spec.control_fd >= 0 && ::pipe2(control, O_CLOEXEC) != 0)
     throw EnvironmentError(std::string("pipe: ") + strerror(errno));
-  const PreparedSandbox* sandbox =
-      spec.sandbox && spec.sandbox->active() ? spec.sandbox : nullptr;
+  const PreparedSandbox* sandbox = spec.sandbox && spec.sandbox->active() ? spec.sandbox : nullptr;
 
   Child child;
   child.started_ = Clock::now();
@@ -224,6 +223,26 @@ bool Child::SendControl(const std::string& line) {
   return true;
 }
 
+namespace {
+// How a reaped process ended, from waitpid's status.
+void SetExitFromStatus(int status, ExitInfo* info) {
+  if (WIFEXITED(status)) {
+    info->kind = ExitKind::kExited;
+    info->code = WEXITSTATUS(status);
+  } else {
+    info->kind = ExitKind::kSignaled;
+    info->signal = WTERMSIG(status);
+  }
+}
+}  // namespace
+
+void Child::AbandonChannel() {
+  KillGroup();
+  ::close(channel_read_);
+  channel_read_ = -1;
+  partial_line_.clear();
+}
+
 void Child::KillGroup() {
   if (pid_ > 0) {
     ::kill(-pid_, SIGKILL);
@@ -232,7 +251,8 @@ void Child::KillGroup() {
 }
 
 ExitInfo Child::Wait(Clock::time_point deadline,
-                     const std::function<void(const std::string&)>& on_line) {
+                     const std::function<void(const std::string&)>& on_line,
+                     bool handler_time_is_not_the_childs) {
   ExitInfo info;
   bool overflow = false;
   char buf[65536];
@@ -262,10 +282,7 @@ ExitInfo Child::Wait(Clock::time_point deadline,
           if (channel_bytes_ > channel_limit_) {
             // A flood: stop reading and end the child; nothing more it says is kept.
             overflow = true;
-            KillGroup();
-            ::close(channel_read_);
-            channel_read_ = -1;
-            partial_line_.clear();
+            AbandonChannel();
             continue;
           }
           partial_line_.append(buf, static_cast<size_t>(got));
@@ -274,17 +291,18 @@ ExitInfo Child::Wait(Clock::time_point deadline,
           while ((nl = partial_line_.find('\n', start)) != std::string::npos) {
             if (nl > start) {  // empty lines carry nothing and are not kept
               lines_.push_back(partial_line_.substr(start, nl - start));
-              if (on_line) on_line(lines_.back());
+              if (on_line) {
+                const auto before = Clock::now();
+                on_line(lines_.back());
+                if (handler_time_is_not_the_childs) deadline += Clock::now() - before;
+              }
             }
             start = nl + 1;
           }
           partial_line_.erase(0, start);
           if (lines_.size() > kMaxChannelLines) {
             overflow = true;
-            KillGroup();
-            ::close(channel_read_);
-            channel_read_ = -1;
-            partial_line_.clear();
+            AbandonChannel();
           }
         } else {
           // Bounded: a candidate printing in a loop must not exhaust our memory.
@@ -300,13 +318,7 @@ ExitInfo Child::Wait(Clock::time_point deadline,
       int status;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         reaped_ = true;
-        if (WIFEXITED(status)) {
-          info.kind = ExitKind::kExited;
-          info.code = WEXITSTATUS(status);
-        } else {
-          info.kind = ExitKind::kSignaled;
-          info.signal = WTERMSIG(status);
-        }
+        SetExitFromStatus(status, &info);
         KillGroup();  // whatever it left behind holding our pipes
         break;
       }
@@ -334,15 +346,10 @@ ExitInfo Child::Wait(Clock::time_point deadline,
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
-      if (timed_out) {
+      if (timed_out)
         info.kind = ExitKind::kTimedOut;
-      } else if (WIFEXITED(status)) {
-        info.kind = ExitKind::kExited;
-        info.code = WEXITSTATUS(status);
-      } else {
-        info.kind = ExitKind::kSignaled;
-        info.signal = WTERMSIG(status);
-      }
+      else
+        SetExitFromStatus(status, &info);
     }
     reaped_ = true;
     KillGroup();

@@ -68,9 +68,12 @@ class Child {
   // Reads the channel until EOF, the process exits, or `deadline`; returns what arrived, split
   // into lines. Then reaps the child, killing its group when the deadline passed.
   // `on_line`, when given, sees each channel line as it arrives (before Wait returns), so the
-  // parent can answer on the control pipe.
+  // parent can answer on the control pipe. With `handler_time_is_not_the_childs`, the time
+  // `on_line` itself takes moves the deadline (a parent that waits there for a lock on the
+  // child's behalf does not spend the child's time).
   ExitInfo Wait(std::chrono::steady_clock::time_point deadline,
-                const std::function<void(const std::string&)>& on_line = {});
+                const std::function<void(const std::string&)>& on_line = {},
+                bool handler_time_is_not_the_childs = false);
   // Writes a line to the child's control pipe; false when the child is gone.
   bool SendControl(const std::string& line);
   const std::vector<std::string>& channel_lines() const { return lines_; }
@@ -81,6 +84,8 @@ class Child {
  private:
   Child() = default;
   void KillGroup();
+  // Stops reading a flooding channel: the group killed, the pipe closed, the partial line dropped.
+  void AbandonChannel();
   pid_t pid_ = -1;
   int channel_read_ = -1;
   int capture_read_ = -1;

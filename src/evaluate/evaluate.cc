@@ -562,10 +562,13 @@ std::optional<ExpectedOutputs> ReferenceStage(const EvalContext& c, const Scratc
                                              " trial" + (missing.size() == 1 ? "" : "s"));
   auto t = Clock::now();
   if (!missing.empty()) {
-    if (!HoldGpu(c, GpuLock::Mode::kShared, v)) return std::nullopt;
-    ChildOutcome ro = RunReferenceChild(c.req, c.family, c.axes, missing, ReferenceFolder(scratch),
-                                        scratch, "reference");
-    c.gpu->Release();
+    std::optional<ChildOutcome> gated =
+        RunGatedChild(c,
+                      ReferenceChild(c.req, c.family, c.axes, missing, ReferenceFolder(scratch),
+                                     scratch, "reference"),
+                      v);
+    if (!gated) return std::nullopt;
+    const ChildOutcome& ro = *gated;
     NoteDevice(ro, rec);
     if (const json* ng = ro.First("no_gpu")) {
       x.no_gpu = ng->value("message", "");
@@ -616,9 +619,12 @@ struct CandidateRun {
   ChildOutcome outcome;
 };
 
-CandidateRun RunCandidateStage(const EvalContext& c, const std::string& shared_object,
-                               CandidateAbi abi, const std::vector<uint64_t>& seeds,
-                               const ScratchDir& scratch, EvaluationRecord* rec) {
+// nullopt when the GPU could not be had (the verdict set).
+std::optional<CandidateRun> RunCandidateStage(const EvalContext& c,
+                                              const std::string& shared_object, CandidateAbi abi,
+                                              const std::vector<uint64_t>& seeds,
+                                              const ScratchDir& scratch, EvaluationRecord* rec,
+                                              Verdict* v) {
   c.Stage("run", std::to_string(c.req.options.trials) + " correctness trial" +
                      (c.req.options.trials == 1 ? "" : "s"));
   auto t = Clock::now();
@@ -639,8 +645,10 @@ CandidateRun RunCandidateStage(const EvalContext& c, const std::string& shared_o
   cc.name = "candidate";
   cc.timeout = c.req.options.timeout;
   cc.executable = c.req.executable;
-  run.outcome = RunChild(cc);
+  std::optional<ChildOutcome> outcome = RunGatedChild(c, cc, v);
+  if (!outcome) return std::nullopt;  // the candidate never ran: no run stage
   rec->stage_seconds[stage_key::kRun] = SecondsSince(t);
+  run.outcome = std::move(*outcome);
   NoteDevice(run.outcome, rec);
   return run;
 }
@@ -819,12 +827,12 @@ ChildOutcome MemcheckStage(const EvalContext& c, const ChildRequest& candidate,
   mc.tool_roots = ToolRoots(*sanitizer);
   // A hang hangs again under the checker: give it the run's deadline, not its own.
   mc.timeout = v->status == Status::kTimeout ? req.options.timeout : req.options.memcheck_timeout;
-  if (!HoldGpu(c, GpuLock::Mode::kShared, v)) {
+  std::optional<ChildOutcome> gated = RunGatedChild(c, mc, v);
+  if (!gated) {
     rec->memcheck = NotReachedLayer(c.gpu->Failure());
     return memcheck_child;
   }
-  ChildOutcome mo = RunChild(mc);
-  c.gpu->Release();
+  const ChildOutcome& mo = *gated;
   memcheck_child = mo;
   rec->stage_seconds[stage_key::kMemcheck] = SecondsSince(t);
   std::string text;
@@ -936,14 +944,16 @@ ChildOutcome ProfileStage(const EvalContext& c, const ChildRequest& candidate,
   // shared (never beside a timed window), and the report is read back after it lets go.
   // Without the profile the instruction layer cannot be verified, so a PASSED so far becomes
   // the harness's failure (fail closed).
-  auto hold = [&] {
-    if (c.gpu->Hold(GpuLock::Mode::kShared)) return true;
-    SetGpuRefused(*c.gpu, v, " (the profiled call could not run)");
-    return false;
+  // Gated: Nsight Compute's own start-up (seconds) holds nothing; the lock is taken when the
+  // profiled process reaches its first CUDA call.
+  auto run = [&](const ChildRequest& pc) -> std::optional<ChildOutcome> {
+    Verdict refused_here = *v;
+    std::optional<ChildOutcome> o = RunGatedChild(c, pc, &refused_here);
+    if (!o) SetGpuRefused(*c.gpu, v, " (the profiled call could not run)");
+    return o;
   };
   VerifyInstructions(c.req, c.fresh_seed ^ kProfileSeedSalt, c.def, c.wl, candidate, inspected.sass,
-                     inspected.required, scratch, rec, &profiled,
-                     {.before_child = hold, .after_child = [&] { c.gpu->Release(); }});
+                     inspected.required, scratch, rec, &profiled, {.run = run});
   rec->stage_seconds[stage_key::kProfile] = SecondsSince(t);
   return profiled;
 }
@@ -1056,10 +1066,10 @@ EvaluationRecord Evaluate(const EvalRequest& req) {
   }
 
   // The correctness layer: the trials, then the memory check.
-  if (!HoldGpu(c, GpuLock::Mode::kShared, &v)) return finish();
-  const CandidateRun run =
-      RunCandidateStage(c, build->shared_object, abi, expected->seeds, scratch, &rec);
-  gpu.Release();
+  const std::optional<CandidateRun> ran =
+      RunCandidateStage(c, build->shared_object, abi, expected->seeds, scratch, &rec, &v);
+  if (!ran) return finish();
+  const CandidateRun& run = *ran;
   if (const json* ng = BeforeLoading(run.outcome, "no_gpu")) {
     SkipGpuLayers(ng->value("message", ""), &rec, &v);
     return finish();

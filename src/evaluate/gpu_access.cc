@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/gpu_trace.h"
 
 namespace ptxbench {
 
@@ -44,11 +45,14 @@ bool GpuAccess::Hold(GpuLock::Mode mode) {
   }
   ever_held_ = true;
   held_since_ = SteadyClock::now();
+  GpuTrace("hold", {{"mode", mode == GpuLock::Mode::kAlone ? "alone" : "shared"},
+                    {"waited_s", SecondsSince(t)}});
   return true;
 }
 
 void GpuAccess::Release() {
   if (!lock_) return;
+  GpuTrace("release", {{"mode", lock_->mode() == GpuLock::Mode::kAlone ? "alone" : "shared"}});
   (lock_->mode() == GpuLock::Mode::kAlone ? alone_s_ : shared_s_) += SecondsSince(held_since_);
   lock_.reset();
 }

@@ -1,9 +1,10 @@
 // How one evaluation holds its GPU (run/gpu_lock.h), child by child: shared while a child
 // that only needs the GPU runs (references, trials, memory check, the profiled call, probes,
-// a baseline's set-up), alone while the candidate's timed child and the baselines' timed calls
-// run, and not at all in between (builds, comparisons, digests, the profiler's report). So
-// the CPU work of one evaluation overlaps the GPU work of others, and nothing overlaps a timed
-// window.
+// a set-up of the timed children), alone while the candidate's timed child (from before its
+// load) and the baselines' timed calls run, and not at all in between (builds, comparisons,
+// digests, the profiler's report). Each child holds it from its start; with the gate on
+// (PTXBENCH_GPU_GATE=on, evaluate/gpu_gate.h) only from its first CUDA call. So the CPU work
+// of one evaluation overlaps the GPU work of others, and nothing overlaps a timed window.
 #pragma once
 
 #include <atomic>
@@ -31,6 +32,8 @@ class GpuAccess {
   // Failure() say which, for the record).
   bool Hold(GpuLock::Mode mode);
   void Release();
+  // Whether a hold in `mode` is held now.
+  bool Holds(GpuLock::Mode mode) const { return lock_ && lock_->mode() == mode; }
 
   const std::string& path() const { return path_; }
   // "gpu_lock_stopped", "gpu_lock_error" or "gpu_lock_timeout": why the last Hold failed.

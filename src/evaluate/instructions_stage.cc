@@ -89,12 +89,12 @@ std::optional<Profile> ProfileCandidate(const EvalRequest& req, uint64_t profile
   pc.tool_roots = ToolRoots(ncu_path);
   pc.allow_inet = true;
   pc.timeout = req.options.profile_timeout;
-  if (gpu.before_child && !gpu.before_child()) {
+  std::optional<ChildOutcome> ran = gpu.run ? gpu.run(pc) : RunChild(pc);
+  if (!ran) {
     set(Verification::kProfileError, "the GPU was not free for the profiled call");
     return std::nullopt;
   }
-  ChildOutcome po = RunChild(pc);
-  if (gpu.after_child) gpu.after_child();
+  const ChildOutcome& po = *ran;
   if (profiled) *profiled = po;
   if (po.exit.kind == ExitKind::kTimedOut) {
     set(Verification::kProfileError, "the profiled call did not finish within " +

@@ -20,11 +20,11 @@ namespace ptxbench::evaluation {
 // Calls in the profiled process (each on a seed of its own, from `profile_seed` up).
 constexpr int kProfiledCalls = 3;
 
-// Around the profiled child only: before_child takes the GPU (false: the child does not run,
-// and the profile is not reached), after_child gives it back before the report is read.
+// How the profiled child runs on the GPU: `run` runs it holding the GPU (gated, so the
+// profiler's own start holds nothing) and gives the GPU back before the report is read;
+// nullopt when the GPU could not be had (the profile is then not reached). Empty: RunChild.
 struct ProfileGpuHooks {
-  std::function<bool()> before_child;
-  std::function<void()> after_child;
+  std::function<std::optional<ChildOutcome>(const ChildRequest&)> run;
 };
 
 // Runs only for a correct candidate. Sets rec->instructions' verification status, tag and

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "evaluate/gpu_gate.h"
 #include "record/environment_layers.h"
 #include "record/vocabulary.h"
 #include "run/protocol.h"
@@ -187,16 +188,22 @@ ChildRequest HarnessChild(const EvalRequest& req, const ScratchDir& scratch,
   return r;
 }
 
-// A reference child for `seeds`, its expected outputs written to `out_dir`.
-ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, const Axes& axes,
-                               const std::vector<uint64_t>& seeds, const std::string& out_dir,
-                               const ScratchDir& scratch, const std::string& name,
-                               const std::vector<uint64_t>& set_seeds) {
+ChildRequest ReferenceChild(const EvalRequest& req, const Family& family, const Axes& axes,
+                            const std::vector<uint64_t>& seeds, const std::string& out_dir,
+                            const ScratchDir& scratch, const std::string& name,
+                            const std::vector<uint64_t>& set_seeds) {
   ChildRequest cr = HarnessChild(req, scratch, name, req.reference_timeout);
   cr.spec = ToJson(ReferenceSpec{{.family = family.Name(), .axes = axes, .out_dir = out_dir},
                                  /*seeds=*/seeds,
                                  /*set_seeds=*/set_seeds});
-  return RunChild(cr);
+  return cr;
+}
+
+ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, const Axes& axes,
+                               const std::vector<uint64_t>& seeds, const std::string& out_dir,
+                               const ScratchDir& scratch, const std::string& name,
+                               const std::vector<uint64_t>& set_seeds) {
+  return RunChild(ReferenceChild(req, family, axes, seeds, out_dir, scratch, name, set_seeds));
 }
 
 void SetGpuRefused(const GpuAccess& gpu, Verdict* v, const std::string& what_it_cost) {
@@ -207,6 +214,45 @@ bool HoldGpu(const EvalContext& c, GpuLock::Mode mode, Verdict* v) {
   if (!c.gpu || c.gpu->Hold(mode)) return true;
   if (!v->decided) SetGpuRefused(*c.gpu, v);
   return false;
+}
+
+std::optional<ChildOutcome> RunGatedChild(const EvalContext& c, ChildRequest child, Verdict* v,
+                                          bool alone_before_load) {
+  if (!c.gpu) return RunChild(child);
+  if (!GpuGateEnabled()) {
+    // As before the gate: the whole child under the hold; a timed child's candidate_ready is
+    // answered at once (it holds the GPU alone from its start).
+    if (!c.gpu->Hold(alone_before_load ? GpuLock::Mode::kAlone : GpuLock::Mode::kShared)) {
+      if (!v->decided) SetGpuRefused(*c.gpu, v);
+      return std::nullopt;
+    }
+    auto forward = std::move(child.on_message);
+    child.on_message = [forward](const nlohmann::json& m, const ChildRequest::Reply& reply) {
+      if (m.is_object() && m.value("event", "") == event::kCandidateReady) {
+        reply(kGateGo);
+        return;
+      }
+      if (forward) forward(m, reply);
+    };
+    ChildOutcome outcome = RunChild(child);
+    c.gpu->Release();
+    return outcome;
+  }
+  auto gate = GateChildOnGpu(&child, c.gpu, alone_before_load);
+  ChildOutcome outcome = RunChild(child);
+  c.gpu->Release();
+  if (gate->loaded_without_alone) {
+    // The parent never holds the GPU alone on the child's word that it will ask: a timed child
+    // that loaded its candidate without the GPU alone timed beside whatever else ran.
+    if (!v->decided)
+      v->Set(Status::kInfraError, "gpu_not_alone",
+             "the timed child loaded the candidate while this evaluation did not hold the GPU "
+             "alone: its timings could include other evaluations' work, and are not used");
+    return std::nullopt;
+  }
+  if (!gate->refused) return outcome;
+  if (!v->decided) SetGpuRefused(*c.gpu, v);
+  return std::nullopt;
 }
 
 // Why a reference child did not deliver: its error, else how it ended.

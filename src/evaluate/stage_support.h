@@ -65,6 +65,13 @@ void SetGpuRefused(const GpuAccess& gpu, Verdict* v, const std::string& what_it_
 struct EvalContext;
 bool HoldGpu(const EvalContext& c, GpuLock::Mode mode, Verdict* v);
 
+// Runs `child` gated on the evaluation's GPU (evaluate/gpu_gate.h): the lock is taken when the
+// child reaches its first CUDA call (and, with `alone_before_load`, alone before it loads the
+// candidate), and let go when it has ended. nullopt, with HoldGpu's verdict, when a hold was
+// refused. Without a lock (c.gpu null) it is RunChild.
+std::optional<ChildOutcome> RunGatedChild(const EvalContext& c, ChildRequest child, Verdict* v,
+                                          bool alone_before_load = false);
+
 struct EvalContext {
   const EvalRequest& req;
   const Definition& def;
@@ -123,7 +130,12 @@ std::string FormatPercent(double fraction);
 // A child of the harness's own (no candidate in it) in the scratch folder: its spec to fill.
 ChildRequest HarnessChild(const EvalRequest& req, const ScratchDir& scratch,
                           const std::string& name, std::chrono::seconds timeout);
-// A reference child for `seeds`, its expected outputs written to `out_dir`.
+// A reference child for `seeds`, its expected outputs written to `out_dir`: the request, and
+// the request run.
+ChildRequest ReferenceChild(const EvalRequest& req, const Family& family, const Axes& axes,
+                            const std::vector<uint64_t>& seeds, const std::string& out_dir,
+                            const ScratchDir& scratch, const std::string& name,
+                            const std::vector<uint64_t>& set_seeds = {});
 ChildOutcome RunReferenceChild(const EvalRequest& req, const Family& family, const Axes& axes,
                                const std::vector<uint64_t>& seeds, const std::string& out_dir,
                                const ScratchDir& scratch, const std::string& name,

@@ -8,8 +8,10 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/gpu_trace.h"
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "evaluate/gpu_gate.h"
 #include "measure/baseline.h"
 #include "record/environment_layers.h"
 #include "record/layers.h"
@@ -169,23 +171,31 @@ ChildOutcome RunBaselineChild(const EvalRequest& req, const ScratchDir& scratch,
   spec.baseline_seed_offset = seed_offset;
   spec.peak_n = peak_n;
   spec.baseline_options = baseline_options;
+  std::shared_ptr<GpuGateState> gate;
   if (gpu) {
     spec.wait_for_go = true;
-    bc.timeout += req.options.gpu_lock_timeout;  // the wait for "go" is the lock's
     bc.on_message = [gpu, gpu_refused](const json& m, const ChildRequest::Reply& reply) {
       if (m.value("event", "") != "baseline_ready") return;
       const bool held = gpu->Hold(GpuLock::Mode::kAlone);
       if (!held) *gpu_refused = true;
-      reply(held ? "go" : "stop");
+      reply(held ? kGateGo : kGateStop);
     };
+  }
+  bc.spec = ToJson(spec);
+  // The set-up asks for the GPU shared at its first CUDA call (the gate), the timed calls
+  // alone at baseline_ready (above).
+  if (gpu && GpuGateEnabled()) {
+    gate = GateChildOnGpu(&bc, gpu);
+  } else if (gpu) {
+    bc.answer_time_is_not_the_childs = true;  // the wait at baseline_ready is the lock's
     if (!gpu->Hold(GpuLock::Mode::kShared)) {
       *gpu_refused = true;
       return {};
     }
   }
-  bc.spec = ToJson(spec);
   ChildOutcome outcome = RunChild(bc);
   if (gpu) gpu->Release();
+  if (gate && gate->refused) *gpu_refused = true;
   return outcome;
 }
 
@@ -264,6 +274,7 @@ void TimingConversation::OnMessage(const json& m, const ChildRequest::Reply& rep
     std::string why;
     if (!gpm->Begin(&why)) gpm_error = why;
     window_begun = Clock::now();
+    GpuTrace("window_begin");
     reply("go");
   } else if (ev == "witness_done" && gpm && numbers.witness_calls > 0 && !witness_done) {
     witness_done = true;
@@ -276,6 +287,7 @@ void TimingConversation::OnMessage(const json& m, const ChildRequest::Reply& rep
     std::this_thread::sleep_for(std::chrono::duration<double>(
         gpm_error.empty() ? gpm->SecondsToAlignedEnd(at_least) : kWitnessSettleSeconds));
     if (gpm_error.empty()) window = gpm->End();
+    GpuTrace("window_end", {{"sm_util_pct", window ? window->sm_util_pct : -1.0}});
     witness_checks = Draw(numbers.witness_calls, kWitnessChecks);
     reply(ToJson(AfterLoopPlan{witness_checks, false, 0, 0}).dump());
   }
@@ -290,20 +302,19 @@ void TimingLayer::Run() {
   Plan();
   // Each child alone on the GPU while it times (another evaluation's kernels would change
   // its figures and the witness's window): the baselines ask when their set-up is done, the
-  // candidate's child holds it from its start (a loaded candidate is never left unwatched on
-  // a GPU that another evaluation times on). Judging, revalidating and the witness's
-  // judgement need the GPU only for a reference, shared.
+  // candidate's child once its buffers are set up and before the candidate is loaded (a
+  // loaded candidate is never left unwatched on a GPU that another evaluation times on); each
+  // set-up holds the GPU shared from the child's first CUDA call (gpu_gate.h). Judging,
+  // revalidating and the witness's judgement need the GPU only for a reference, shared.
   auto refused = [&] {
     if (!v_->decided) SetGpuRefused(*c_.gpu, v_);
     perf_.state = "not_reached";
-    perf_.reason = c_.gpu->Failure();
+    perf_.reason = v_->message;  // the lock's failure, or a timed child that was not alone
     rec_->performance = ToJson(perf_);
   };
   BaselineBefore();
   if (gpu_refused_) return refused();
-  if (!HoldGpu(c_, GpuLock::Mode::kAlone, v_)) return refused();
-  Candidate();
-  if (c_.gpu) c_.gpu->Release();
+  if (!Candidate()) return refused();
   BaselineAfter();
   if (gpu_refused_) return refused();
   Judge();
@@ -349,7 +360,7 @@ void TimingLayer::BaselineBefore() {
   rec_->stage_seconds[stage_key::kTimingBaseline] = SecondsSince(t);
 }
 
-void TimingLayer::Candidate() {
+bool TimingLayer::Candidate() {
   // The parent's witness of what the GPU did, read outside every child. Whether this GPU has
   // one is the parent's finding, made here before the candidate's timing child exists.
   gpm_ = GpmWitness::Open(gpu_.value("pci_bus_id", ""), &gpm_why_);
@@ -370,13 +381,23 @@ void TimingLayer::Candidate() {
   spec.kept_outputs = talk_.numbers.kept_outputs;
   spec.witness_calls = talk_.numbers.witness_calls;
   spec.digest_key = talk_.numbers.digest_key;
-  tc.spec = ToJson(spec);
   tc.timeout = c_.req.options.timing_timeout;
   tc.on_message = [this](const json& m, const ChildRequest::Reply& reply) {
     talk_.OnMessage(m, reply);
   };
-  timed_ = RunChild(tc);
+  if (!c_.gpu) {
+    tc.spec = ToJson(spec);
+    timed_ = RunChild(tc);
+    rec_->stage_seconds[stage_key::kTiming] = SecondsSince(t);
+    return true;
+  }
+  spec.wait_for_go = true;  // candidate_ready: the GPU alone before the candidate is loaded
+  tc.spec = ToJson(spec);
+  std::optional<ChildOutcome> gated = RunGatedChild(c_, tc, v_, /*alone_before_load=*/true);
   rec_->stage_seconds[stage_key::kTiming] = SecondsSince(t);
+  if (!gated) return false;
+  timed_ = std::move(*gated);
+  return true;
 }
 
 void TimingLayer::BaselineAfter() {
@@ -617,16 +638,18 @@ bool TimingLayer::Revalidate() {
   std::map<uint64_t, ReferenceEntry> refs;
   if (!check_seeds.empty()) {
     auto t = Clock::now();
-    if (!HoldGpu(c_, GpuLock::Mode::kShared, v_)) {
+    std::optional<ChildOutcome> gated = RunGatedChild(
+        c_,
+        ReferenceChild(c_.req, c_.family, c_.axes, check_seeds, ReferenceFolder(scratch_), scratch_,
+                       "timing-reference", check_set_seeds),
+        v_);
+    if (!gated) {
       Revalidation& none = perf_.revalidation.emplace();
       none.state = "not_reached";
       none.reason = c_.gpu->Failure();
       return false;
     }
-    ChildOutcome ro =
-        RunReferenceChild(c_.req, c_.family, c_.axes, check_seeds, ReferenceFolder(scratch_),
-                          scratch_, "timing-reference", check_set_seeds);
-    if (c_.gpu) c_.gpu->Release();
+    const ChildOutcome& ro = *gated;
     for (const json* m : ro.All("reference")) {
       ReferenceEntry e;
       e.seed = m->at("seed");

@@ -80,7 +80,7 @@ class TimingLayer {
   // The timed calls' spec as planned, writing into `out_dir`.
   TimingSpec TimedCalls(const std::string& out_dir) const;
   void BaselineBefore();
-  void Candidate();
+  bool Candidate();  // false when the GPU could not be had (the verdict set)
   void BaselineAfter();
   void Judge();
   std::vector<json> MessagesForTheJudge(size_t* dropped_claims,

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/gpu_trace.h"
 #include "common/sandbox.h"
 #include "common/sha256.h"
 #include "common/strings.h"
@@ -117,16 +118,24 @@ ChildOutcome RunChild(const ChildRequest& r) {
   p.control_fd = kControlFd;
   p.sandbox = r.confine ? &sandbox : nullptr;
   Child child = Child::Start(p);
+  GpuTrace("child_start",
+           {{"name", r.name}, {"child", child.pid()}, {"wrapper", !r.wrapper.empty()}});
   std::function<void(const std::string&)> on_line;
   // Lives as long as the wait: on_line answers through it.
   ChildRequest::Reply reply = [&child](const std::string& line) { return child.SendControl(line); };
-  if (r.on_message) {
+  if (r.on_message || GpuTraceOn()) {
     on_line = [&](const std::string& line) {
       std::vector<std::string> garbage;
-      for (const auto& m : ParseChannel({line}, &garbage)) r.on_message(m, reply);
+      for (const auto& m : ParseChannel({line}, &garbage)) {
+        if (m.is_object() && m.contains("event") && m["event"].is_string())
+          GpuTrace("child_says", {{"name", r.name}, {"event", m["event"]}});
+        if (r.on_message) r.on_message(m, reply);
+      }
     };
   }
-  o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout, on_line);
+  o.exit = child.Wait(std::chrono::steady_clock::now() + r.timeout, on_line,
+                      r.answer_time_is_not_the_childs);
+  GpuTrace("child_exit", {{"name", r.name}});
   o.messages = ParseChannel(child.channel_lines(), &o.garbage);
   o.log_path = p.log_path;
   // A candidate's output reaches records and the model's feedback: never a secret of ours,

@@ -49,6 +49,8 @@ struct ChildRequest {
   // Sees each message as it arrives and may answer on the child's control pipe.
   using Reply = std::function<bool(const std::string&)>;
   std::function<void(const nlohmann::json&, const Reply&)> on_message;
+  // The time on_message takes is not counted against `timeout` (it waits for the GPU lock).
+  bool answer_time_is_not_the_childs = false;
 };
 
 // The folder a confined child `name` works in (made by RunChild).

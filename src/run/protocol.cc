@@ -132,7 +132,8 @@ json ToJson(const TimingSpec& s) {
     PTXBENCH_JSON_SET_FIELDS(j, s, baseline_only, baseline_phase, baseline_seed_offset, peak_n,
                              baseline_options, wait_for_go);
   else
-    PTXBENCH_JSON_SET_FIELDS(j, s, shared_object, abi, kept_outputs, witness_calls, digest_key);
+    PTXBENCH_JSON_SET_FIELDS(j, s, shared_object, abi, kept_outputs, witness_calls, digest_key,
+                             wait_for_go);
   return j;
 }
 
@@ -163,6 +164,7 @@ TimingSpec ParseTimingSpec(const json& j) {
     return s;
   }
   Read(j, "shared_object", &s.shared_object, true);
+  Read(j, "wait_for_go", &s.wait_for_go, false);
   Read(j, "abi", &s.abi, false);
   Read(j, "kept_outputs", &s.kept_outputs, true);
   Read(j, "witness_calls", &s.witness_calls, true);

@@ -80,8 +80,9 @@ struct TimingSpec : WorkloadSpec {
   std::string baseline_phase = "baseline_before";
   uint64_t baseline_seed_offset = 1000000;
   int peak_n = 0;  // > 0: measure the bf16 dense peak at this square size after the baseline
-  // Set up (context, library, buffers) first, then ask the parent with baseline_ready and
-  // time only after its "go": the parent holds the GPU alone from then on, not for the setup.
+  // Set up (context, library or buffers) first, then ask the parent (a baseline with
+  // baseline_ready, the candidate's child with candidate_ready, before loading it) and go on
+  // only after its "go": the parent holds the GPU alone from then on, not for the set-up.
   bool wait_for_go = false;
   nlohmann::json baseline_options = nlohmann::json::object();
 };
@@ -119,7 +120,19 @@ inline constexpr const char* kLibraries = "libraries";
 inline constexpr const char* kTimingSample = "timing_sample";
 inline constexpr const char* kTimedLoopDone = "timed_loop_done";
 inline constexpr const char* kDone = "done";
+// The GPU gate (GpuGate below): a child about to make its first CUDA call asks for the GPU
+// (shared); a timing child whose set-up is done asks for it alone before the candidate loads.
+inline constexpr const char* kGpuWanted = "gpu_wanted";
+inline constexpr const char* kCandidateReady = "candidate_ready";
 }  // namespace event
+
+// The spec key that makes a child wait at its first CUDA call for the parent's "go": the
+// parent then takes the GPU lock only for what needs the GPU, not for the process's start-up,
+// its confinement or a wrapping tool's own start (the profiler's takes seconds).
+inline constexpr const char* kGpuGateKey = "gpu_gate";
+// The parent's answers on the control descriptor.
+inline constexpr const char* kGateGo = "go";
+inline constexpr const char* kGateStop = "stop";
 
 // Events that say "the harness could not do this" rather than "the candidate failed". The
 // parent believes one only from a process that had not yet loaded a candidate, or from a

@@ -28,6 +28,18 @@ TEST(Protocol, TimingSpecRoundTrips) {
   EXPECT_EQ(back.digest_key, 99u);
   EXPECT_EQ(back.set_seed_base, s.set_seed_base);
   EXPECT_FALSE(back.baseline_only);
+  EXPECT_FALSE(back.wait_for_go);
+}
+
+// The candidate's timed child asks for the GPU alone before its load only when its spec says
+// so; a spec that lost the flag on its way (as the candidate's once did: it was written for
+// baselines only) let the child time beside other evaluations.
+TEST(Protocol, TheWaitForGoReachesTheCandidatesAndTheBaselinesChild) {
+  TimingSpec s = CandidateTimingSpec();
+  s.wait_for_go = true;
+  EXPECT_TRUE(ParseTimingSpec(ToJson(s)).wait_for_go);
+  s.baseline_only = true;
+  EXPECT_TRUE(ParseTimingSpec(ToJson(s)).wait_for_go);
 }
 
 TEST(Protocol, CandidateSpecMustCarryTheParentsNumbers) {
