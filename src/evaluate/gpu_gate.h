@@ -3,7 +3,8 @@
 // loading, and a wrapping tool's own start (Nsight Compute's takes seconds) all kept other
 // evaluations' timed windows waiting. A gated child (child/child_main.cc) asks at its first
 // CUDA call (gpu_wanted: the GPU shared) and, for the candidate's timed child, once its
-// buffers are set up and before the candidate is loaded (candidate_ready: alone); the parent
+// context and timed buffers are set up and before the candidate is loaded (candidate_ready:
+// alone; the kept outputs and witness inputs, GBs, are allocated after that); the parent
 // answers on the control descriptor once it holds the lock in that mode.
 //
 // Only harness code asks: a request that arrives after the child's "loading" marker is the

@@ -301,10 +301,10 @@ TimingLayer::TimingLayer(const EvalContext& c, const ChildRequest& candidate,
 void TimingLayer::Run() {
   Plan();
   // Each child alone on the GPU while it times (another evaluation's kernels would change
-  // its figures and the witness's window): the baselines ask when their set-up is done, the
-  // candidate's child once its buffers are set up and before the candidate is loaded (a
-  // loaded candidate is never left unwatched on a GPU that another evaluation times on); each
-  // set-up holds the GPU shared from the child's first CUDA call (gpu_gate.h). Judging,
+  // its figures and the witness's window): the baselines ask when their set-up is done; the
+  // candidate's child holds it alone from its start, or, with the gate on (gpu_gate.h), from
+  // just before the candidate is loaded, its set-up shared from its first CUDA call (a loaded
+  // candidate is never left unwatched on a GPU that another evaluation times on). Judging,
   // revalidating and the witness's judgement need the GPU only for a reference, shared.
   auto refused = [&] {
     if (!v_->decided) SetGpuRefused(*c_.gpu, v_);
