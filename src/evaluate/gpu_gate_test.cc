@@ -108,39 +108,32 @@ TEST(GpuGate, RequestsAfterTheLoadOrRepeatedAreNotHonoured) {
   EXPECT_FALSE(state->refused);
 }
 
+// A forwarding child gated on `gpu` that sends `events` in order; the hold let go after.
+std::shared_ptr<GpuGateState> Converse(GpuAccess* gpu, bool alone_before_load,
+                                       const std::vector<std::string>& events) {
+  Conversation talk;
+  ChildRequest r = ForwardingChild(&talk);
+  auto state = GateChildOnGpu(&r, gpu, alone_before_load);
+  for (const std::string& e : events) r.on_message({{"event", e}}, talk.reply);
+  gpu->Release();
+  return state;
+}
+
 // Fail closed: the parent does not take the child's word that it will ask for the GPU alone. A
 // timed child whose candidate loads while the GPU is held only shared (it never asked, as when
 // its spec lost the request on the way, or it asked after the load) is marked, and its
 // evaluation's timings are void; one that asked first is not.
 TEST(GpuGate, ATimedChildThatLoadsWithoutTheGpuAloneIsMarked) {
   ScratchDir dir("gpu-gate");
-  const std::string path = dir.File("gpu.lock");
-  GpuAccess gpu(path, std::chrono::seconds(0), nullptr);
-  Conversation talk;
-  ChildRequest r = ForwardingChild(&talk);
-  auto state = GateChildOnGpu(&r, &gpu, /*alone_before_load=*/true);
-  r.on_message({{"event", event::kGpuWanted}}, talk.reply);
-  r.on_message({{"event", kLoadingEvent}}, talk.reply);
-  EXPECT_TRUE(state->loaded_without_alone);
-  gpu.Release();
-
-  Conversation asked;
-  ChildRequest timed = ForwardingChild(&asked);
-  auto good = GateChildOnGpu(&timed, &gpu, /*alone_before_load=*/true);
-  timed.on_message({{"event", event::kGpuWanted}}, asked.reply);
-  timed.on_message({{"event", event::kCandidateReady}}, asked.reply);
-  timed.on_message({{"event", kLoadingEvent}}, asked.reply);
-  EXPECT_FALSE(good->loaded_without_alone);
-  gpu.Release();
-
+  GpuAccess gpu(dir.File("gpu.lock"), std::chrono::seconds(0), nullptr);
+  EXPECT_TRUE(Converse(&gpu, /*alone_before_load=*/true, {event::kGpuWanted, kLoadingEvent})
+                  ->loaded_without_alone);
+  EXPECT_FALSE(Converse(&gpu, /*alone_before_load=*/true,
+                        {event::kGpuWanted, event::kCandidateReady, kLoadingEvent})
+                   ->loaded_without_alone);
   // A shared child (the trials, the memory check) loads under a shared hold by design.
-  Conversation shared;
-  ChildRequest trial = ForwardingChild(&shared);
-  auto plain = GateChildOnGpu(&trial, &gpu);
-  trial.on_message({{"event", event::kGpuWanted}}, shared.reply);
-  trial.on_message({{"event", kLoadingEvent}}, shared.reply);
-  EXPECT_FALSE(plain->loaded_without_alone);
-  gpu.Release();
+  EXPECT_FALSE(Converse(&gpu, /*alone_before_load=*/false, {event::kGpuWanted, kLoadingEvent})
+                   ->loaded_without_alone);
 }
 
 std::string Bin() {
