@@ -222,10 +222,8 @@ std::optional<ChildOutcome> RunGatedChild(const EvalContext& c, ChildRequest chi
   if (!GpuGateEnabled()) {
     // As before the gate: the whole child under the hold; a timed child's candidate_ready is
     // answered at once (it holds the GPU alone from its start).
-    if (!c.gpu->Hold(alone_before_load ? GpuLock::Mode::kAlone : GpuLock::Mode::kShared)) {
-      if (!v->decided) SetGpuRefused(*c.gpu, v);
+    if (!HoldGpu(c, alone_before_load ? GpuLock::Mode::kAlone : GpuLock::Mode::kShared, v))
       return std::nullopt;
-    }
     auto forward = std::move(child.on_message);
     child.on_message = [forward](const nlohmann::json& m, const ChildRequest::Reply& reply) {
       if (m.is_object() && m.value("event", "") == event::kCandidateReady) {
